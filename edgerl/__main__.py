@@ -1,0 +1,5 @@
+"""``python -m edgerl``."""
+
+from edgerl.cli import entry
+
+entry()

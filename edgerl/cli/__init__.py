@@ -1,0 +1,74 @@
+"""The ``edgerl`` command line: one entry point, one module per verb.
+
+Each verb module (listed in :data:`VERBS`) defines ``HELP`` (one line), ``add_arguments(p)``
+and ``run(args) -> int``, and imports its heavy dependencies (torch, MuJoCo, rclpy) inside
+``run`` so ``edgerl --help`` stays fast and works on a ``[runtime]``-only install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from edgerl._version import __version__
+from edgerl.logs import LEVELS, setup_logging
+
+__all__ = ["VERBS", "CliError", "main"]
+
+log = logging.getLogger(__name__)
+
+#: verb -> module implementing it. Order is the order shown in ``--help``.
+VERBS: dict[str, str] = {
+    "tasks": "edgerl.cli.tasks",
+    "bench": "edgerl.cli.bench",
+}
+
+
+class CliError(Exception):
+    """A user-facing error: printed as ``edgerl: error: ...`` with exit status 1."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser with every verb's sub-parser."""
+    parser = argparse.ArgumentParser(
+        prog="edgerl",
+        description="Latency-aware asynchronous RL: train in simulation, export, deploy on "
+                    "ROS 2 and firmware.",
+    )
+    parser.add_argument("--version", action="version", version=f"edgerl {__version__}")
+    parser.add_argument("--log-level", default="INFO", choices=LEVELS, type=str.upper,
+                        help="logging verbosity (default INFO)")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for verb, module_name in VERBS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(verb, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the verb; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging(args.log_level)
+    try:
+        return int(args._run(args) or 0)
+    except CliError as exc:
+        print(f"edgerl {args.verb}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"edgerl {args.verb}: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,5 @@
+"""``python -m edgerl.cli``."""
+
+from edgerl.cli import entry
+
+entry()

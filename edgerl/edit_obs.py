@@ -1,0 +1,190 @@
+"""The edit policy's observation, defined once for training (torch batches) and deployment
+(numpy single samples).
+
+The fast edit policy sees the newest robot observation together with the planner's chunk::
+
+    [ obs (O) | chunk row for now (A) | next L rows (L*A) | chunk age (1) |
+      K committed actions, newest first (K*A) | has_chunk (1) ]
+
+* Rows past the chunk's end repeat its last row (hold), so lookahead never reads garbage.
+* Chunk age is ``clip(age_s / age_scale_s, 0, age_clip)``: seconds since the planner's
+  observation was taken, scaled to order 1.
+* ``has_chunk`` is 1 when a (non-stale) chunk exists; when it is 0, the chunk segments are 0.
+
+The same functions run on ``numpy.ndarray`` and ``torch.Tensor`` (the torch namespace is
+used only when a tensor is passed; this module never imports torch itself). Every operation
+is elementwise float32 or a copy, so numpy and torch give bitwise-identical results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EditObsConfig", "build_edit_obs", "compose_edit_action", "select_chunk_rows"]
+
+Array = Any  # numpy.ndarray or torch.Tensor
+
+
+@dataclass
+class EditObsConfig:
+    """Sizes and scales of the edit observation (stored in the manifest as ``edit_obs``)."""
+
+    obs_dim: int
+    action_dim: int
+    lookahead: int = 2
+    n_committed: int = 2
+    age_scale_s: float = 1.0
+    age_clip: float = 4.0
+
+    def __post_init__(self) -> None:
+        from edgerl.serde import SchemaError
+
+        for key in ("obs_dim", "action_dim"):
+            if getattr(self, key) < 1:
+                raise SchemaError(f"edit_obs.{key}: must be >= 1, got {getattr(self, key)}")
+        for key in ("lookahead", "n_committed"):
+            if getattr(self, key) < 0:
+                raise SchemaError(f"edit_obs.{key}: must be >= 0, got {getattr(self, key)}")
+        if not (self.age_scale_s > 0 and self.age_clip > 0):
+            raise SchemaError("edit_obs.age_scale_s and edit_obs.age_clip: must be > 0")
+
+    @property
+    def n_rows(self) -> int:
+        """Chunk rows in the observation: the current one plus ``lookahead``."""
+        return 1 + self.lookahead
+
+    @property
+    def dim(self) -> int:
+        """Total size D of the edit observation."""
+        return self.obs_dim + (self.n_rows + self.n_committed) * self.action_dim + 2
+
+    def layout(self) -> list[tuple[str, int, int]]:
+        """``(name, start, stop)`` of each segment, in order."""
+        sizes = [("obs", self.obs_dim), ("chunk_now", self.action_dim),
+                 ("chunk_next", self.lookahead * self.action_dim), ("chunk_age", 1),
+                 ("committed", self.n_committed * self.action_dim), ("has_chunk", 1)]
+        out, start = [], 0
+        for name, size in sizes:
+            out.append((name, start, start + size))
+            start += size
+        return out
+
+
+def _is_torch(x: Array) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def select_chunk_rows(chunk_actions: Array, row_index: Array, n_rows: int) -> Array:
+    """Rows ``row_index .. row_index + n_rows - 1`` of each chunk, holding the last row.
+
+    Args:
+        chunk_actions: ``(..., H, A)`` chunks.
+        row_index: ``(...,)`` integer index of the row for "now" (clamped to ``[0, H-1]``).
+        n_rows: How many rows to take.
+
+    Returns:
+        ``(..., n_rows, A)`` array of the same kind as ``chunk_actions``.
+    """
+    horizon = chunk_actions.shape[-2]
+    if _is_torch(chunk_actions):
+        import torch
+
+        offsets = torch.arange(n_rows, device=chunk_actions.device)
+        idx = (row_index[..., None].long() + offsets).clamp(0, horizon - 1)
+        idx = idx[..., None].expand(*idx.shape, chunk_actions.shape[-1])
+        return torch.gather(chunk_actions, -2, idx)
+    idx = np.clip(np.asarray(row_index)[..., None].astype(np.int64) + np.arange(n_rows),
+                  0, horizon - 1)
+    return np.take_along_axis(np.asarray(chunk_actions), idx[..., None], axis=-2)
+
+
+def build_edit_obs(obs: Array, chunk_rows: Array, chunk_age_s: Array, committed: Array,
+                   has_chunk: Array, cfg: EditObsConfig, out: Array | None = None) -> Array:
+    """Assemble the edit observation.
+
+    Args:
+        obs: ``(..., O)`` newest robot observation.
+        chunk_rows: ``(..., 1 + L, A)`` chunk rows from "now" on (see :func:`select_chunk_rows`).
+        chunk_age_s: ``(...,)`` seconds since the chunk's planner observation.
+        committed: ``(..., K, A)`` last K commands sent, newest first.
+        has_chunk: ``(...,)`` 1/0 (or bool): whether a usable chunk exists.
+        cfg: Sizes and scales.
+        out: Optional preallocated ``(..., D)`` float32 buffer (the runtime's, to avoid
+            allocating every tick). Returned filled.
+
+    Returns:
+        ``(..., D)`` float32 edit observation.
+    """
+    batch = tuple(obs.shape[:-1])
+    a_dim, n_rows, k = cfg.action_dim, cfg.n_rows, cfg.n_committed
+    if obs.shape[-1] != cfg.obs_dim:
+        raise ValueError(f"obs has {obs.shape[-1]} elements, the edit config expects {cfg.obs_dim}")
+    if tuple(chunk_rows.shape[-2:]) != (n_rows, a_dim):
+        raise ValueError(f"chunk_rows has shape {tuple(chunk_rows.shape)}, expected "
+                         f"(..., {n_rows}, {a_dim})")
+    if tuple(committed.shape[-2:]) != (k, a_dim):
+        raise ValueError(f"committed has shape {tuple(committed.shape)}, expected "
+                         f"(..., {k}, {a_dim})")
+    torch_mode = _is_torch(obs)
+    if torch_mode:
+        import torch
+
+        f32 = torch.float32
+        if out is None:
+            out = torch.empty((*batch, cfg.dim), dtype=f32, device=obs.device)
+        age = torch.as_tensor(chunk_age_s, device=obs.device).to(f32)
+        scale = torch.tensor(cfg.age_scale_s, dtype=f32, device=obs.device)
+        age = torch.clamp(age / scale, 0.0, cfg.age_clip)
+        has = torch.as_tensor(has_chunk, device=obs.device).to(f32)
+    else:
+        f32 = np.float32
+        if out is None:
+            out = np.empty((*batch, cfg.dim), dtype=f32)
+        age = np.asarray(chunk_age_s).astype(f32, copy=False) / f32(cfg.age_scale_s)
+        age = np.clip(age, f32(0.0), f32(cfg.age_clip))
+        has = np.asarray(has_chunk).astype(f32, copy=False)
+    if tuple(out.shape) != (*batch, cfg.dim):
+        raise ValueError(f"out has shape {tuple(out.shape)}, expected {(*batch, cfg.dim)}")
+
+    seg = {name: (start, stop) for name, start, stop in cfg.layout()}
+    o0, o1 = seg["obs"]
+    c0, c1 = seg["chunk_now"][0], seg["chunk_next"][1]
+    g0, _ = seg["chunk_age"]
+    k0, k1 = seg["committed"]
+    h0, _ = seg["has_chunk"]
+    out[..., o0:o1] = obs
+    out[..., c0:c1] = chunk_rows.reshape(*batch, n_rows * a_dim)
+    out[..., c0:c1] *= has[..., None]
+    out[..., g0] = age * has
+    out[..., k0:k1] = committed.reshape(*batch, k * a_dim)
+    out[..., h0] = has
+    return out
+
+
+def compose_edit_action(chunk_row: Array, residual: Array, bound: float,
+                        out: Array | None = None) -> Array:
+    """The edit method's action: ``chunk_row + bound * clip(residual, -1, 1)``.
+
+    The exported network outputs the raw ``residual`` (the PPO actor mean); the training
+    wrapper (torch batches) and the runtime (numpy, one sample) both compose with this
+    function, so the residual is bounded by ``bound`` per element in both places.
+
+    Args:
+        chunk_row: ``(..., A)`` planner action for now.
+        residual: ``(..., A)`` network output.
+        bound: Largest change the edit may make per element (action units).
+        out: Optional preallocated result (numpy only).
+    """
+    if _is_torch(residual):
+        import torch
+
+        return chunk_row + bound * torch.clamp(residual, -1.0, 1.0)
+    if out is None:
+        out = np.empty(np.shape(residual), dtype=np.float32)
+    np.clip(residual, -1.0, 1.0, out=out)
+    out *= np.float32(bound)
+    out += chunk_row
+    return out

@@ -1,0 +1,322 @@
+"""``PolicySpec``: everything the runtime must know about an exported policy.
+
+Serialised as ``manifest.json`` in a bundle directory next to ``policy.onnx`` (and
+``planner.onnx``, ``policy.h``...). The schema is versioned: a manifest from a newer schema, a
+missing field, an unknown field or a wrong type is refused with a message naming the field.
+File hashes (sha256) are checked by :func:`load_bundle_manifest` so a retrained ONNX dropped
+into an old bundle is caught before it drives a robot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgerl._version import __version__
+from edgerl.edit_obs import EditObsConfig
+from edgerl.serde import SchemaError, from_dict, to_dict
+
+__all__ = [
+    "MANIFEST_NAME",
+    "SCHEMA_VERSION",
+    "ActionSpec",
+    "BundleError",
+    "ChunkSpec",
+    "LatencyModel",
+    "ObservationSpec",
+    "PolicySpec",
+    "RecurrentSpec",
+    "TensorSpec",
+    "load_bundle_manifest",
+    "sha256_file",
+]
+
+#: Version of the manifest schema this edgerl writes and the newest it reads.
+SCHEMA_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+
+
+class BundleError(ValueError):
+    """A bundle on disk is unusable (missing file, hash mismatch, bad manifest)."""
+
+
+def _check_len(name: str, values: list, n: int) -> None:
+    if len(values) != n:
+        raise SchemaError(f"{name}: expected {n} entries (one per element), got {len(values)}")
+
+
+@dataclass
+class ObservationSpec:
+    """Layout of the robot observation (before the edit-policy augmentation).
+
+    ``names[i]``/``units[i]`` describe element ``i``; the network sees ``(x - mean) / std``
+    (normalisation baked into the ONNX graph when ``normalized_in_graph``).
+    """
+
+    names: list[str]
+    units: list[str]
+    mean: list[float]
+    std: list[float]
+    normalized_in_graph: bool = True
+
+    def __post_init__(self) -> None:
+        n = len(self.names)
+        if n == 0:
+            raise SchemaError("observation.names: must not be empty")
+        if len(set(self.names)) != n:
+            raise SchemaError("observation.names: names must be unique")
+        for key in ("units", "mean", "std"):
+            _check_len(f"observation.{key}", getattr(self, key), n)
+        for i, s in enumerate(self.std):
+            if not s > 0:
+                raise SchemaError(f"observation.std[{i}]: must be > 0, got {s}")
+
+    @property
+    def dim(self) -> int:
+        """Observation size O."""
+        return len(self.names)
+
+
+@dataclass
+class ActionSpec:
+    """Layout and limits of the command: ``command = clip(action, low, high)`` per element.
+
+    ``max_rate`` (units per second, 0 = unlimited) bounds how fast each element may change.
+    """
+
+    names: list[str]
+    units: list[str]
+    low: list[float]
+    high: list[float]
+    max_rate: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        n = len(self.names)
+        if n == 0:
+            raise SchemaError("action.names: must not be empty")
+        if len(set(self.names)) != n:
+            raise SchemaError("action.names: names must be unique")
+        for key in ("units", "low", "high"):
+            _check_len(f"action.{key}", getattr(self, key), n)
+        if not self.max_rate:
+            self.max_rate = [0.0] * n
+        _check_len("action.max_rate", self.max_rate, n)
+        for i, (lo, hi) in enumerate(zip(self.low, self.high)):
+            if not lo < hi:
+                raise SchemaError(f"action.low[{i}]: must be below action.high[{i}] ({lo} >= {hi})")
+
+    @property
+    def dim(self) -> int:
+        """Action size A."""
+        return len(self.names)
+
+
+@dataclass
+class ChunkSpec:
+    """The planner's chunks: ``horizon`` rows spaced ``dt_s`` apart, one every ``period_s``."""
+
+    horizon: int
+    dt_s: float
+    period_s: float
+    expected_latency_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.horizon < 1:
+            raise SchemaError(f"chunk.horizon: must be >= 1, got {self.horizon}")
+        for key in ("dt_s", "period_s"):
+            if not getattr(self, key) > 0:
+                raise SchemaError(f"chunk.{key}: must be > 0, got {getattr(self, key)}")
+        if self.expected_latency_s < 0:
+            raise SchemaError("chunk.expected_latency_s: must be >= 0")
+
+
+@dataclass
+class LatencyModel:
+    """The delays the policy was trained with, in control steps (what the sim wrappers used).
+
+    ``planner_delay_steps``: planner inference delay D; ``planner_period_steps``: P;
+    ``delay_jitter_steps``: half-width of uniform jitter on D; ``delay_distribution``:
+    optional probabilities over D = 0, 1, 2... (fitted from measured serving latency);
+    ``edit_delay_steps``: the fast policy's own delay; ``obs_delay_steps`` and
+    ``action_delay_steps``: sensor and actuator delays.
+    """
+
+    planner_delay_steps: int = 0
+    planner_period_steps: int = 1
+    delay_jitter_steps: float = 0.0
+    delay_distribution: list[float] = field(default_factory=list)
+    edit_delay_steps: int = 0
+    obs_delay_steps: int = 0
+    action_delay_steps: int = 0
+
+    def __post_init__(self) -> None:
+        for key in ("planner_delay_steps", "edit_delay_steps", "obs_delay_steps",
+                    "action_delay_steps"):
+            if getattr(self, key) < 0:
+                raise SchemaError(f"latency.{key}: must be >= 0, got {getattr(self, key)}")
+        if self.planner_period_steps < 1:
+            raise SchemaError("latency.planner_period_steps: must be >= 1")
+        if self.delay_distribution:
+            total = sum(self.delay_distribution)
+            if any(p < 0 for p in self.delay_distribution) or not math.isclose(total, 1.0,
+                                                                              abs_tol=1e-6):
+                raise SchemaError("latency.delay_distribution: must be probabilities summing to 1")
+
+
+@dataclass
+class TensorSpec:
+    """ONNX input/output tensor names, in order."""
+
+    inputs: list[str] = field(default_factory=lambda: ["obs"])
+    outputs: list[str] = field(default_factory=lambda: ["action"])
+
+
+@dataclass
+class RecurrentSpec:
+    """Recurrent state carried between ticks: ``kind`` is ``none``, ``gru`` or ``lstm``.
+
+    ``state_shapes`` lists the per-state tensor shapes (batch 1); state ``i`` is input
+    ``state_inputs[i]`` and comes back as output ``state_outputs[i]``; reset to zeros at start.
+    """
+
+    kind: str = "none"
+    state_inputs: list[str] = field(default_factory=list)
+    state_outputs: list[str] = field(default_factory=list)
+    state_shapes: list[list[int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("none", "gru", "lstm"):
+            raise SchemaError(f"recurrent.kind: must be none, gru or lstm, got {self.kind!r}")
+        n = len(self.state_inputs)
+        if len(self.state_outputs) != n or len(self.state_shapes) != n:
+            raise SchemaError("recurrent: state_inputs, state_outputs and state_shapes must "
+                              "have the same length")
+        if self.kind != "none" and n == 0:
+            raise SchemaError(f"recurrent.state_inputs: a {self.kind} policy needs state tensors")
+
+
+@dataclass
+class PolicySpec:
+    """The manifest of a bundle: the one description shared by training and deployment."""
+
+    task: str
+    method: str
+    control_hz: float
+    observation: ObservationSpec
+    action: ActionSpec
+    chunk: ChunkSpec
+    edit_obs: EditObsConfig
+    latency: LatencyModel = field(default_factory=LatencyModel)
+    tensors: TensorSpec = field(default_factory=TensorSpec)
+    recurrent: RecurrentSpec = field(default_factory=RecurrentSpec)
+    #: Edit methods: the residual added to the chunk row is bounded to +-residual_bound.
+    residual_bound: float = 0.0
+    #: Bundle files (relative name -> sha256 hex); checked on load.
+    files: dict[str, str] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+    edgerl_version: str = __version__
+    #: Free-form provenance (training run, seed, metrics); never interpreted by the runtime.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.control_hz > 0:
+            raise SchemaError(f"control_hz: must be > 0, got {self.control_hz}")
+        if self.edit_obs.obs_dim != self.observation.dim:
+            raise SchemaError(f"edit_obs.obs_dim: {self.edit_obs.obs_dim} does not match "
+                              f"observation.names ({self.observation.dim})")
+        if self.edit_obs.action_dim != self.action.dim:
+            raise SchemaError(f"edit_obs.action_dim: {self.edit_obs.action_dim} does not match "
+                              f"action.names ({self.action.dim})")
+
+    @property
+    def control_dt(self) -> float:
+        """Control period in seconds."""
+        return 1.0 / self.control_hz
+
+    # --- (de)serialisation ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-compatible dict."""
+        return to_dict(self)
+
+    def to_json(self) -> str:
+        """Strict JSON (no NaN/Infinity), stable key order, 2-space indent."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Any) -> PolicySpec:
+        """Validate and build; raises :class:`SchemaError` naming the offending field."""
+        if not isinstance(data, dict):
+            raise SchemaError(f"manifest: expected an object, got {type(data).__name__}")
+        version = data.get("schema_version")
+        if version is None:
+            raise SchemaError("manifest.schema_version: missing required field")
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise SchemaError(f"manifest.schema_version: expected an integer, got {version!r}")
+        if version > SCHEMA_VERSION:
+            raise SchemaError(f"manifest.schema_version: {version} is newer than this edgerl "
+                              f"({__version__}) reads (<= {SCHEMA_VERSION}); upgrade edgerl")
+        if version < 1:
+            raise SchemaError(f"manifest.schema_version: unknown version {version}")
+        return from_dict(cls, data, "manifest")
+
+    @classmethod
+    def from_json(cls, text: str) -> PolicySpec:
+        """Parse JSON text; a syntax error is reported as a :class:`SchemaError`."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"manifest: not valid JSON ({exc})") from exc
+        return cls.from_dict(data)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the manifest to ``path`` (a file, or a bundle directory)."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / MANIFEST_NAME
+        path.write_text(self.to_json())
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> PolicySpec:
+        """Read a manifest file (or ``DIR/manifest.json``) without checking file hashes."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / MANIFEST_NAME
+        if not path.is_file():
+            raise BundleError(f"{path}: no manifest found")
+        return cls.from_json(path.read_text())
+
+
+def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk_size):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_bundle_manifest(bundle_dir: str | Path, *, verify: bool = True) -> PolicySpec:
+    """Load ``bundle_dir/manifest.json`` and (by default) verify every listed file's sha256.
+
+    Raises :class:`BundleError` naming the missing or modified file, or
+    :class:`SchemaError` naming the bad manifest field.
+    """
+    bundle_dir = Path(bundle_dir)
+    if not bundle_dir.is_dir():
+        raise BundleError(f"{bundle_dir}: bundle directory not found")
+    spec = PolicySpec.load(bundle_dir / MANIFEST_NAME)
+    if verify:
+        for name, expected in spec.files.items():
+            path = bundle_dir / name
+            if not path.is_file():
+                raise BundleError(f"{path}: listed in the manifest but missing")
+            actual = sha256_file(path)
+            if actual != expected:
+                raise BundleError(f"{path}: sha256 mismatch (manifest {expected[:12]}..., file "
+                                  f"{actual[:12]}...); the file was modified or replaced")
+    return spec

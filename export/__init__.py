@@ -1,0 +1,3 @@
+"""edgerl.export: policy bundles (ONNX + manifest.json + parity report, TensorRT, C header)."""
+
+from __future__ import annotations
