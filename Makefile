@@ -7,13 +7,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.edgerl-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint bench firmware venv clean help
+.PHONY: demo test lint bench firmware venv clean help test-mjlab
 
 help:
 	@echo "make demo   - set up .venv and run the main job (edgerl demo --fast)"
 	@echo "make test   - set up .venv and run the test suite"
 	@echo "make lint   - ruff"
 	@echo "make bench  - the benchmarks quoted in docs/benchmarks.md"
+	@echo "make test-mjlab - mjlab cartpole through edgerl in a separate .venv-mjlab (CPU)"
 
 venv: $(STAMP)
 
@@ -40,6 +41,9 @@ lint: $(STAMP)
 
 bench: $(STAMP) firmware
 	$(BIN)/python benchmarks/run_all.py
+
+test-mjlab:  ## mjlab cartpole -> edit -> export -> runtime, in its own venv (.venv-mjlab)
+	bash tools/test_mjlab.sh
 
 clean:
 	rm -rf build dist *.egg-info $(VENV)

@@ -80,8 +80,9 @@ class ActionChunk:
         if not np.all(np.isfinite(times)):
             raise ChunkError("row times must be finite")
         if times.shape[0] == 1:
-            dt = float(kwargs.pop("dt", 0.0)) or 1.0
-            return cls(actions=actions, t0=float(times[0]), dt=dt, **kwargs)  # type: ignore[arg-type]
+            if "dt" not in kwargs:
+                raise ChunkError("a one-row chunk needs an explicit dt")
+            return cls(actions=actions, t0=float(times[0]), **kwargs)  # type: ignore[arg-type]
         gaps = np.diff(times)
         if np.any(gaps <= 0):
             i = int(np.argmax(gaps <= 0))

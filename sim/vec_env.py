@@ -106,6 +106,27 @@ class EdgeVecEnv(abc.ABC):
     def expert_action(self) -> torch.Tensor:
         """Scripted (privileged) expert action for the current state, (num_envs, A)."""
 
+    def expert_chunk(self, horizon: int, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """The expert's next ``horizon`` actions from the current state, (n, horizon, A).
+
+        Used by ``edgerl.sim.wrappers.ExpertPlanner``. Tasks that can roll their dynamics
+        forward without side effects override this with a real rollout; the default holds the
+        current expert action for every row. Must not change the env's state or random stream.
+        """
+        action = self.expert_action()
+        if env_ids is not None:
+            action = action[env_ids]
+        return action[:, None, :].expand(-1, int(horizon), -1).clone()
+
+    def raw_physics_steps_per_s(self, num_envs: int, steps: int) -> float:
+        """Env-steps/s of the physics backend alone (zero control, no obs/reward/wrappers).
+
+        ``edgerl bench sim`` reports it next to the full ``step`` rate. Each backend measures
+        its own kernel (torch dynamics, ``mujoco.rollout``...) on ``num_envs`` envs for
+        ``steps`` control steps, without disturbing this env's state.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not measure raw physics")
+
     def seed(self, seed: int) -> None:
         """Re-seed the env's random generator (trajectories are then reproducible)."""
         self.generator = torch.Generator(device="cpu").manual_seed(int(seed))

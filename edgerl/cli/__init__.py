@@ -23,7 +23,18 @@ log = logging.getLogger(__name__)
 #: verb -> module implementing it. Order is the order shown in ``--help``.
 VERBS: dict[str, str] = {
     "tasks": "edgerl.cli.tasks",
+    "train": "edgerl.cli.train",
+    "eval": "edgerl.cli.eval",
+    "results": "edgerl.cli.results",
+    "export": "edgerl.cli.export",
+    "inspect": "edgerl.cli.inspect",
     "bench": "edgerl.cli.bench",
+    "hil": "edgerl.cli.hil",
+    "deploy": "edgerl.cli.deploy",
+    "replay": "edgerl.cli.replay",
+    "serve-planner": "edgerl.cli.serve_planner",
+    "language-planner": "edgerl.cli.language_planner",
+    "demo": "edgerl.cli.demo",
 }
 
 

@@ -12,7 +12,12 @@ import importlib
 HELP = "run a benchmark (sim, loop, planner, ...) and print its numbers (--json for machines)"
 
 #: target -> module implementing it.
-BENCHES: dict[str, str] = {}
+BENCHES: dict[str, str] = {
+    "sim": "edgerl.sim.bench",
+    "planner": "edgerl.cli.bench_planner",
+    "loop": "edgerl.cli.bench_loop",
+    "serial": "edgerl.cli.bench_serial",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,3 +1,34 @@
 """edgerl's built-in tasks; importing this package registers them (no backend imports)."""
 
 from __future__ import annotations
+
+from edgerl.sim.registry import TaskInfo, register_task, register_task_family
+
+register_task(TaskInfo(
+    name="cartpole", backend="torch", obs_dim=4, action_dim=1, control_hz=50.0,
+    description="cart-pole balancing (torch, smoke/demo task, LQR expert)",
+    entry_point="edgerl.sim.tasks.cartpole:make_cartpole"))
+
+register_task(TaskInfo(
+    name="arm_reach", backend="mujoco", obs_dim=16, action_dim=2, control_hz=50.0,
+    description="language-conditioned planar-arm reaching, 4 coloured targets (MuJoCo, VLA task)",
+    entry_point="edgerl.sim.tasks.arm:make_arm_reach"))
+
+register_task(TaskInfo(
+    name="ball_balance", backend="mujoco", obs_dim=12, action_dim=2, control_hz=50.0,
+    description="ball on a tilting plate, moving target, random kicks (MuJoCo, contact)",
+    entry_point="edgerl.sim.tasks.ball:make_ball_balance"))
+
+register_task(TaskInfo(
+    name="arm_push", backend="mujoco", obs_dim=15, action_dim=3, control_hz=50.0,
+    description="language-conditioned planar-arm pushing, 3 coloured pucks x 4 directions "
+                "(MuJoCo, contact)",
+    entry_point="edgerl.sim.tasks.arm_push:make_arm_push"))
+register_task(TaskInfo(
+    name="driving", backend="torch", obs_dim=10, action_dim=2, control_hz=20.0,
+    description="multi-agent bicycle-model driving, curved 3-lane road, dry/wet/ice, "
+                "kinematic|dynamic (torch)",
+    entry_point="edgerl.sim.tasks.driving:make_driving"))
+register_task_family("gym:", "edgerl.sim.adapters.gymnasium:describe_gym_task")  # H9: gym:<EnvId>
+register_task_family("mjlab:", "edgerl.sim.adapters.rsl_rl_wrapper:describe_mjlab_task")  # H9
+register_task_family("isaaclab:", "edgerl.sim.adapters.rsl_rl_wrapper:describe_isaaclab_task")  # H9

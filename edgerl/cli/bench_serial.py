@@ -1,0 +1,100 @@
+"""``edgerl bench serial``: command round-trip over the pty and watchdog safe-entry latency.
+
+Round trip: SETPOINT (host timestamp) -> firmware applies it -> STATE echoes the timestamp;
+measured ping-pong (one in flight) on the host clock. Watchdog: after the last applied
+setpoint the host goes silent; latency = first SAFE actuator output - that setpoint's send
+time (host clock), and the firmware's own ``safe_entry_us`` (its clock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from edgerl.cli import CliError
+
+HELP = "serial link: command round-trip over the pty (p50/p99) and watchdog safe-entry latency"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--count", type=int, default=5000, help="round trips (default 5000)")
+    p.add_argument("--warmup", type=int, default=200, help="round trips not counted")
+    p.add_argument("--watchdog-ms", type=int, default=50, help="firmware watchdog (ms)")
+    p.add_argument("--watchdog-trials", type=int, default=10, help="freeze trials")
+    p.add_argument("--rt-priority", type=int, default=0,
+                   help="SCHED_FIFO priority for the firmware and this process (0: off; "
+                        "needs CAP_SYS_NICE); shows the floor on a busy machine")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+    from tqdm.auto import tqdm
+
+    from edgerl.cli.output import print_json, print_table
+    from edgerl.hil.firmware import FirmwareConfig, FirmwareError, FirmwareProcess
+    from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
+    from edgerl.wire import Mode
+
+    if args.count < 1 or args.warmup < 0 or args.watchdog_trials < 0:
+        raise CliError("--count must be >= 1, --warmup and --watchdog-trials >= 0")
+    show = not args.json and sys.stderr.isatty()
+    _set_fifo(0, args.rt_priority)  # threads started below inherit it
+    try:
+        fw = FirmwareProcess(FirmwareConfig(watchdog_ms=args.watchdog_ms,
+                                            state_period_ms=0, status_period_ms=0)).start()
+    except FirmwareError as exc:
+        raise CliError(str(exc)) from None
+    if fw.proc is not None:
+        _set_fifo(fw.proc.pid, args.rt_priority)
+    try:
+        with SerialTransport(SerialConfig(fw.port, rtt_capacity=args.count + args.warmup)) as t:
+            lost = 0
+            rtts: list[float] = []
+            for i in tqdm(range(args.warmup + args.count), desc="round trips", disable=not show):
+                seq = t.send_setpoint([float(i % 100) * 1e-2])
+                s = t.wait_state(seq, 0.5)
+                if s is None or s.setpoint_seq != seq:
+                    lost += 1
+                elif i >= args.warmup:
+                    rtts.append((s.t_host - t.sent_times()[seq]) * 1e6)
+            entry_ms, fw_entry_ms = [], []
+            for _ in range(args.watchdog_trials):
+                seq = t.send_setpoint([0.5])
+                t.wait_state(seq, 0.5)
+                t_last = t.sent_times()[seq]
+                a = fw.wait_actuator(lambda a: a.mode == Mode.SAFE, 2.0 + args.watchdog_ms / 1e3)
+                if a is not None:
+                    entry_ms.append((a.t_host - t_last) * 1e3)
+                    fw_entry_ms.append(t.request_status()["safe_entry_us"] / 1e3)
+    finally:
+        fw.stop()
+    r = np.asarray(rtts)
+    out = {
+        "round_trips": int(r.size), "lost": lost,
+        "cmd_rtt_p50_us": float(np.percentile(r, 50)) if r.size else None,
+        "cmd_rtt_p99_us": float(np.percentile(r, 99)) if r.size else None,
+        "cmd_rtt_max_us": float(r.max()) if r.size else None,
+        "rt_priority": args.rt_priority, "watchdog_ms": args.watchdog_ms,
+        "watchdog_trials": len(entry_ms),
+        "safe_entry_ms_max": max(entry_ms) if entry_ms else None,
+        "safe_entry_ms_p50": float(np.median(entry_ms)) if entry_ms else None,
+        "fw_safe_entry_ms_max": max(fw_entry_ms) if fw_entry_ms else None,
+    }
+    if args.json:
+        print_json(out)
+    else:
+        print_table([{"metric": k, "value": v} for k, v in out.items()],
+                    title="edgerl bench serial")
+    return 0
+
+
+def _set_fifo(pid: int, priority: int) -> None:
+    import os
+
+    if priority <= 0:
+        return
+    try:
+        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(priority))
+    except (OSError, AttributeError) as exc:
+        raise CliError(f"--rt-priority {priority}: cannot set SCHED_FIFO ({exc})") from None

@@ -1,0 +1,72 @@
+"""``edgerl hil``: the firmware host build on a pty against a simulated plant, with faults."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from edgerl.cli import CliError
+
+HELP = "hardware-in-the-loop: real firmware on a pty <-> simulated plant, with fault injection"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bundle", type=Path, default=None,
+                   help="exported bundle for the host side (default: the task's LQR expert)")
+    p.add_argument("--task", default=None, help="plant task (default: cartpole)")
+    p.add_argument("--episodes", type=int, default=1, help="episodes (default 1)")
+    p.add_argument("--max-steps", type=int, default=None, help="cap control steps per episode")
+    p.add_argument("--faults", default="",
+                   help="e.g. 'corrupt=0.01,drop=0.001,garbage=2,freeze=1.0:0.5,"
+                        "unplug=2.0:0.3,seed=0'")
+    p.add_argument("--watchdog-ms", type=int, default=100, help="firmware watchdog (ms)")
+    p.add_argument("--safe", choices=("zero", "hold"), default="zero",
+                   help="firmware safe action on watchdog")
+    p.add_argument("--no-estop-check", action="store_true", help="skip the e-stop self-test")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from tqdm.auto import tqdm
+
+    from edgerl.cli.output import print_json, print_table
+    from edgerl.hil.faults import FaultSpec
+    from edgerl.hil.firmware import FirmwareConfig, FirmwareError
+    from edgerl.hil.harness import HilConfig, run_hil
+    from edgerl.runtime.inference import InferenceError
+
+    if args.episodes < 1:
+        raise CliError("--episodes must be >= 1")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise CliError("--max-steps must be >= 1")
+    if not 1 <= args.watchdog_ms <= 60000:
+        raise CliError("--watchdog-ms must be in 1..60000")
+    try:
+        faults = FaultSpec.parse(args.faults)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if args.bundle is not None and not (args.bundle / "manifest.json").exists():
+        raise CliError(f"--bundle {args.bundle}: no manifest.json there")
+    cfg = HilConfig(bundle=args.bundle, task=args.task, episodes=args.episodes,
+                    max_steps=args.max_steps, faults=faults,
+                    firmware=FirmwareConfig(watchdog_ms=args.watchdog_ms, safe=args.safe),
+                    check_estop=not args.no_estop_check, seed=args.seed)
+    bar = tqdm(total=args.episodes, desc="hil episodes", unit="ep",
+               disable=args.json or not sys.stderr.isatty())
+    try:
+        with bar:
+            result = run_hil(cfg, progress=lambda done, total: bar.update(1))
+    except (FirmwareError, InferenceError, ValueError, KeyError, OSError) as exc:
+        raise CliError(str(exc)) from None
+    out = result.as_dict()
+    if args.json:
+        print_json(out)
+    else:
+        keys = ("success", "episodes", "cmd_rtt_p50_us", "cmd_rtt_p99_us", "bad_frames",
+                "lost_frames", "watchdog_trips", "estop_ok", "corrupted_executed",
+                "safe_entry_ms")
+        print_table([{"metric": k, "value": out[k]} for k in keys], title="edgerl hil")
+    return 0 if out["estop_ok"] is not False and out["corrupted_executed"] == 0 else 1

@@ -1,0 +1,136 @@
+"""``edgerl train``: train one method on one task with rsl-rl-lib PPO."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "train a latency-aware policy (nodelay/naive/arli/edit) or set up a planner/rtc baseline"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from edgerl.policies.config import METHODS, PLANNERS
+
+    p.add_argument("task", help="registered task name (see `edgerl tasks`)")
+    p.add_argument("--method", default="edit", choices=METHODS, help="method (default edit)")
+    p.add_argument("--delay-steps", type=int, default=0,
+                   help="planner/action delay D in control steps (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--num-envs", type=int, default=64, help="parallel envs (default 64)")
+    p.add_argument("--iterations", type=int, default=100, help="PPO iterations (default 100)")
+    p.add_argument("--steps-per-env", type=int, default=32,
+                   help="rollout steps per env per iteration (default 32)")
+    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: small MLPs run fastest single-threaded)")
+    p.add_argument("--planner", default="expert", choices=PLANNERS,
+                   help="chunk planner: scripted expert or behaviour-cloned MLP (default expert)")
+    p.add_argument("--horizon", type=int, default=0, help="chunk rows H (0 = automatic)")
+    p.add_argument("--period-steps", type=int, default=0,
+                   help="planner query period P in steps (0 = max(1, D))")
+    p.add_argument("--residual-bound", type=float, default=0.0,
+                   help="edit: max residual per action element (0 = 25%% of the range)")
+    p.add_argument("--stop-at-success", type=float, default=0.0,
+                   help="stop once the training success rate (last 100 episodes) reaches this "
+                        "(default 0 = run all iterations)")
+    p.add_argument("--task-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra task factory argument (repeatable; VALUE parsed as JSON when it "
+                        "can be), e.g. --task-arg expert_run=runs/gym:Pendulum-v1__nodelay__...")
+    p.add_argument("--out", default=None, help="run directory (default runs/{task}__...)")
+    p.add_argument("--root", default="runs", help="parent of auto-named runs (default runs)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def parse_task_args(items: list[str]) -> dict:
+    """``["k=v", ...]`` -> ``{"k": json-or-string v}`` (CliError on a malformed item)."""
+    import json
+
+    from edgerl.cli import CliError
+
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"--task-arg {item!r}: expected KEY=VALUE")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def check_device(device: str) -> None:
+    """CliError for an unparsable device or CUDA asked for on a machine without it."""
+    import torch
+
+    from edgerl.cli import CliError
+
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise CliError(f"--device {device!r}: {exc}") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise CliError(f"--device {device}: CUDA is not available (torch {torch.__version__}, "
+                       f"CUDA build {torch.version.cuda or 'none'}); use --device cpu")
+
+
+def config_from_args(args: argparse.Namespace):
+    """The :class:`TrainConfig` the flags describe (errors become CliError)."""
+    from edgerl.cli import CliError
+    from edgerl.policies.config import TrainConfig
+    from edgerl.serde import SchemaError
+
+    try:
+        return TrainConfig(task=args.task, method=args.method, delay_steps=args.delay_steps,
+                           seed=args.seed, num_envs=args.num_envs, iterations=args.iterations,
+                           device=args.device, planner=args.planner, horizon=args.horizon,
+                           period_steps=args.period_steps, residual_bound=args.residual_bound,
+                           num_steps_per_env=args.steps_per_env,
+                           stop_at_success=args.stop_at_success,
+                           task_kwargs=parse_task_args(getattr(args, "task_arg", [])))
+    except SchemaError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from edgerl.cli import CliError
+    from edgerl.cli.output import print_json, print_table
+    from edgerl.policies.train import train
+    from edgerl.sim.registry import get_task_info
+
+    torch.set_num_threads(max(1, args.threads))
+    cfg = config_from_args(args)
+    check_device(cfg.device)
+    try:
+        get_task_info(cfg.task)
+    except KeyError as exc:
+        raise CliError(exc.args[0]) from exc
+    expert_run = cfg.task_kwargs.get("expert_run")
+    if expert_run is not None and not (Path(str(expert_run)) / "config.json").is_file():
+        raise CliError(f"--task-arg expert_run={expert_run}: not a training run directory (no "
+                       "config.json); train the expert first with --method nodelay")
+    try:
+        result = train(cfg, out=args.out, root=args.root, show_progress=not args.no_progress)
+    except FileExistsError as exc:
+        raise CliError(str(exc)) from exc
+    if torch.distributed.is_available() and torch.distributed.is_initialized():  # torchrun
+        rank = torch.distributed.get_rank()
+        torch.distributed.destroy_process_group()
+        if rank != 0:  # rank 0 reports (and alone wrote the run)
+            return 0
+    final = result.final()
+    summary = {"run": str(result.run_dir), "task": cfg.task, "method": cfg.method,
+               "delay_steps": cfg.delay_steps, "seed": cfg.seed,
+               "iterations": len(result.history), "env_steps": result.env_steps,
+               "wall_s": round(result.wall_s, 2), "sps": final.get("sps"),
+               "return_mean": final.get("return_mean"),
+               "success_rate": final.get("success_rate")}
+    if args.json:
+        print_json(summary)
+    else:
+        print_table([{"key": k, "value": v} for k, v in summary.items()],
+                    title=f"edgerl train {cfg.task} {cfg.method}")
+    return 0

@@ -1,0 +1,4 @@
+"""Hardware-in-the-loop harness: the real firmware (host build, on a pty) against a
+simulated plant, with fault injection. Imports the simulator lazily."""
+
+from __future__ import annotations

@@ -1,0 +1,415 @@
+"""The HIL harness: simulated plant <-> firmware host process <-> pty <-> SerialTransport
+<-> controller (EditLoop over a bundle, or the task's LQR expert) <-> planner.
+
+How plant state reaches the firmware: the harness owns the plant. Every control period it
+(1) takes the firmware's newest ACTUATOR output (the command really applied, including
+safe-state and e-stop zeros), (2) steps the plant with it, (3) writes the new plant state as a
+SENSOR frame into the firmware's stdin (its sensor HAL). The firmware echoes the state to the
+host in STATE messages over the pty, and the host controller only ever sees the plant through
+those. The controller runs at the same rate, half a period after the plant, and sends one
+SETPOINT per tick through a sink that the faults can freeze.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgerl.clock import MonotonicClock
+from edgerl.hil.faults import FaultSpec, RxFaults, TxFaults
+from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess
+from edgerl.runtime.serial_transport import (
+    SerialCommandSink,
+    SerialConfig,
+    SerialTransport,
+    StateSample,
+)
+from edgerl.wire import MAX_CMD, MAX_STATE, Mode
+
+__all__ = ["HilConfig", "HilResult", "estop_check", "run_hil"]
+
+log = logging.getLogger(__name__)
+
+Sink = Callable[[np.ndarray, float], Any]
+
+
+@dataclass
+class HilConfig:
+    """One HIL run.
+
+    Attributes:
+        bundle: Exported bundle driving the host side (None: the task's LQR expert).
+        task: Plant task (default: the bundle's task, else ``cartpole``).
+        episodes: Episodes to run (each ends on the task's termination or time-out).
+        max_steps: Cap on control steps per episode (None: the task's episode length).
+        faults: Fault spec.
+        firmware: Firmware options (``n_cmd`` is set from the task).
+        check_estop: Run :func:`estop_check` after the episodes.
+        seed: Plant seed.
+    """
+
+    bundle: Path | None = None
+    task: str | None = None
+    episodes: int = 1
+    max_steps: int | None = None
+    faults: FaultSpec = field(default_factory=FaultSpec)
+    firmware: FirmwareConfig = field(default_factory=FirmwareConfig)
+    check_estop: bool = True
+    seed: int = 0
+
+
+@dataclass
+class HilResult:
+    """What ``edgerl hil --json`` prints (first eight keys are the stable interface)."""
+
+    success: float
+    episodes: int
+    cmd_rtt_p50_us: float
+    cmd_rtt_p99_us: float
+    bad_frames: int
+    lost_frames: int
+    watchdog_trips: int
+    estop_ok: bool | None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in ("success", "episodes", "cmd_rtt_p50_us",
+                                             "cmd_rtt_p99_us", "bad_frames", "lost_frames",
+                                             "watchdog_trips", "estop_ok")}
+        out.update(self.details)
+        return out
+
+
+class FreezableSink:
+    """Wraps a command sink; :meth:`freeze` makes the next call stall the caller's thread
+    (a host freeze: no setpoints, no heartbeats)."""
+
+    def __init__(self, inner: Sink) -> None:
+        self.inner = inner
+        self._freeze_s = 0.0
+        self.freezes: list[tuple[float, float]] = []  # (start, end) host times
+        self.last_sent_t = float("nan")
+
+    def freeze(self, seconds: float) -> None:
+        self._freeze_s = seconds
+
+    def __call__(self, command: np.ndarray, t: float) -> Any:
+        if self._freeze_s > 0:
+            start = time.perf_counter()
+            time.sleep(self._freeze_s)
+            self._freeze_s = 0.0
+            self.freezes.append((start, time.perf_counter()))
+        ok = self.inner(command, t)
+        if ok is not False:
+            self.last_sent_t = time.perf_counter()
+        return ok
+
+
+class LqrController:
+    """Fixed-rate host controller ``a = clip(-K obs)`` (the task's LQR expert): the command
+    source when no bundle is given."""
+
+    def __init__(self, gain: np.ndarray, rate_hz: float, sink: Sink,
+                 transport: SerialTransport, phase_s: float = 0.0) -> None:
+        self.gain = np.asarray(gain, np.float64).reshape(-1)
+        self.period = 1.0 / rate_hz
+        self.sink = sink
+        self.transport = transport
+        self.phase_s = phase_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.ticks = 0
+
+    def start(self, t0: float) -> None:
+        self._thread = threading.Thread(target=self._run, args=(t0,), name="hil-controller",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, t0: float) -> None:
+        clock = MonotonicClock()
+        n = 0
+        while not self._stop.is_set():
+            deadline = t0 + self.phase_s + n * self.period
+            now = clock.now()
+            if deadline < now - self.period:  # stalled (freeze): skip missed ticks
+                n = int((now - t0 - self.phase_s) / self.period) + 1
+                continue
+            clock.sleep_until(deadline)
+            n += 1
+            st = self.transport.latest_state()
+            if st is None or st.state.shape[0] < self.gain.shape[0]:
+                continue
+            a = float(np.clip(-(st.state[:self.gain.shape[0]] @ self.gain), -1.0, 1.0))
+            self.sink(np.asarray([a], np.float32), deadline)
+            self.ticks += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+
+
+class LqrHoldPlanner:
+    """A :class:`~edgerl.planner.Planner` for bundles without ``planner.onnx``: every chunk
+    repeats the LQR action for the observation it was given (a deliberately coarse planner;
+    the bundle's edit policy refines it every tick)."""
+
+    def __init__(self, gain: np.ndarray, horizon: int, dt_s: float, period_s: float) -> None:
+        from edgerl.planner import PlannerInfo
+
+        self.gain = np.asarray(gain, np.float32).reshape(-1)
+        self.info = PlannerInfo(horizon=horizon, action_dim=1, dt_s=dt_s, period_s=period_s,
+                                expected_latency_s=0.0)
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float):
+        from edgerl.chunk import ActionChunk
+
+        a = float(np.clip(-(observation[:self.gain.shape[0]] @ self.gain), -1.0, 1.0))
+        return ActionChunk(actions=np.full((self.info.horizon, 1), a, np.float32), t0=now,
+                           dt=self.info.dt_s, obs_time=now, source="lqr-hold")
+
+    def health(self):
+        from edgerl.planner import PlannerHealth
+
+        return PlannerHealth.OK
+
+
+class BundleController:
+    """The deployed runtime as the host side: H5's ``EditLoop`` over the bundle's policy,
+    fed by STATE echoes, commanding through the serial sink, with a ``PlannerClient`` running
+    ``planner.onnx`` (or :class:`LqrHoldPlanner` when the bundle has none)."""
+
+    def __init__(self, bundle: Path, rate_hz: float, sink: Sink, transport: SerialTransport,
+                 obs_dim: int, n_cmd: int, gain: np.ndarray | None) -> None:
+        from edgerl.runtime.bundle import load_bundle
+        from edgerl.runtime.chunk_buffer import ChunkBuffer
+        from edgerl.runtime.edit_loop import EditLoop, LoopConfig
+        from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
+
+        spec, net = load_bundle(bundle)
+        if spec.observation.dim > obs_dim or spec.action.dim != n_cmd:
+            raise ValueError(f"bundle {bundle}: obs {spec.observation.dim} / action "
+                             f"{spec.action.dim} do not fit the plant (obs {obs_dim}, "
+                             f"action {n_cmd})")
+        self.spec = spec
+        buffer = ChunkBuffer("blend" if spec.method == "rtc" else "replace", spec.action.dim)
+        self.loop = EditLoop(spec, net, buffer, sink=sink,
+                             cfg=LoopConfig(rate_hz=rate_hz, gc_freeze=False))
+        self._obs_dim = spec.observation.dim
+        transport.on_state = self._on_state
+        ch = spec.chunk
+        self.client = None
+        if (Path(bundle) / "planner.onnx").exists():
+            self.client = PlannerClient("edgerl.runtime.stand_in:onnx_planner", buffer,
+                                        self.loop.obs, PlannerClientConfig(
+                                            period_s=ch.period_s, factory_kwargs={
+                                                "model": str(Path(bundle) / "planner.onnx"),
+                                                "horizon": ch.horizon,
+                                                "action_dim": spec.action.dim,
+                                                "dt_s": ch.dt_s, "period_s": ch.period_s}))
+        elif gain is not None and spec.action.dim == 1:
+            self.client = PlannerClient(LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s),
+                                        buffer, self.loop.obs,
+                                        PlannerClientConfig(period_s=ch.period_s))
+
+    def _on_state(self, s: StateSample) -> None:
+        if s.state.shape[0] >= self._obs_dim:  # no plant state before the first SENSOR
+            self.loop.obs.write(s.state[:self._obs_dim], s.t_host)
+
+    def start(self, t0: float) -> None:
+        if self.client is not None:
+            self.client.start()
+        self.loop.start()
+
+    def stop(self) -> None:
+        if self.loop.running:
+            self.loop.stop()
+        if self.client is not None:
+            self.client.stop()
+            self.client = None
+
+
+def estop_check(fw: FirmwareProcess, transport: SerialTransport, n_cmd: int,
+                timeout_s: float = 1.0) -> dict[str, bool]:
+    """E-stop self-test on a live link: latch -> zero output; cable pull + re-plug -> still
+    latched, setpoints rejected; clear -> SAFE; valid setpoint -> ACTIVE. Each step's result
+    by name (all True = ``estop_ok``)."""
+    res: dict[str, bool] = {}
+    transport.send_setpoint(np.full(n_cmd, 0.25, np.float32))
+    transport.estop()
+    s = fw.wait_actuator(lambda a: a.mode == Mode.ESTOP, timeout_s)
+    res["latched_zero_output"] = s is not None and bool(np.all(s.cmd == 0.0))
+    transport.unplug()
+    time.sleep(0.05)
+    hello = transport.replug()
+    res["latched_across_reconnect"] = hello.mode == Mode.ESTOP
+    before = transport.request_status()["setpoints_rejected"]
+    transport.send_setpoint(np.full(n_cmd, 0.5, np.float32))
+    status = transport.request_status()
+    res["setpoint_rejected"] = (status["setpoints_rejected"] == before + 1
+                                and status["mode"] == Mode.ESTOP
+                                and fw.actuator is not None
+                                and bool(np.all(fw.actuator.cmd == 0.0)))
+    transport.clear_estop()
+    s = fw.wait_actuator(lambda a: a.mode == Mode.SAFE, timeout_s)
+    res["cleared_to_safe"] = s is not None
+    transport.send_setpoint(np.full(n_cmd, 0.125, np.float32))
+    s = fw.wait_actuator(lambda a: a.mode == Mode.ACTIVE, timeout_s)
+    res["resumed_on_setpoint"] = s is not None and bool(np.allclose(s.cmd, 0.125))
+    return res
+
+
+def _make_plant(task: str, seed: int) -> Any:
+    from edgerl.sim.registry import make_task
+
+    return make_task(task, num_envs=1, seed=seed)
+
+
+def _lqr_gain(plant: Any) -> np.ndarray:
+    gain = getattr(plant, "_lqr", None)
+    if gain is None:
+        raise ValueError(f"task {plant.spec.name!r} has no LQR expert: pass --bundle")
+    return np.asarray(gain.detach().cpu().numpy(), np.float64)
+
+
+def _safe_entry_ms(fw: FirmwareProcess, transport: SerialTransport,
+                   sink: FreezableSink) -> list[float]:
+    """Per host freeze: ms from sending the last setpoint the firmware applied before it to
+    the firmware's first SAFE output (host clock; includes pty and pipe latency)."""
+    out = []
+    sent = transport.sent_times()
+    acked = sorted(s for s in transport.acked_setpoints() if s in sent)
+    for start, end in sink.freezes:
+        before = [sent[s] for s in acked if sent[s] <= start]
+        safe = [a.t_host for a in fw.history if start <= a.t_host <= end and a.mode == Mode.SAFE]
+        if before and safe:
+            out.append(round((safe[0] - before[-1]) * 1e3, 3))
+    return out
+
+
+def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) -> HilResult:
+    """Run the HIL episodes; everything started here is stopped on return or error."""
+    import torch
+
+    task = cfg.task or _bundle_task(cfg.bundle) or "cartpole"
+    plant = _make_plant(task, cfg.seed)
+    rate = float(plant.spec.control_hz)
+    period = 1.0 / rate
+    n_cmd = int(plant.num_actions)
+    max_steps = int(cfg.max_steps or plant.max_episode_length)
+    obs_dim = int(plant.get_observations()["policy"].shape[-1])
+    if n_cmd > MAX_CMD or obs_dim > MAX_STATE:
+        raise ValueError(f"task {task!r}: {n_cmd} actions / {obs_dim} observations exceed the "
+                         f"wire schema's MAX_CMD={MAX_CMD} / MAX_STATE={MAX_STATE}")
+    fw_cfg = FirmwareConfig(**{**cfg.firmware.__dict__, "n_cmd": n_cmd})
+    tx, rx = TxFaults(cfg.faults), RxFaults(cfg.faults)
+    successes = 0
+    steps_total = 0
+    with FirmwareProcess(fw_cfg) as fw:
+        transport = SerialTransport(SerialConfig(fw.port), tx_filter=tx, rx_filter=rx)
+        controller: LqrController | BundleController | None = None
+        try:
+            transport.connect()
+            sink = FreezableSink(SerialCommandSink(transport))
+            if cfg.bundle is None:
+                controller = LqrController(_lqr_gain(plant), rate, sink, transport,
+                                           0.5 * period)
+            else:
+                gain = getattr(plant, "_lqr", None)
+                controller = BundleController(
+                    cfg.bundle, rate, sink, transport, obs_dim, n_cmd,
+                    None if gain is None else gain.detach().cpu().numpy())
+            obs = plant.get_observations()["policy"][0].numpy()
+            fw.send_sensor(obs, 0.0)
+            t0 = time.perf_counter() + 2 * period
+            controller.start(t0)
+            clock = MonotonicClock()
+            k = 0
+            unplugged = froze = False
+            for ep in range(cfg.episodes):
+                for _ in range(max_steps):
+                    clock.sleep_until(t0 + k * period)
+                    t_run = k * period
+                    f = cfg.faults
+                    if f.freeze_at is not None and not froze and t_run >= f.freeze_at:
+                        froze = True
+                        sink.freeze(f.freeze_s)
+                    if f.unplug_at is not None and not unplugged and t_run >= f.unplug_at:
+                        unplugged = True
+                        threading.Thread(target=_pull_cable, args=(transport, f.unplug_s),
+                                         daemon=True).start()
+                    act = fw.actuator
+                    cmd = np.zeros(n_cmd, np.float32) if act is None else act.cmd[:n_cmd]
+                    _, _, dones, extras = plant.step(torch.as_tensor(cmd[None, :]))
+                    obs = plant.get_observations()["policy"][0].numpy()
+                    fw.send_sensor(obs, t_run)
+                    k += 1
+                    steps_total += 1
+                    if bool(dones[0]):
+                        successes += int(bool(extras["success"][0]))
+                        break
+                else:
+                    successes += 1  # reached max_steps without failing
+                    plant.reset()
+                if progress is not None:
+                    progress(ep + 1, cfg.episodes)
+            controller.stop()
+            reconnects = transport.connects - 1  # before the e-stop self-test's re-plug
+            time.sleep(0.05)
+            transport.tx_filter = transport.rx_filter = None  # the self-test runs fault-free
+            estop = estop_check(fw, transport, n_cmd) if cfg.check_estop else {}
+            status = transport.request_status()
+            ts = transport.stats()
+        finally:
+            if controller is not None:
+                controller.stop()
+            transport.close()
+    acked = transport.acked_setpoints()  # setpoints the firmware executed
+    executed_corrupt = len(acked & tx.corrupted_setpoints)
+    details = {
+        "task": task, "control_hz": rate, "steps": steps_total,
+        "setpoints_sent": ts.setpoints_sent, "setpoints_applied": status["setpoints_applied"],
+        "cmd_rtt_max_us": ts.rtt_max_us, "rtt_samples": ts.rtt_samples,
+        "fw_bad_frames": status["bad_frames"], "host_bad_frames": ts.bad_frames,
+        "fw_lost_frames": status["lost_frames"], "host_lost_frames": ts.lost_frames,
+        "corrupted_executed": executed_corrupt, "reconnects": reconnects,
+        "safe_entry_ms": _safe_entry_ms(fw, transport, sink),
+        "fw_safe_entry_us": status["safe_entry_us"], "estop_checks": estop,
+        "faults": cfg.faults.as_dict(), "injected": {**tx.as_dict(),
+                                                     "rx_corrupted_bytes": rx.corrupted_bytes},
+        "watchdog_ms": fw_cfg.watchdog_ms,
+        "controller": "lqr" if cfg.bundle is None else str(cfg.bundle),
+    }
+    return HilResult(
+        success=successes / max(cfg.episodes, 1), episodes=cfg.episodes,
+        cmd_rtt_p50_us=ts.rtt_p50_us, cmd_rtt_p99_us=ts.rtt_p99_us,
+        bad_frames=status["bad_frames"] + ts.bad_frames,
+        lost_frames=status["lost_frames"] + ts.lost_frames,
+        watchdog_trips=status["watchdog_trips"],
+        estop_ok=all(estop.values()) if estop else None, details=details)
+
+
+def _bundle_task(bundle: Path | None) -> str | None:
+    if bundle is None:
+        return None
+    from edgerl.spec import load_bundle_manifest
+
+    return load_bundle_manifest(bundle, verify=False).task or None
+
+
+def _pull_cable(transport: SerialTransport, seconds: float) -> None:
+    transport.unplug()
+    time.sleep(seconds)
+    try:
+        transport.replug()
+    except (ConnectionError, TimeoutError, OSError) as exc:
+        log.warning("re-plug failed: %s", exc)
+

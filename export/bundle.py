@@ -1,0 +1,422 @@
+"""Write a deployable bundle: ``policy.onnx`` + ``manifest.json`` + ``parity.json`` (+ extras).
+
+``export_bundle`` exports the actor, proves parity (torch vs onnxruntime, and vs TensorRT and
+the C header when asked), checks TensorRT compatibility of the graph, and writes the manifest
+last, with the sha256 of every file. A failed export leaves no ``manifest.json``, so a
+half-written bundle can never be loaded.
+
+Bundle layout::
+
+    policy.onnx        edit policy, static batch 1, fp32, normalisation baked in
+    policy_mlp.npz     the same MLP's weights for the runtime's numpy backend (plain MLPs)
+    policy_fp16.onnx   (--fp16) same graph with fp16 weights/compute, fp32 inputs/outputs
+    planner.onnx       when the planner is a learned torch network
+    policy.engine      (--trt) TensorRT engine for this machine's GPU
+    policy.h           (--c-header) plain C99 forward pass (MLP only)
+    parity.json        every parity check and the TensorRT compatibility report
+    manifest.json      PolicySpec: tensors, recurrent state, latency model, files' sha256
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from edgerl._version import __version__
+from edgerl.export.onnx_export import (
+    DEFAULT_OPSET,
+    ActorSignature,
+    ExportError,
+    OnnxExportConfig,
+    PolicyModule,
+    export_onnx,
+    infer_signature,
+)
+from edgerl.export.parity import (
+    FP16_TOL,
+    FP32_TOL,
+    MIN_PARITY_OBS,
+    MIN_ROLLOUT,
+    OutputParity,
+    ParityReport,
+    check_parity,
+    max_abs_err,
+    random_observations,
+    record_observations,
+)
+from edgerl.export.trt_compat import TrtCompatReport, check_tensorrt_compat
+from edgerl.spec import MANIFEST_NAME, PolicySpec, RecurrentSpec, TensorSpec, sha256_file
+
+__all__ = [
+    "PARITY_NAME",
+    "TRT_FP32_TOL",
+    "BundleReport",
+    "collect_parity_inputs",
+    "export_bundle",
+    "onnx_runner",
+    "torch_runner",
+]
+
+log = logging.getLogger(__name__)
+
+PARITY_NAME = "parity.json"
+#: TensorRT fp32 kernels (TF32 disabled) differ from onnxruntime's by summation order only.
+TRT_FP32_TOL = 1e-4
+
+
+@dataclass
+class BundleReport:
+    """What :func:`export_bundle` wrote and proved."""
+
+    out_dir: Path
+    spec: PolicySpec
+    parity: dict[str, ParityReport] = field(default_factory=dict)
+    trt_compat: TrtCompatReport | None = None
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(p.ok for p in self.parity.values())
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One summary row per parity check (for ``print_table``)."""
+        return [{"check": name, "reference": p.reference, "candidate": p.candidate,
+                 "observations": p.n_observations, "rollouts": p.n_rollouts,
+                 "max_abs_err": p.max_abs_err,
+                 "tolerance": max((o.tolerance for o in p.outputs), default=0.0),
+                 "ok": p.ok} for name, p in self.parity.items()]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"out_dir": str(self.out_dir), "ok": self.ok, "seconds": self.seconds,
+                "files": dict(self.spec.files),
+                "parity": {k: v.to_dict() for k, v in self.parity.items()},
+                "tensorrt_compat": self.trt_compat.to_dict() if self.trt_compat else None,
+                "notes": list(self.notes)}
+
+
+# --- runners -----------------------------------------------------------------------------------
+def torch_runner(module: nn.Module):
+    """``[obs, *state] (numpy) -> [action, *state_out] (numpy)`` through a PolicyModule."""
+    module = module.eval()
+
+    def run(arrays):
+        with torch.no_grad():
+            outs = module(*(torch.from_numpy(np.asarray(a, np.float32)) for a in arrays))
+        return [o.detach().float().numpy() for o in outs]
+
+    return run
+
+
+def onnx_runner(path: str | Path, input_names: list[str]):
+    """The same signature through an onnxruntime CPU session (one thread: deterministic)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(str(path), sess_options=opts,
+                                providers=["CPUExecutionProvider"])
+
+    def run(arrays):
+        return sess.run(None, {n: np.asarray(a, np.float32) for n, a in zip(input_names, arrays)})
+
+    return run
+
+
+class _HalfModule(nn.Module):
+    """fp16 weights and compute with fp32 inputs/outputs (for ``policy_fp16.onnx``)."""
+
+    def __init__(self, actor: nn.Module, n_states: int) -> None:
+        super().__init__()
+        self.inner = PolicyModule(copy.deepcopy(actor).half(), n_states)
+
+    def forward(self, obs: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        outs = self.inner(obs.half(), *(s.half() for s in state))
+        return tuple(o.float() for o in outs)
+
+
+# --- helpers -----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    """Batch-1 torch calls are ~100x slower with contended intra-op threads (measured: LSTM
+    14 ms vs 0.16 ms per step on a loaded 2-core machine); parity runs single-threaded."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _signature_for(actor: nn.Module, spec: PolicySpec, input_dim: int) -> ActorSignature:
+    rec = spec.recurrent
+    sig = infer_signature(actor, input_dim, rec.state_shapes or None, expected_kind=rec.kind)
+    if sig.action_dim != spec.action.dim:
+        raise ExportError(f"the actor outputs {sig.action_dim} actions but the manifest's "
+                          f"action.names has {spec.action.dim}")
+    sig.obs_name = spec.tensors.inputs[0] if spec.tensors.inputs else "obs"
+    sig.action_name = spec.tensors.outputs[0] if spec.tensors.outputs else "action"
+    if rec.kind != "none":
+        sig.state_inputs, sig.state_outputs = list(rec.state_inputs), list(rec.state_outputs)
+    names = sig.input_names + sig.output_names
+    if len(set(names)) != len(names):
+        raise ExportError(f"graph tensor names must be unique, got {names}")
+    return sig
+
+
+def _check_inputs(parity_inputs: Any, sig_kind: str, rollout_len: int) -> np.ndarray:
+    obs = np.asarray(parity_inputs, dtype=np.float32)
+    if obs.ndim != 2:
+        raise ExportError(f"parity_inputs must be (N, D), got shape {obs.shape}")
+    if obs.shape[0] < MIN_PARITY_OBS:
+        raise ExportError(f"parity needs >= {MIN_PARITY_OBS} observations, got {obs.shape[0]}")
+    if not np.all(np.isfinite(obs)):
+        raise ExportError("parity_inputs contain NaN or inf")
+    if sig_kind != "none" and rollout_len < MIN_ROLLOUT:
+        raise ExportError(f"recurrent parity needs rollouts of >= {MIN_ROLLOUT} steps, "
+                          f"got {rollout_len}")
+    return obs
+
+
+def _parity(name: str, report: BundleReport, result: ParityReport) -> None:
+    report.parity[name] = result
+    if not result.ok:
+        log.error("parity %s failed: %s", name, "; ".join(result.failures()))
+
+
+def _export_planner(planner: nn.Module, spec: PolicySpec, out_dir: Path, obs: np.ndarray,
+                    config: OnnxExportConfig, report: BundleReport) -> dict[str, Any]:
+    """``planner.onnx``: ``obs (1, P) -> chunk (1, ...)``; P from ``planner.input_dim`` (else
+    the observation size). Parity inputs: the first columns of the policy's parity
+    observations (the raw observation comes first in the edit observation), then random."""
+    p_dim = int(getattr(planner, "input_dim", spec.observation.dim))
+    n_copy = min(p_dim, spec.observation.dim, obs.shape[1])
+    planner_obs = random_observations(obs.shape[0], p_dim, seed=1)
+    planner_obs[:, :n_copy] = obs[:, :n_copy]
+    sig = infer_signature(planner, p_dim, [], any_output_rank=True)
+    if sig.kind != "none":
+        raise ExportError("recurrent planners are not supported by the bundle")
+    sig.action_name = "chunk"
+    n_out = int(np.prod(sig.output_shape))
+    if n_out != spec.chunk.horizon * spec.action.dim:
+        raise ExportError(f"the planner outputs {sig.output_shape} ({n_out} elements); the "
+                          f"manifest's chunk needs horizon*action = "
+                          f"{spec.chunk.horizon}*{spec.action.dim}")
+    path = export_onnx(planner, out_dir / "planner.onnx", sig, config)
+    _parity("planner_onnx", report, check_parity(
+        torch_runner(PolicyModule(planner, 0)), onnx_runner(path, sig.input_names), planner_obs,
+        output_names=sig.output_names, tolerance=FP32_TOL))
+    return {"file": "planner.onnx", "inputs": sig.input_names, "outputs": sig.output_names,
+            "input_dim": p_dim, "output_shape": sig.output_shape}
+
+
+def _trt(out_dir: Path, sig: ActorSignature, obs: np.ndarray, zero: list[np.ndarray],
+         fp16: bool, rollout_len: int, report: BundleReport) -> None:
+    from edgerl.export.tensorrt import TrtRunner, build_engine
+
+    engine = build_engine(out_dir / "policy.onnx", out_dir / "policy.engine", fp16=fp16)
+    _parity("tensorrt", report, check_parity(
+        onnx_runner(out_dir / "policy.onnx", sig.input_names), TrtRunner(engine), obs,
+        output_names=sig.output_names, zero_state=zero,
+        tolerance=FP16_TOL if fp16 else TRT_FP32_TOL, rollout_len=rollout_len,
+        reference_name="onnxruntime", candidate_name="tensorrt" + ("-fp16" if fp16 else "")))
+
+
+def _c_header(out_dir: Path, module: nn.Module, obs: np.ndarray, report: BundleReport,
+              cc: str, name: str, tolerance: float) -> None:
+    from edgerl.export.c_header import run_c_header, write_c_header
+
+    info = write_c_header(out_dir / "policy.onnx", out_dir / "policy.h",
+                          provenance=f"edgerl {__version__}")
+    try:
+        c_out = run_c_header(info.path, obs, cc=cc)
+    except FileNotFoundError as exc:
+        report.notes.append(f"policy.h written but not checked: {exc}")
+        log.warning("policy.h parity skipped: %s", exc)
+        return
+    with torch.no_grad():
+        ref = module(torch.from_numpy(obs))[0].numpy()
+    _parity("c_header", report, ParityReport(
+        reference="torch", candidate=f"policy.h ({cc})", n_observations=int(obs.shape[0]),
+        n_rollouts=0, rollout_len=0,
+        outputs=[OutputParity(name, max_abs_err(ref, c_out), tolerance)]))
+
+
+def _numpy_mlp(out_dir: Path, module: nn.Module, obs: np.ndarray, report: BundleReport,
+               name: str, tolerance: float) -> None:
+    """``policy_mlp.npz`` for the runtime's numpy backend, when the graph is a plain MLP."""
+    from edgerl.export.c_header import CHeaderError
+    from edgerl.export.numpy_mlp import NPZ_NAME, write_mlp_npz
+    from edgerl.runtime.inference import NumpyMLPBackend, load_mlp_npz
+
+    try:
+        path = write_mlp_npz(out_dir / "policy.onnx", out_dir / NPZ_NAME)
+    except CHeaderError as exc:
+        report.notes.append(f"no {NPZ_NAME} (numpy backend): {exc}")
+        return
+    backend = NumpyMLPBackend(load_mlp_npz(path))
+
+    def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
+        backend.input[...] = arrays[0]
+        return [backend.infer().copy()]
+
+    _parity("numpy_mlp", report, check_parity(
+        torch_runner(module), run, obs, output_names=[name], tolerance=tolerance,
+        candidate_name="numpy backend"))
+
+
+def _json_safe(obj: Any) -> Any:
+    """NaN/inf (a diverged parity check) become ``null`` so parity.json stays strict JSON."""
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def _file_hashes(out_dir: Path, names: list[str]) -> dict[str, str]:
+    return {n: sha256_file(out_dir / n) for n in names if (out_dir / n).is_file()}
+
+
+# --- the entry point ---------------------------------------------------------------------------
+def export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path,
+                  parity_inputs: Any, *, planner: nn.Module | None = None,
+                  opset: int = DEFAULT_OPSET, fp16: bool = False, c_header: bool = False,
+                  trt: bool = False, exporter: str = "torchscript", rollout_len: int = 100,
+                  tolerance: float = FP32_TOL, cc: str = "gcc") -> BundleReport:
+    """Export ``actor`` with ``spec`` into ``out_dir`` and prove parity.
+
+    ``parity_inputs``: (N, D) float32 observations as the runtime feeds them (N >=
+    1000; recorded from the task plus random ones, see :func:`collect_parity_inputs`);
+    D is the actor's input size. Recurrent actors are checked over rollouts of
+    ``rollout_len`` (>= 50) steps with state fed back. Raises :class:`ExportError` when any
+    parity check exceeds its tolerance (``tolerance`` for fp32 ONNX and the C header),
+    :class:`edgerl.export.tensorrt.TensorRTUnavailable` when ``trt`` cannot run here, and
+    :class:`edgerl.export.c_header.CHeaderError` when ``c_header`` is asked of a non-MLP.
+    """
+    with _torch_threads(1):
+        return _export_bundle(actor, spec, out_dir, parity_inputs, planner=planner, opset=opset,
+                              fp16=fp16, c_header=c_header, trt=trt, exporter=exporter,
+                              rollout_len=rollout_len, tolerance=tolerance, cc=cc)
+
+
+def _export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path, parity_inputs: Any,
+                   *, planner: nn.Module | None, opset: int, fp16: bool, c_header: bool,
+                   trt: bool, exporter: str, rollout_len: int, tolerance: float,
+                   cc: str) -> BundleReport:
+    t_start = time.perf_counter()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in (MANIFEST_NAME, "policy_mlp.npz", "policy_fp16.onnx", "planner.onnx",
+                  "policy.engine", "policy.h"):
+        (out_dir / stale).unlink(missing_ok=True)  # a re-export never mixes in old files
+    actor = copy.deepcopy(actor).eval().cpu().float()  # never move the caller's model
+    obs_probe = np.asarray(parity_inputs)
+    if obs_probe.ndim != 2:
+        raise ExportError(f"parity_inputs must be (N, D), got shape {obs_probe.shape}")
+    sig = _signature_for(actor, spec, int(obs_probe.shape[1]))
+    obs = _check_inputs(parity_inputs, sig.kind, rollout_len)
+    config = OnnxExportConfig(opset=opset, exporter=exporter)
+    report = BundleReport(out_dir=out_dir, spec=spec)
+    module = PolicyModule(actor, len(sig.state_inputs)).eval()
+    zero = [s.numpy() for s in sig.zero_state()]
+
+    export_onnx(actor, out_dir / "policy.onnx", sig, config)
+    _parity("policy_onnx", report, check_parity(
+        torch_runner(module), onnx_runner(out_dir / "policy.onnx", sig.input_names), obs,
+        output_names=sig.output_names, zero_state=zero, tolerance=tolerance,
+        rollout_len=rollout_len))
+    report.trt_compat = check_tensorrt_compat(out_dir / "policy.onnx", require_static=True)
+    if not report.trt_compat.ok:
+        report.notes.append("TensorRT compatibility: " + "; ".join(report.trt_compat.errors))
+    if sig.kind == "none":
+        _numpy_mlp(out_dir, module, obs, report, sig.action_name, tolerance)
+    if fp16:
+        half = _HalfModule(actor, len(sig.state_inputs))
+        export_onnx(half, out_dir / "policy_fp16.onnx", sig, config)
+        _parity("policy_fp16_onnx", report, check_parity(
+            torch_runner(module), onnx_runner(out_dir / "policy_fp16.onnx", sig.input_names),
+            obs, output_names=sig.output_names, zero_state=zero, tolerance=FP16_TOL,
+            rollout_len=rollout_len, candidate_name="onnxruntime-fp16"))
+    extra_export: dict[str, Any] = {
+        "opset": opset, "exporter": exporter, "input_dim": sig.input_dim, "batch": 1,
+        "fp16_file": "policy_fp16.onnx" if fp16 else None}
+    if planner is not None:
+        if isinstance(planner, nn.Module):
+            extra_export["planner"] = _export_planner(copy.deepcopy(planner).eval().cpu().float(),
+                                                      spec,
+                                                      out_dir, obs, config, report)
+        else:
+            report.notes.append(f"planner {type(planner).__name__} is not a torch network; "
+                                "no planner.onnx written")
+    if c_header:
+        _c_header(out_dir, module, obs, report, cc, sig.action_name, tolerance)
+    if trt:
+        _trt(out_dir, sig, obs, zero, fp16, rollout_len, report)
+
+    report.seconds = time.perf_counter() - t_start
+    parity_doc = {k: v for k, v in report.to_dict().items() if k != "files"}
+    (out_dir / PARITY_NAME).write_text(json.dumps(_json_safe(parity_doc), indent=2) + "\n")
+    if not report.ok:
+        failures = [f"{name}: {'; '.join(p.failures())}" for name, p in report.parity.items()
+                    if not p.ok]
+        raise ExportError("parity over tolerance, bundle not written (see "
+                          f"{out_dir / PARITY_NAME}): " + " | ".join(failures))
+
+    names = ["policy.onnx", "policy_mlp.npz", "policy_fp16.onnx", "planner.onnx",
+             "policy.engine", "policy.h", PARITY_NAME]
+    final = dataclasses.replace(
+        spec,
+        tensors=TensorSpec(inputs=sig.input_names, outputs=sig.output_names),
+        recurrent=RecurrentSpec(kind=sig.kind, state_inputs=list(sig.state_inputs),
+                                state_outputs=list(sig.state_outputs),
+                                state_shapes=[list(s) for s in sig.state_shapes]),
+        files=_file_hashes(out_dir, names),
+        edgerl_version=__version__,
+        extra={**spec.extra, "export": extra_export,
+               "parity_max_abs_err": {k: float(v.max_abs_err) for k, v in report.parity.items()},
+               "tensorrt_compatible": report.trt_compat.ok},
+    )
+    final.save(out_dir / MANIFEST_NAME)
+    report.spec = final
+    log.info("bundle %s written in %.1f s: %s", out_dir, report.seconds, ", ".join(final.files))
+    return report
+
+
+def collect_parity_inputs(input_dim: int, *, env: Any = None, n_recorded: int = 1000,
+                          n_random: int = 1000, seed: int = 0,
+                          action_low: Any = None, action_high: Any = None) -> np.ndarray:
+    """(n_recorded + n_random, D) observations: recorded from ``env`` (if given) then random.
+
+    Random rows are ``N(mean, (2 * std)^2)`` of the recorded rows (standard normal without an
+    env), i.e. deliberately wider than what training saw.
+    """
+    parts = []
+    center: Any = 0.0
+    scale: Any = 1.0
+    if env is not None and n_recorded > 0:
+        rec = record_observations(env, n_recorded, seed=seed, action_low=action_low,
+                                  action_high=action_high)
+        if rec.shape[1] != input_dim:
+            raise ExportError(f"the env's policy observation has {rec.shape[1]} elements but "
+                              f"the actor takes {input_dim}")
+        parts.append(rec)
+        center, scale = rec.mean(axis=0), 2.0 * rec.std(axis=0) + 1e-3
+    parts.append(random_observations(n_random, input_dim, scale=scale, center=center,
+                                     seed=seed + 1))
+    return np.concatenate(parts).astype(np.float32)

@@ -1,0 +1,57 @@
+/* The firmware core: protocol, command handling, watchdog, latching e-stop, optional
+ * on-MCU policy. Board independent: it talks to the world only through hal.h. */
+#ifndef EDGERL_FW_H
+#define EDGERL_FW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edgerl_msgs.h"
+#include "edgerl_wire.h"
+
+typedef struct {
+    uint32_t watchdog_us;     /* no valid command for this long => safe state */
+    uint8_t safe_action;      /* EDGERL_SAFE_ZERO or EDGERL_SAFE_HOLD */
+    uint8_t n_cmd;            /* joints driven (1..EDGERL_MAX_CMD) */
+    uint32_t state_period_us; /* STATE at least this often while linked (0: only on SETPOINT) */
+    uint32_t status_period_us; /* STATUS this often while linked (0: only on events) */
+} edgerl_fw_config_t;
+
+typedef struct {
+    edgerl_fw_config_t cfg;
+    edgerl_parser_t parser;
+    uint8_t mode;
+    uint8_t estop;
+    uint8_t linked;        /* a HELLO with matching hash since the last disconnect */
+    uint8_t link_down;     /* the HAL reported the cable pulled */
+    uint16_t tx_seq;
+    uint32_t last_cmd_us;  /* last valid command (watchdog feed) */
+    uint32_t last_state_tx_us;
+    uint32_t last_status_tx_us;
+    uint32_t last_setpoint_seq;
+    uint32_t last_setpoint_host_us;
+    uint32_t sensor_us;    /* when the plant state arrived */
+    uint8_t n_state;
+    float state[EDGERL_MAX_STATE];
+    float cmd[EDGERL_MAX_CMD];     /* output now applied */
+    float applied[EDGERL_MAX_CMD]; /* last host setpoint (HOLD uses it) */
+    uint32_t watchdog_trips;
+    uint32_t setpoints_applied;
+    uint32_t setpoints_rejected;
+    uint32_t estops;
+    uint32_t safe_entry_us;
+} edgerl_fw_t;
+
+void edgerl_fw_init(edgerl_fw_t *fw, const edgerl_fw_config_t *cfg, uint32_t now_us);
+/* Bytes from the host link (may hold partial frames, garbage, several frames). */
+void edgerl_fw_on_serial(edgerl_fw_t *fw, const uint8_t *data, size_t n, uint32_t now_us);
+/* The host link went down (cable pulled); state, e-stop and counters are kept. */
+void edgerl_fw_on_disconnect(edgerl_fw_t *fw);
+/* A new plant state (sensor HAL). */
+void edgerl_fw_on_sensor(edgerl_fw_t *fw, const float *state, uint8_t n, uint32_t now_us);
+/* Timers: watchdog, periodic STATE / STATUS. Call at least every millisecond. */
+void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us);
+/* 1 if built with an on-MCU policy (EDGERL_WITH_POLICY). */
+int edgerl_fw_has_policy(void);
+
+#endif /* EDGERL_FW_H */

@@ -1,0 +1,345 @@
+/* Firmware core (see edgerl_fw.h). Safety rules:
+ *  - only CRC-checked frames of known size are executed; everything else is counted;
+ *  - setpoints are absolute: applying one twice is harmless;
+ *  - watchdog: in ACTIVE / LOCAL_POLICY, no valid command for cfg.watchdog_us => SAFE
+ *    (zero or hold); only a new valid SETPOINT leaves SAFE;
+ *  - ESTOP (host message or the hardware input, hal_estop_input) latches (zero output,
+ *    setpoints rejected) through disconnects and HELLOs until a CLEAR_ESTOP with the right
+ *    token, which leads to SAFE, not ACTIVE. */
+#include "edgerl_fw.h"
+
+#include "hal.h"
+
+#ifdef EDGERL_WITH_POLICY
+#include "policy.h"
+#if !defined(EDGERL_POLICY_IN_DIM) || !defined(EDGERL_POLICY_OUT_DIM)
+#error "policy.h must define EDGERL_POLICY_IN_DIM and EDGERL_POLICY_OUT_DIM"
+#endif
+#if EDGERL_POLICY_OUT_DIM > EDGERL_MAX_CMD || EDGERL_POLICY_IN_DIM > EDGERL_MAX_STATE
+#error "policy.h dimensions exceed EDGERL_MAX_CMD / EDGERL_MAX_STATE"
+#endif
+#endif
+
+int edgerl_fw_has_policy(void)
+{
+#ifdef EDGERL_WITH_POLICY
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static void send_msg(edgerl_fw_t *fw, uint8_t id, const uint8_t *payload, size_t len)
+{
+    uint8_t out[EDGERL_FRAME_BUF + 1];
+    size_t n;
+    out[0] = 0; /* leading delimiter: ends line noise before the frame */
+    n = edgerl_msg_encode(id, fw->tx_seq++, payload, len, out + 1);
+    hal_serial_write(out, n + 1);
+}
+
+static void output(edgerl_fw_t *fw)
+{
+    hal_actuator_out(fw->cmd, fw->cfg.n_cmd, fw->mode);
+}
+
+static void set_safe_output(edgerl_fw_t *fw)
+{
+    int i;
+    for (i = 0; i < EDGERL_MAX_CMD; ++i) {
+        int hold = fw->cfg.safe_action == EDGERL_SAFE_HOLD && fw->mode != EDGERL_MODE_ESTOP;
+        fw->cmd[i] = hold ? fw->applied[i] : 0.0f;
+    }
+}
+
+static void send_status_for(edgerl_fw_t *fw, uint32_t now, uint32_t request_us)
+{
+    edgerl_status_t s;
+    uint8_t buf[EDGERL_MSG_STATUS_SIZE];
+    s.fw_time_us = now;
+    s.mode = fw->mode;
+    s.safe_action = fw->cfg.safe_action;
+    s.estop_latched = fw->estop;
+    s.rx_frames = fw->parser.stats.frames_ok;
+    s.bad_frames = fw->parser.stats.bad_frames;
+    s.lost_frames = fw->parser.stats.lost_frames;
+    s.watchdog_trips = fw->watchdog_trips;
+    s.setpoints_applied = fw->setpoints_applied;
+    s.setpoints_rejected = fw->setpoints_rejected;
+    s.estops = fw->estops;
+    s.last_setpoint_seq = fw->last_setpoint_seq;
+    s.safe_entry_us = fw->safe_entry_us;
+    s.request_us = request_us;
+    edgerl_status_pack(&s, buf);
+    send_msg(fw, EDGERL_MSG_STATUS_ID, buf, sizeof buf);
+    fw->last_status_tx_us = now;
+}
+
+static void send_status(edgerl_fw_t *fw, uint32_t now)
+{
+    send_status_for(fw, now, 0u);
+}
+
+static void send_state(edgerl_fw_t *fw, uint32_t now)
+{
+    edgerl_state_t s;
+    uint8_t buf[EDGERL_MSG_STATE_SIZE];
+    int i;
+    s.fw_time_us = now;
+    s.setpoint_seq = fw->last_setpoint_seq;
+    s.host_time_us = fw->last_setpoint_host_us;
+    s.sensor_age_us = now - fw->sensor_us;
+    s.mode = fw->mode;
+    s.n_state = fw->n_state;
+    for (i = 0; i < EDGERL_MAX_STATE; ++i) {
+        s.state[i] = fw->state[i];
+    }
+    s.n_cmd = fw->cfg.n_cmd;
+    for (i = 0; i < EDGERL_MAX_CMD; ++i) {
+        s.cmd[i] = fw->cmd[i];
+    }
+    edgerl_state_pack(&s, buf);
+    send_msg(fw, EDGERL_MSG_STATE_ID, buf, sizeof buf);
+    fw->last_state_tx_us = now;
+}
+
+static void enter_mode(edgerl_fw_t *fw, uint8_t mode, uint32_t now)
+{
+    fw->mode = mode;
+    if (mode == EDGERL_MODE_SAFE || mode == EDGERL_MODE_ESTOP || mode == EDGERL_MODE_IDLE) {
+        set_safe_output(fw);
+    }
+    output(fw);
+    if (fw->linked) {
+        send_status(fw, now);
+    }
+}
+
+void edgerl_fw_init(edgerl_fw_t *fw, const edgerl_fw_config_t *cfg, uint32_t now_us)
+{
+    memset(fw, 0, sizeof *fw);
+    fw->cfg = *cfg;
+    if (fw->cfg.n_cmd == 0 || fw->cfg.n_cmd > EDGERL_MAX_CMD) {
+        fw->cfg.n_cmd = EDGERL_MAX_CMD;
+    }
+    edgerl_parser_init(&fw->parser, 1);
+    fw->mode = EDGERL_MODE_IDLE;
+    fw->last_cmd_us = now_us;
+    fw->sensor_us = now_us;
+    output(fw);
+}
+
+static int is_finite(float v)
+{
+    /* no libm: NaN fails v == v, +-inf fails the range check */
+    return v == v && v <= 3.4e38f && v >= -3.4e38f;
+}
+
+static void on_setpoint(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
+{
+    edgerl_setpoint_t sp;
+    int i;
+    edgerl_setpoint_unpack(&sp, payload);
+    if (fw->estop || !fw->linked || sp.n == 0 || sp.n > fw->cfg.n_cmd) {
+        ++fw->setpoints_rejected;
+        return;
+    }
+    for (i = 0; i < sp.n; ++i) {
+        if (!is_finite(sp.q[i])) {
+            ++fw->setpoints_rejected;
+            return;
+        }
+    }
+    for (i = 0; i < EDGERL_MAX_CMD; ++i) {
+        fw->applied[i] = i < sp.n ? sp.q[i] : 0.0f;
+        fw->cmd[i] = fw->applied[i];
+    }
+    fw->last_setpoint_seq = sp.seq;
+    fw->last_setpoint_host_us = sp.host_time_us;
+    fw->last_cmd_us = now;
+    ++fw->setpoints_applied;
+    if (fw->mode != EDGERL_MODE_ACTIVE) {
+        enter_mode(fw, EDGERL_MODE_ACTIVE, now);
+    } else {
+        output(fw);
+    }
+    send_state(fw, now);
+}
+
+static void on_hello(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
+{
+    edgerl_hello_t h;
+    edgerl_hello_ack_t a;
+    uint8_t buf[EDGERL_MSG_HELLO_ACK_SIZE];
+    edgerl_hello_unpack(&h, payload);
+    fw->linked = h.schema_hash == EDGERL_SCHEMA_HASH
+        && h.proto_version == EDGERL_PROTOCOL_VERSION;
+    a.schema_hash = EDGERL_SCHEMA_HASH;
+    a.proto_version = EDGERL_PROTOCOL_VERSION;
+    a.accepted = fw->linked;
+    a.mode = fw->mode;
+    a.n_cmd = fw->cfg.n_cmd;
+    a.has_policy = (uint8_t)edgerl_fw_has_policy();
+    a.watchdog_ms = (uint16_t)(fw->cfg.watchdog_us / 1000u);
+    a.fw_time_us = now;
+    edgerl_hello_ack_pack(&a, buf);
+    send_msg(fw, EDGERL_MSG_HELLO_ACK_ID, buf, sizeof buf);
+    if (fw->linked) {
+        send_status(fw, now);
+    }
+}
+
+static void run_policy(edgerl_fw_t *fw)
+{
+#ifdef EDGERL_WITH_POLICY
+    float in[EDGERL_POLICY_IN_DIM];
+    float out[EDGERL_POLICY_OUT_DIM];
+    int i;
+    for (i = 0; i < EDGERL_POLICY_IN_DIM; ++i) {
+        in[i] = i < fw->n_state ? fw->state[i] : 0.0f;
+    }
+    edgerl_policy_forward(in, out);
+    for (i = 0; i < EDGERL_MAX_CMD; ++i) {
+        fw->cmd[i] = i < EDGERL_POLICY_OUT_DIM && is_finite(out[i]) ? out[i] : 0.0f;
+    }
+    output(fw);
+#else
+    (void)fw;
+#endif
+}
+
+static void on_set_mode(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
+{
+    edgerl_set_mode_t m;
+    edgerl_set_mode_unpack(&m, payload);
+    if (fw->estop || !fw->linked) {
+        ++fw->setpoints_rejected;
+    } else if (m.mode == EDGERL_MODE_LOCAL_POLICY && edgerl_fw_has_policy()) {
+        fw->last_cmd_us = now;
+        fw->mode = EDGERL_MODE_LOCAL_POLICY;
+        run_policy(fw);
+        send_status(fw, now);
+    } else if (m.mode == EDGERL_MODE_ACTIVE) {
+        /* back to host control: safe until the next SETPOINT */
+        enter_mode(fw, EDGERL_MODE_SAFE, now);
+    } else {
+        ++fw->setpoints_rejected;
+    }
+}
+
+static void latch_estop(edgerl_fw_t *fw, uint32_t now)
+{
+    if (!fw->estop) {
+        ++fw->estops;
+    }
+    fw->estop = 1;
+    enter_mode(fw, EDGERL_MODE_ESTOP, now);
+}
+
+static void on_frame(edgerl_fw_t *fw, const edgerl_frame_t *f, uint32_t now)
+{
+    switch (f->id) {
+    case EDGERL_MSG_HELLO_ID:
+        on_hello(fw, f->payload, now);
+        break;
+    case EDGERL_MSG_SETPOINT_ID:
+        on_setpoint(fw, f->payload, now);
+        break;
+    case EDGERL_MSG_HEARTBEAT_ID:
+        if (fw->linked) {
+            edgerl_heartbeat_t hb;
+            uint8_t buf[EDGERL_MSG_HEARTBEAT_SIZE];
+            fw->last_cmd_us = now;
+            hb.time_us = now;
+            edgerl_heartbeat_pack(&hb, buf);
+            send_msg(fw, EDGERL_MSG_HEARTBEAT_ID, buf, sizeof buf);
+        }
+        break;
+    case EDGERL_MSG_ESTOP_ID: /* honoured even before a HELLO */
+        latch_estop(fw, now);
+        break;
+    case EDGERL_MSG_CLEAR_ESTOP_ID: {
+        edgerl_clear_estop_t c;
+        edgerl_clear_estop_unpack(&c, f->payload);
+        if (fw->linked && fw->estop && c.token == EDGERL_CLEAR_ESTOP_TOKEN) {
+            fw->estop = 0;
+            enter_mode(fw, EDGERL_MODE_SAFE, now);
+        } else {
+            ++fw->setpoints_rejected;
+        }
+        break;
+    }
+    case EDGERL_MSG_GET_STATUS_ID: {
+        edgerl_get_status_t g;
+        edgerl_get_status_unpack(&g, f->payload);
+        send_status_for(fw, now, g.host_time_us);
+        break;
+    }
+    case EDGERL_MSG_SET_MODE_ID:
+        on_set_mode(fw, f->payload, now);
+        break;
+    default: /* fw->host / plant messages are not commands */
+        break;
+    }
+}
+
+void edgerl_fw_on_serial(edgerl_fw_t *fw, const uint8_t *data, size_t n, uint32_t now_us)
+{
+    size_t i;
+    edgerl_frame_t f;
+    fw->link_down = 0;
+    for (i = 0; i < n; ++i) {
+        if (edgerl_parser_push(&fw->parser, data[i], &f)) {
+            on_frame(fw, &f, now_us);
+        }
+    }
+}
+
+void edgerl_fw_on_disconnect(edgerl_fw_t *fw)
+{
+    fw->linked = 0;
+    fw->link_down = 1;
+    fw->parser.len = 0;
+    fw->parser.overflowed = 0;
+    edgerl_parser_reset_sequence(&fw->parser);
+}
+
+void edgerl_fw_on_sensor(edgerl_fw_t *fw, const float *state, uint8_t n, uint32_t now_us)
+{
+    int i;
+    if (n > EDGERL_MAX_STATE) {
+        n = EDGERL_MAX_STATE;
+    }
+    for (i = 0; i < EDGERL_MAX_STATE; ++i) {
+        fw->state[i] = i < n ? state[i] : 0.0f;
+    }
+    fw->n_state = n;
+    fw->sensor_us = now_us;
+    if (fw->mode == EDGERL_MODE_LOCAL_POLICY) {
+        run_policy(fw);
+    }
+}
+
+void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us)
+{
+    uint32_t since = now_us - fw->last_cmd_us;
+    if (hal_estop_input()) {
+        latch_estop(fw, now_us);
+    }
+    if ((fw->mode == EDGERL_MODE_ACTIVE || fw->mode == EDGERL_MODE_LOCAL_POLICY)
+        && since > fw->cfg.watchdog_us) {
+        ++fw->watchdog_trips;
+        fw->safe_entry_us = since;
+        enter_mode(fw, EDGERL_MODE_SAFE, now_us);
+    }
+    if (!fw->linked) {
+        return;
+    }
+    if (fw->cfg.state_period_us && now_us - fw->last_state_tx_us >= fw->cfg.state_period_us) {
+        send_state(fw, now_us);
+    }
+    if (fw->cfg.status_period_us
+        && now_us - fw->last_status_tx_us >= fw->cfg.status_period_us) {
+        send_status(fw, now_us);
+    }
+}

@@ -1,0 +1,207 @@
+"""A learned chunk planner: an MLP trained by behaviour cloning on scripted-expert demos.
+
+The network maps a plain vector ``x = [robot obs (O) | conditioning (C)]`` to an ``(H, A)``
+chunk; ``C = 0`` for the robot-only planner. H8's language planner appends an instruction
+embedding as the conditioning vector (``cond_dim > 0``) and reuses :func:`fit_bc`.
+
+Demos (:func:`collect_expert_demos`): the plain task runs its scripted expert (optionally with
+DART-style noise on the executed action); the label for the observation at step ``k`` is the
+expert's actions at steps ``k .. k+H-1`` of the same episode (the last one held past the
+episode's end), i.e. the open-loop chunk the expert actually executed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from edgerl.logs import progress
+
+__all__ = [
+    "BCChunkPlanner",
+    "ExpertDemos",
+    "chunk_labels",
+    "collect_expert_demos",
+    "fit_bc",
+]
+
+log = logging.getLogger(__name__)
+
+
+class BCChunkPlanner(nn.Module):
+    """MLP ``(B, O + C) -> (B, H, A)`` with fixed input normalisation and bounded output.
+
+    The output is ``center + half_range * tanh(mlp(x_norm))`` so every chunk row lies inside
+    the action limits. Normalisation statistics are buffers (saved in the state dict).
+
+    Args:
+        obs_dim: Robot observation size O.
+        action_dim: Action size A.
+        horizon: Chunk rows H.
+        action_low / action_high: Per-element action limits (A,).
+        hidden_dims: MLP hidden sizes.
+        cond_dim: Size C of an optional conditioning vector appended to the observation.
+    """
+
+    def __init__(self, obs_dim: int, action_dim: int, horizon: int,
+                 action_low: list[float], action_high: list[float],
+                 hidden_dims: list[int] | tuple[int, ...] = (256, 256), cond_dim: int = 0) -> None:
+        super().__init__()
+        self.obs_dim, self.action_dim, self.horizon = obs_dim, action_dim, horizon
+        self.cond_dim = cond_dim
+        self.hidden_dims = list(hidden_dims)
+        in_dim = obs_dim + cond_dim
+        layers: list[nn.Module] = []
+        for h in self.hidden_dims:
+            layers += [nn.Linear(in_dim, h), nn.ELU()]
+            in_dim = h
+        layers.append(nn.Linear(in_dim, horizon * action_dim))
+        self.mlp = nn.Sequential(*layers)
+        low = torch.as_tensor(action_low, dtype=torch.float32)
+        high = torch.as_tensor(action_high, dtype=torch.float32)
+        self.register_buffer("in_mean", torch.zeros(obs_dim + cond_dim))
+        self.register_buffer("in_std", torch.ones(obs_dim + cond_dim))
+        self.register_buffer("act_center", (high + low) / 2)
+        self.register_buffer("act_half", (high - low) / 2)
+
+    @property
+    def input_dim(self) -> int:
+        """Size of the network input ``O + C``."""
+        return self.obs_dim + self.cond_dim
+
+    def set_input_stats(self, x: torch.Tensor) -> None:
+        """Fix the input normalisation from data ``x`` (N, O + C)."""
+        self.in_mean.copy_(x.mean(0))
+        self.in_std.copy_(x.std(0).clamp_min(1e-3))
+
+    def raw(self, x: torch.Tensor) -> torch.Tensor:
+        """Pre-tanh output ``(B, H, A)``."""
+        z = self.mlp((x - self.in_mean) / self.in_std)
+        return z.view(*x.shape[:-1], self.horizon, self.action_dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Chunk ``(B, H, A)`` inside the action limits from input ``(B, O + C)``."""
+        return self.act_center + self.act_half * torch.tanh(self.raw(x))
+
+    def plan(self, obs: torch.Tensor, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Batched planner callable for the sim wrappers: ``(N, O) -> (N, H, A)`` (no grad)."""
+        with torch.no_grad():
+            return self(obs.to(self.in_mean.device, torch.float32))
+
+    def config(self) -> dict:
+        """Constructor arguments (JSON), saved next to the weights."""
+        return {"obs_dim": self.obs_dim, "action_dim": self.action_dim, "horizon": self.horizon,
+                "action_low": (self.act_center - self.act_half).tolist(),
+                "action_high": (self.act_center + self.act_half).tolist(),
+                "hidden_dims": self.hidden_dims, "cond_dim": self.cond_dim}
+
+
+@dataclass
+class ExpertDemos:
+    """Expert rollouts, time-major.
+
+    Attributes:
+        obs: ``(T, N, O)`` robot observations.
+        actions: ``(T, N, A)`` expert labels (the noise-free expert action).
+        dones: ``(T, N)`` True where the episode ended after that step.
+    """
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    dones: torch.Tensor
+
+
+def collect_expert_demos(env, steps: int, noise: float = 0.0, seed: int = 0,
+                         show_progress: bool = True) -> ExpertDemos:
+    """Roll the env's scripted expert for ``steps`` steps on all ``env.num_envs`` envs.
+
+    ``noise`` is the std of Gaussian noise, as a fraction of each action's range, added to the
+    *executed* action (clipped to the limits); the stored label stays the clean expert action.
+    """
+    spec = env.spec
+    device = env.device
+    low = torch.as_tensor(spec.action_low, dtype=torch.float32, device=device)
+    high = torch.as_tensor(spec.action_high, dtype=torch.float32, device=device)
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+    obs_l, act_l, done_l = [], [], []
+    obs = env.get_observations()["policy"]
+    for _ in progress(range(steps), total=steps, desc="expert demos", disable=not show_progress
+                      or None):
+        expert = env.expert_action().to(torch.float32)
+        executed = expert
+        if noise > 0:
+            eps = torch.randn(expert.shape, generator=gen).to(device)
+            executed = torch.clamp(expert + noise * (high - low) * eps, low, high)
+        obs_l.append(obs.clone())
+        act_l.append(expert.clone())
+        td, _, dones, _ = env.step(executed)
+        obs = td["policy"]
+        done_l.append(dones.bool().clone())
+    return ExpertDemos(torch.stack(obs_l), torch.stack(act_l), torch.stack(done_l))
+
+
+def chunk_labels(actions: torch.Tensor, dones: torch.Tensor, horizon: int) -> torch.Tensor:
+    """Open-loop chunk labels ``(T, N, H, A)`` from time-major ``actions (T, N, A)``.
+
+    Row ``i`` of the label at step ``k`` is ``actions[k + i]`` while the episode lasts; after
+    the episode's last step (``dones``) or past the end of the data, the last valid row holds.
+    """
+    steps = actions.shape[0]
+    out = actions.unsqueeze(2).repeat(1, 1, horizon, 1)
+    for k in range(steps):
+        alive = torch.ones(actions.shape[1], dtype=torch.bool, device=actions.device)
+        prev = actions[k]
+        for i in range(1, horizon):
+            t = k + i
+            if t < steps:
+                alive = alive & ~dones[t - 1]
+                row = torch.where(alive[:, None], actions[t], prev)
+            else:
+                row = prev
+            out[k, :, i] = row
+            prev = row
+    return out
+
+
+def fit_bc(planner: BCChunkPlanner, inputs: torch.Tensor, targets: torch.Tensor, *,
+           epochs: int = 30, batch_size: int = 512, learning_rate: float = 1e-3, seed: int = 0,
+           show_progress: bool = True) -> list[float]:
+    """Fit ``planner`` to ``targets (M, H, A)`` from ``inputs (M, O + C)`` by MSE.
+
+    The input normalisation is set from ``inputs`` first. Returns the mean training loss of
+    each epoch (a list of ``epochs`` floats).
+    """
+    if inputs.shape[0] != targets.shape[0]:
+        raise ValueError(f"inputs ({inputs.shape[0]}) and targets ({targets.shape[0]}) differ "
+                         "in length")
+    if inputs.shape[-1] != planner.input_dim:
+        raise ValueError(f"inputs have {inputs.shape[-1]} features, the planner expects "
+                         f"{planner.input_dim}")
+    planner.set_input_stats(inputs)
+    opt = torch.optim.Adam(planner.parameters(), lr=learning_rate)
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+    scale = planner.act_half
+    losses: list[float] = []
+    m = inputs.shape[0]
+    planner.train()
+    for _ in progress(range(epochs), total=epochs, desc="bc planner",
+                      disable=not show_progress or None):
+        perm = torch.randperm(m, generator=gen).to(inputs.device)
+        total, count = 0.0, 0
+        for start in range(0, m, batch_size):
+            idx = perm[start:start + batch_size]
+            pred = planner(inputs[idx])
+            loss = (((pred - targets[idx]) / scale) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * idx.numel()
+            count += idx.numel()
+        losses.append(total / count)
+    planner.eval()
+    log.info("bc planner: loss %.4g -> %.4g over %d epochs (%d samples)", losses[0], losses[-1],
+             epochs, m)
+    return losses

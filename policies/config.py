@@ -1,0 +1,220 @@
+"""Training configuration: dataclasses for one run, and their rsl-rl-lib 5.5.1 config dict.
+
+Everything a run needs is one :class:`TrainConfig` (saved as ``config.json`` next to the
+checkpoints, reloaded by :func:`edgerl.policies.runs.load_policy`). Units: delays and periods in
+control steps of the task; ``residual_bound`` in action units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgerl.serde import SchemaError, from_dict, to_dict
+
+__all__ = [
+    "LEARNED_METHODS",
+    "METHODS",
+    "PLANNERS",
+    "BCConfig",
+    "ModelConfig",
+    "PPOConfig",
+    "TrainConfig",
+]
+
+#: Methods trained with PPO.
+LEARNED_METHODS = ("nodelay", "naive", "arli", "edit")
+#: Every method the eval code understands (``planner`` and ``rtc`` do not learn).
+METHODS = (*LEARNED_METHODS, "planner", "rtc")
+#: Planner kinds: the task's scripted expert rolled into chunks, or a behaviour-cloned MLP.
+PLANNERS = ("expert", "bc")
+
+
+@dataclass
+class PPOConfig:
+    """rsl_rl ``PPO`` constructor arguments (see ``rsl_rl.algorithms.PPO``)."""
+
+    learning_rate: float = 1e-3
+    num_learning_epochs: int = 5
+    num_mini_batches: int = 4
+    clip_param: float = 0.2
+    gamma: float = 0.99
+    lam: float = 0.95
+    value_loss_coef: float = 1.0
+    entropy_coef: float = 0.005
+    max_grad_norm: float = 1.0
+    schedule: str = "adaptive"
+    desired_kl: float = 0.01
+
+
+@dataclass
+class ModelConfig:
+    """An rsl_rl ``MLPModel``: hidden sizes, activation, empirical obs normalisation.
+
+    ``init_std`` is the initial action std of the actor's Gaussian and ``output_scale``
+    multiplies the initial weights of the actor's last layer (bias zeroed when != 1); both are
+    ignored for the critic. ``None`` = per method: the ``edit`` residual starts near zero
+    (std 0.3, scale 0.01) so training starts from the planner; other methods use 1.0 / 1.0.
+    """
+
+    hidden_dims: list[int] = field(default_factory=lambda: [128, 128])
+    activation: str = "elu"
+    obs_normalization: bool = True
+    init_std: float | None = None
+    output_scale: float | None = None
+
+
+@dataclass
+class BCConfig:
+    """Behaviour cloning of the chunk planner from expert demonstrations.
+
+    ``demo_envs`` x ``demo_steps`` expert transitions are collected with the plain task
+    (no delay); the MLP is fit for ``epochs`` passes with minibatches of ``batch_size``.
+    ``expert_noise`` (fraction of the action range) perturbs the executed action (not the
+    label) so the demos cover recoveries (DART-style).
+    """
+
+    demo_envs: int = 64
+    demo_steps: int = 400
+    epochs: int = 30
+    batch_size: int = 512
+    learning_rate: float = 1e-3
+    hidden_dims: list[int] = field(default_factory=lambda: [256, 256])
+    expert_noise: float = 0.1
+
+
+@dataclass
+class TrainConfig:
+    """One training run (``edgerl train`` flags map 1:1 onto the top-level fields).
+
+    Attributes:
+        task: Registered task name.
+        method: One of :data:`METHODS`.
+        delay_steps: Planner (``edit``/``planner``/``rtc``) or action (``naive``/``arli``)
+            delay D in control steps. ``nodelay`` always runs with D = 0.
+        seed: Seeds torch and the env.
+        num_envs: Parallel environments.
+        iterations: PPO iterations (each ``num_steps_per_env`` x ``num_envs`` env steps).
+        device: Torch device.
+        planner: ``expert`` or ``bc`` (learned chunk planner).
+        horizon: Planner chunk rows H (0 = automatic: ``max(8, D + period + 4)``).
+        period_steps: Planner query period P (0 = automatic: ``max(1, D)``).
+        residual_bound: ``edit``: the residual moves the chunk row by at most this much
+            (action units) per element; 0 = automatic (25% of the action range).
+        lookahead / n_committed: Edit observation sizes (:class:`edgerl.EditObsConfig`).
+        num_steps_per_env: Rollout length per PPO iteration.
+        save_interval: Checkpoint every N iterations (the final one is always saved).
+        stop_at_success: Stop once the training success rate (last 100 episodes) reaches
+            this (0 = run all iterations).
+        task_kwargs: Extra keyword arguments for the task factory.
+    """
+
+    task: str
+    method: str
+    delay_steps: int = 0
+    seed: int = 0
+    num_envs: int = 64
+    iterations: int = 100
+    device: str = "cpu"
+    planner: str = "expert"
+    horizon: int = 0
+    period_steps: int = 0
+    residual_bound: float = 0.0
+    lookahead: int = 2
+    n_committed: int = 2
+    num_steps_per_env: int = 32
+    save_interval: int = 50
+    stop_at_success: float = 0.0
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    actor: ModelConfig = field(default_factory=ModelConfig)
+    critic: ModelConfig = field(default_factory=ModelConfig)
+    bc: BCConfig = field(default_factory=BCConfig)
+    task_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise SchemaError(f"method: unknown method {self.method!r}; choose one of "
+                              f"{', '.join(METHODS)}")
+        if self.planner not in PLANNERS:
+            raise SchemaError(f"planner: unknown planner {self.planner!r}; choose one of "
+                              f"{', '.join(PLANNERS)}")
+        for key in ("delay_steps", "horizon", "period_steps", "lookahead", "n_committed"):
+            if getattr(self, key) < 0:
+                raise SchemaError(f"{key}: must be >= 0, got {getattr(self, key)}")
+        for key in ("num_envs", "num_steps_per_env", "save_interval"):
+            if getattr(self, key) < 1:
+                raise SchemaError(f"{key}: must be >= 1, got {getattr(self, key)}")
+        if self.iterations < 0:
+            raise SchemaError(f"iterations: must be >= 0, got {self.iterations}")
+        if self.residual_bound < 0:
+            raise SchemaError(f"residual_bound: must be >= 0, got {self.residual_bound}")
+        if self.method == "nodelay":
+            self.delay_steps = 0
+        edit = self.method == "edit"
+        if self.actor.init_std is None:
+            self.actor.init_std = 0.3 if edit else 1.0
+        if self.actor.output_scale is None:
+            self.actor.output_scale = 0.01 if edit else 1.0
+
+    # --- derived values -------------------------------------------------------------------
+    @property
+    def learned(self) -> bool:
+        """Whether the method trains a PPO policy."""
+        return self.method in LEARNED_METHODS
+
+    @property
+    def uses_planner(self) -> bool:
+        """Whether the method runs a chunk planner."""
+        return self.method in ("edit", "planner", "rtc")
+
+    @property
+    def resolved_period(self) -> int:
+        """Planner period P in steps."""
+        return self.period_steps or max(1, self.delay_steps)
+
+    @property
+    def resolved_horizon(self) -> int:
+        """Chunk rows H: enough to cover the delay and a period, plus lookahead."""
+        return self.horizon or max(8, self.delay_steps + self.resolved_period + self.lookahead + 2)
+
+    def resolved_residual_bound(self, action_low: list[float], action_high: list[float]) -> float:
+        """``residual_bound`` or 25% of the smallest action range."""
+        if self.residual_bound > 0:
+            return float(self.residual_bound)
+        return 0.25 * min(h - lo for lo, h in zip(action_low, action_high))
+
+    def run_name(self, stamp: str) -> str:
+        """``{task}__{method}__d{D}__s{S}__{stamp}``."""
+        return f"{self.task}__{self.method}__d{self.delay_steps}__s{self.seed}__{stamp}"
+
+    # --- rsl_rl -----------------------------------------------------------------------------
+    def rsl_rl_cfg(self) -> dict[str, Any]:
+        """The ``train_cfg`` dict rsl-rl-lib 5.5.1's ``OnPolicyRunner`` takes (fresh copy)."""
+        dist = {"class_name": "GaussianDistribution", "init_std": self.actor.init_std,
+                "std_type": "scalar"}
+        return {
+            "num_steps_per_env": self.num_steps_per_env,
+            "save_interval": self.save_interval,
+            "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
+            "actor": {"class_name": "MLPModel", "hidden_dims": list(self.actor.hidden_dims),
+                      "activation": self.actor.activation,
+                      "obs_normalization": self.actor.obs_normalization,
+                      "distribution_cfg": dist},
+            "critic": {"class_name": "MLPModel", "hidden_dims": list(self.critic.hidden_dims),
+                       "activation": self.critic.activation,
+                       "obs_normalization": self.critic.obs_normalization},
+            "algorithm": {"class_name": "PPO", **to_dict(self.ppo)},
+            "logger": "tensorboard",
+            "check_for_nan": True,
+            "run_name": self.run_name("run"),
+        }
+
+    # --- (de)serialisation ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON dict (every nested dataclass expanded)."""
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> TrainConfig:
+        """Strictly validated inverse of :meth:`to_dict`."""
+        return from_dict(cls, data, "config")

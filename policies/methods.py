@@ -1,0 +1,124 @@
+"""Methods = which sim wrappers sit between the task and the policy.
+
+================  ==========================================================================
+``nodelay``       the plain task (reference; D = 0)
+``naive``         same policy, its actions applied D steps late
+``arli``          delayed like ``naive``; obs augmented with the committed actions and the
+                  mid-inference observation
+``edit``          planner chunk (available D steps after its query) + bounded residual from
+                  the newest observation (EXPO-FT style); obs = ``edgerl.build_edit_obs``
+``planner``       the planner's chunk rows executed open loop (no learning)
+``rtc``           chunk blend over the overlap of old and new chunks (no learning)
+================  ==========================================================================
+
+The wrappers themselves are H1's (``edgerl.sim.wrappers``); this module only chooses and
+configures them from a :class:`TrainConfig`, so training, evaluation and
+:func:`edgerl.policies.runs.load_policy` build exactly the same env.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from edgerl.edit_obs import EditObsConfig
+from edgerl.policies.bc_planner import (
+    BCChunkPlanner,
+    chunk_labels,
+    collect_expert_demos,
+    fit_bc,
+)
+from edgerl.policies.config import TrainConfig
+from edgerl.sim.wrappers import ExpertPlanner, LatencyCfg, LatencyWrapper
+from edgerl.spec import LatencyModel
+
+__all__ = ["build_planner", "edit_obs_config", "latency_cfg", "latency_model", "make_base_env",
+           "make_bc_planner", "make_method_env", "planner_callable"]
+
+log = logging.getLogger(__name__)
+
+
+def make_base_env(cfg: TrainConfig, num_envs: int, seed: int | None = None) -> Any:
+    """The registered task (no wrappers) with ``num_envs`` envs, seeded."""
+    from edgerl.sim.registry import make_task
+
+    seed = cfg.seed if seed is None else seed
+    return make_task(cfg.task, num_envs=num_envs, device=cfg.device, seed=seed,
+                     **cfg.task_kwargs)
+
+
+def make_bc_planner(cfg: TrainConfig, spec: Any, cond_dim: int = 0) -> BCChunkPlanner:
+    """An untrained :class:`BCChunkPlanner` sized for ``cfg`` and the task ``spec``."""
+    return BCChunkPlanner(spec.obs_dim, spec.action_dim, cfg.resolved_horizon, spec.action_low,
+                          spec.action_high, hidden_dims=cfg.bc.hidden_dims, cond_dim=cond_dim)
+
+
+def build_planner(cfg: TrainConfig, show_progress: bool = True
+                  ) -> tuple[BCChunkPlanner | None, dict[str, Any]]:
+    """The learned planner for ``cfg.planner == "bc"`` (fit on fresh expert demos), else None.
+
+    Returns ``(network or None, info)``; ``info`` (JSON) records the demo size and the BC loss
+    curve and goes into ``config.json``.
+    """
+    if cfg.planner != "bc":
+        return None, {"kind": "expert"}
+    demo_env = make_base_env(cfg, cfg.bc.demo_envs, seed=cfg.seed + 10_000)
+    demos = collect_expert_demos(demo_env, cfg.bc.demo_steps, noise=cfg.bc.expert_noise,
+                                 seed=cfg.seed, show_progress=show_progress)
+    demo_env.close()
+    horizon = cfg.resolved_horizon
+    labels = chunk_labels(demos.actions, demos.dones, horizon)
+    net = make_bc_planner(cfg, demo_env.spec).to(cfg.device)
+    inputs = demos.obs.reshape(-1, demos.obs.shape[-1])
+    targets = labels.reshape(-1, horizon, labels.shape[-1])
+    losses = fit_bc(net, inputs, targets, epochs=cfg.bc.epochs, batch_size=cfg.bc.batch_size,
+                    learning_rate=cfg.bc.learning_rate, seed=cfg.seed,
+                    show_progress=show_progress)
+    info = {"kind": "bc", "net": net.config(), "samples": int(inputs.shape[0]),
+            "loss_first": losses[0], "loss_last": losses[-1], "losses": losses}
+    return net, info
+
+
+def latency_model(cfg: TrainConfig) -> LatencyModel:
+    """The :class:`LatencyModel` of ``cfg``: planner delay D and period P in control steps.
+
+    For ``naive``/``arli`` the same D is the policy's inference delay (the wrapper's action
+    queue); for ``nodelay`` it is 0.
+    """
+    return LatencyModel(planner_delay_steps=cfg.delay_steps,
+                        planner_period_steps=cfg.resolved_period)
+
+
+def edit_obs_config(cfg: TrainConfig, obs_dim: int, action_dim: int) -> EditObsConfig:
+    """The edit observation layout for ``cfg`` (the wrapper builds the same one)."""
+    d = LatencyCfg()
+    return EditObsConfig(obs_dim, action_dim, cfg.lookahead, cfg.n_committed, d.age_scale_s,
+                         d.age_clip)
+
+
+def latency_cfg(cfg: TrainConfig, spec: Any, seed: int) -> LatencyCfg:
+    """H1's :class:`LatencyCfg` for ``cfg`` on a task with ``spec``."""
+    return LatencyCfg(method=cfg.method, latency=latency_model(cfg),
+                      horizon=cfg.resolved_horizon, lookahead=cfg.lookahead,
+                      n_committed=cfg.n_committed,
+                      edit_bound=cfg.resolved_residual_bound(spec.action_low, spec.action_high),
+                      seed=seed)
+
+
+def make_method_env(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | None = None,
+                    seed: int | None = None) -> LatencyWrapper:
+    """Wrap the task ``base`` for ``cfg.method`` (see the module table).
+
+    ``seed`` seeds the wrapper's own generator (delay draws, phases); default ``cfg.seed``.
+    """
+    seed = cfg.seed if seed is None else seed
+    planner = planner_callable(base, cfg, planner_net) if cfg.uses_planner else None
+    return LatencyWrapper(base, latency_cfg(cfg, base.spec, seed), planner=planner)
+
+
+def planner_callable(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | None) -> Any:
+    """The batched planner ``plan(obs (n, O), env_ids (n,)) -> (n, H, A)`` for the wrapper:
+    the BC network when given, else the task's ``expert_chunk`` rollout."""
+    if planner_net is not None:
+        return planner_net.plan
+    return ExpertPlanner(base, cfg.resolved_horizon)

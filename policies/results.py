@@ -1,0 +1,303 @@
+"""The results grid: tasks x planner delays x methods x seeds -> docs/results.{md,json,png}.
+
+Every cell is one ``train`` + ``eval`` (same code as the CLI verbs). Rows are appended to the
+JSON file as they finish, so an interrupted grid resumes where it stopped (``resume=True``
+skips cells already there). Delays per task: ``0``, ``small`` and ``large`` where ``large`` is
+the smallest whole number of control steps >= 100 ms at the task's rate (see
+:func:`grid_delays`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["GridCell", "GridConfig", "TASK_PRESETS", "acceptance", "grid_cells", "grid_delays",
+           "load_rows", "run_cell", "write_learning_curves", "write_markdown"]
+
+log = logging.getLogger(__name__)
+
+#: Per-task training presets for the grid (modest: 2 shared CPU cores).
+TASK_PRESETS: dict[str, dict[str, Any]] = {
+    "cartpole": {"iterations": 60, "num_envs": 64},
+    "ball_balance": {"iterations": 80, "num_envs": 64},
+    "driving": {"iterations": 70, "num_envs": 64},
+}
+DEFAULT_PRESET = {"iterations": 100, "num_envs": 64}
+GRID_METHODS = ("nodelay", "naive", "arli", "edit", "planner", "rtc")
+
+
+def grid_delays(control_hz: float, large_ms: float = 100.0) -> list[int]:
+    """``[0, small, large]`` control steps: large = ceil(large_ms at control_hz), small ~ 1/3."""
+    large = max(1, math.ceil(large_ms / 1000.0 * control_hz - 1e-9))
+    small = max(1, round(large / 3))
+    return sorted({0, small, large})
+
+
+@dataclass(frozen=True)
+class GridCell:
+    """One training + evaluation."""
+
+    task: str
+    delay_steps: int
+    method: str
+    seed: int
+
+    def key(self) -> tuple[str, int, str, int]:
+        return (self.task, self.delay_steps, self.method, self.seed)
+
+
+@dataclass
+class GridConfig:
+    """What the grid runs.
+
+    ``methods_at_zero``: methods run at D = 0 (``nodelay`` runs only there: it is the
+    reference for every D). ``overrides``: per-task preset changes
+    (``{"cartpole": {"iterations": 30}}``).
+    """
+
+    tasks: list[str]
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    methods: list[str] = field(default_factory=lambda: list(GRID_METHODS))
+    delays: dict[str, list[int]] = field(default_factory=dict)
+    episodes: int = 100
+    planner: str = "expert"
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def preset(self, task: str) -> dict[str, Any]:
+        return {**TASK_PRESETS.get(task, DEFAULT_PRESET), **self.overrides.get(task, {})}
+
+
+def grid_cells(cfg: GridConfig, control_hz: dict[str, float]) -> list[GridCell]:
+    """Every cell, most informative first, so a grid cut short still answers the question.
+
+    Per task, three blocks: (1) the ``nodelay`` reference (D = 0 only) and every method at
+    the largest D, (2) the smaller non-zero delays, (3) the other methods at D = 0. Within a
+    block seeds are the outer loop, so each seed completes the block's comparison.
+    """
+    cells = []
+    for task in cfg.tasks:
+        delays = sorted(cfg.delays.get(task) or grid_delays(control_hz[task]))
+        nonzero = [d for d in reversed(delays) if d != 0]
+        priority = [m for m in ("edit", "planner", "naive", "rtc", "arli") if m in cfg.methods]
+        priority += [m for m in cfg.methods if m not in priority and m != "nodelay"]
+        blocks = [([(0, "nodelay")] if "nodelay" in cfg.methods else [])
+                  + [(d, m) for d in nonzero[:1] for m in priority],
+                  [(d, m) for d in nonzero[1:] for m in priority],
+                  [(0, m) for m in priority] if 0 in delays else []]
+        for pairs in blocks:
+            for seed in cfg.seeds:
+                cells += [GridCell(task, d, m, seed) for d, m in pairs]
+    return cells
+
+
+def load_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a results JSON file ([] when it does not exist)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    return json.loads(path.read_text())
+
+
+def save_rows(path: str | Path, rows: list[dict[str, Any]]) -> None:
+    """Write rows sorted by (task, delay, method, seed)."""
+    rows = sorted(rows, key=lambda r: (r["task"], r["delay_steps"], r["method"], r["seed"]))
+    Path(path).write_text(json.dumps(rows, indent=1, allow_nan=False) + "\n")
+
+
+def run_cell(cell: GridCell, grid: GridConfig, root: str | Path,
+             show_progress: bool = False) -> dict[str, Any]:
+    """Train and evaluate one cell; the results row."""
+    from edgerl.cli.eval import evaluate_run
+    from edgerl.policies.config import TrainConfig
+    from edgerl.policies.train import train
+
+    preset = grid.preset(cell.task)
+    cfg = TrainConfig(task=cell.task, method=cell.method, delay_steps=cell.delay_steps,
+                      seed=cell.seed, planner=grid.planner, **preset)
+    out = Path(root) / f"{cell.task}__{cell.method}__d{cell.delay_steps}__s{cell.seed}"
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    result = train(cfg, out=out, show_progress=show_progress)
+    ev = evaluate_run(str(out), grid.episodes, show_progress=show_progress)
+    return {"task": cell.task, "delay_steps": cell.delay_steps, "delay_ms": ev["delay_ms"],
+            "method": cell.method, "seed": cell.seed, "success_rate": ev["success_rate"],
+            "return_mean": ev["return_mean"], "return_std": ev["return_std"],
+            "episodes": ev["episodes"], "train_wall_s": round(result.wall_s, 2),
+            "env_steps": result.env_steps, "run": str(out)}
+
+
+# --- aggregation ---------------------------------------------------------------------------
+def _stats(values: Sequence[float]) -> tuple[float, float]:
+    if not values:
+        return float("nan"), float("nan")
+    mean = statistics.fmean(values)
+    std = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return mean, std
+
+
+def aggregate(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, int, str], dict[str, Any]]:
+    """(task, D, method) -> mean/std of success and return over seeds."""
+    groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["task"], r["delay_steps"], r["method"]), []).append(r)
+    out = {}
+    for key, rs in groups.items():
+        s_mean, s_std = _stats([r["success_rate"] for r in rs])
+        r_mean, r_std = _stats([r["return_mean"] for r in rs])
+        out[key] = {"success_mean": s_mean, "success_std": s_std, "return_mean": r_mean,
+                    "return_std": r_std, "seeds": len(rs), "delay_ms": rs[0]["delay_ms"]}
+    return out
+
+
+def acceptance(rows: list[dict[str, Any]], min_delay_ms: float = 100.0) -> list[dict[str, Any]]:
+    """The issue's acceptance test per task at every D >= ``min_delay_ms``.
+
+    ``edit`` >= 0.95 x ``nodelay`` (D = 0) success, and ``edit`` beats ``planner`` and
+    ``naive`` by more than the larger seed std of the two compared cells.
+    """
+    agg = aggregate(rows)
+    checks = []
+    for (task, d, method), a in sorted(agg.items()):
+        if method != "edit" or a["delay_ms"] < min_delay_ms - 1e-9:
+            continue
+        ref = agg.get((task, 0, "nodelay"))
+        check: dict[str, Any] = {"task": task, "delay_steps": d, "delay_ms": a["delay_ms"],
+                                 "edit": a["success_mean"]}
+        ok = True
+        if ref is None:
+            check["vs_nodelay"] = None
+            ok = False
+        else:
+            check["nodelay"] = ref["success_mean"]
+            check["vs_nodelay"] = a["success_mean"] >= 0.95 * ref["success_mean"]
+            ok &= check["vs_nodelay"]
+        for other in ("planner", "naive"):
+            b = agg.get((task, d, other))
+            if b is None:
+                check[f"vs_{other}"] = None
+                ok = False
+                continue
+            margin = max(a["success_std"], b["success_std"])
+            check[other] = b["success_mean"]
+            check[f"vs_{other}"] = a["success_mean"] - b["success_mean"] > margin
+            ok &= check[f"vs_{other}"]
+        check["pass"] = bool(ok)
+        checks.append(check)
+    return checks
+
+
+def _fmt(mean: float, std: float, digits: int) -> str:
+    if mean != mean:
+        return "-"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def write_markdown(rows: list[dict[str, Any]], path: str | Path, command: str = "",
+                   notes: str = "") -> None:
+    """docs/results.md: per task, a success table and a return table (methods x delays)."""
+    agg = aggregate(rows)
+    tasks = sorted({k[0] for k in agg})
+    lines = ["# Results: latency-aware policies vs baselines", "",
+             "Mean ± std over seeds of the evaluation success rate and return (each seed: one "
+             "training run, then `edgerl eval` episodes on unseen seeds). `nodelay` is trained "
+             "once at D = 0 and is the reference in every column. D = planner delay (edit, "
+             "planner, rtc) or action delay (naive, arli), in control steps.", ""]
+    if command:
+        lines += ["Reproduce:", "", "```", command, "```", ""]
+    for task in tasks:
+        delays = sorted({k[1] for k in agg if k[0] == task})
+        methods = [m for m in GRID_METHODS if any(k[0] == task and k[2] == m for k in agg)]
+        header = [f"D={d} ({agg_ms(agg, task, d):.0f} ms)" for d in delays]
+        for title, key, digits in (("success rate", "success", 2), ("return", "return", 1)):
+            lines += [f"## {task}: {title}", "", "| method | " + " | ".join(header) + " |",
+                      "|---|" + "---|" * len(delays)]
+            for m in methods:
+                cells = []
+                for d in delays:
+                    a = agg.get((task, d, m)) or (agg.get((task, 0, m)) if m == "nodelay"
+                                                  else None)
+                    cells.append("-" if a is None else
+                                 _fmt(a[f"{key}_mean"], a[f"{key}_std"], digits)
+                                 + ("" if a["seeds"] >= 3 else f" (n={a['seeds']})"))
+                lines.append(f"| {m} | " + " | ".join(cells) + " |")
+            lines.append("")
+    checks = acceptance(rows)
+    if checks:
+        lines += ["## Acceptance (D >= 100 ms)", "",
+                  "| task | D | edit | nodelay | planner | naive | edit >= 0.95 nodelay | "
+                  "edit > planner + std | edit > naive + std |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for c in checks:
+            def f(x: Any) -> str:
+                return "-" if x is None else (f"{x:.2f}" if isinstance(x, float) else str(x))
+            lines.append(f"| {c['task']} | {c['delay_steps']} ({c['delay_ms']:.0f} ms) | "
+                         f"{f(c['edit'])} | {f(c.get('nodelay'))} | {f(c.get('planner'))} | "
+                         f"{f(c.get('naive'))} | {f(c['vs_nodelay'])} | {f(c['vs_planner'])} | "
+                         f"{f(c['vs_naive'])} |")
+        lines.append("")
+    if notes:
+        lines += [notes, ""]
+    Path(path).write_text("\n".join(lines))
+
+
+def agg_ms(agg: dict, task: str, d: int) -> float:
+    for (t, dd, _), a in agg.items():
+        if t == task and dd == d:
+            return float(a["delay_ms"])
+    return float("nan")
+
+
+def write_learning_curves(rows: list[dict[str, Any]], path: str | Path) -> bool:
+    """PNG: per task, success rate vs env steps (mean over seeds) of each learned method at
+    the largest delay (and nodelay). Returns False when no curve was found."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = sorted({r["task"] for r in rows})
+    if not tasks:
+        return False
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6), squeeze=False)
+    found = False
+    for ax, task in zip(axes[0], tasks):
+        d_max = max(r["delay_steps"] for r in rows if r["task"] == task)
+        for method in ("nodelay", "naive", "arli", "edit"):
+            d = 0 if method == "nodelay" else d_max
+            curves = []
+            for r in rows:
+                if (r["task"], r["delay_steps"], r["method"]) != (task, d, method):
+                    continue
+                metrics = Path(r.get("run", "")) / "metrics.jsonl"
+                if not metrics.is_file():
+                    continue
+                pts = [json.loads(line) for line in metrics.read_text().splitlines() if line]
+                curves.append([(p["env_steps"], p["success_rate"]) for p in pts
+                               if p["success_rate"] is not None])
+            curves = [c for c in curves if c]
+            if not curves:
+                continue
+            n = min(len(c) for c in curves)
+            xs = [curves[0][i][0] for i in range(n)]
+            ys = [statistics.fmean(c[i][1] for c in curves) for i in range(n)]
+            ax.plot(xs, ys, label=f"{method} (D={d})")
+            found = True
+        ax.set_title(f"{task}")
+        ax.set_xlabel("env steps")
+        ax.set_ylabel("training success rate (last 100 episodes)")
+        ax.set_ylim(-0.02, 1.02)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return found

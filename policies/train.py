@@ -1,0 +1,170 @@
+"""One training run: task + planner + method wrappers + rsl_rl PPO -> a run directory.
+
+Run directory layout (``runs/{task}__{method}__d{D}__s{S}__{YYYYmmdd-HHMMSS}/``)::
+
+    config.json       {"train": TrainConfig, "resolved": {...}, "task_spec": TaskSpec,
+                       "rsl_rl": the OnPolicyRunner cfg dict}
+    model_{it}.pt     rsl_rl checkpoints (learned methods)
+    metrics.jsonl     one line per PPO iteration (see edgerl.policies.ppo_runner)
+    events.out.tfevents.*   TensorBoard
+    planner.pt        BC planner weights (``--planner bc``) + its demo/fit log in config.json
+    summary.json      wall time, env steps, final metrics
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from edgerl.policies.config import TrainConfig
+from edgerl.serde import to_dict
+
+__all__ = ["CONFIG_NAME", "PLANNER_NAME", "SUMMARY_NAME", "TrainResult", "new_run_dir",
+           "seed_everything", "train"]
+
+log = logging.getLogger(__name__)
+
+CONFIG_NAME = "config.json"
+PLANNER_NAME = "planner.pt"
+SUMMARY_NAME = "summary.json"
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` produced."""
+
+    run_dir: Path
+    history: list[dict[str, Any]] = field(default_factory=list)
+    wall_s: float = 0.0
+    env_steps: int = 0
+    #: The trained rsl_rl actor (``MLPModel``, eval mode) for in-process use; not saved.
+    policy: Any = None
+
+    def final(self) -> dict[str, Any]:
+        """The last metrics row (empty for non-learning methods)."""
+        return self.history[-1] if self.history else {}
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch."""
+    random.seed(seed)
+    np.random.seed(seed % (2**32))  # noqa: NPY002 (seeds third-party code using the legacy API)
+    torch.manual_seed(seed)
+
+
+def new_run_dir(cfg: TrainConfig, root: str | Path = "runs") -> Path:
+    """A fresh ``root/{task}__{method}__d{D}__s{S}__{stamp}`` (suffix ``-1``.. on clashes)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(root) / cfg.run_name(stamp)
+    path, k = base, 0
+    while path.exists():
+        k += 1
+        path = base.with_name(f"{base.name}-{k}")
+    return path
+
+
+def scale_output_layer(mlp: torch.nn.Module, scale: float) -> None:
+    """Multiply the last ``Linear``'s weights by ``scale`` and zero its bias (no-op at 1)."""
+    if scale == 1.0:
+        return
+    last = [m for m in mlp.modules() if isinstance(m, torch.nn.Linear)][-1]
+    with torch.no_grad():
+        last.weight.mul_(scale)
+        last.bias.zero_()
+
+
+def _resolved(cfg: TrainConfig, spec: Any) -> dict[str, Any]:
+    return {"horizon": cfg.resolved_horizon, "period_steps": cfg.resolved_period,
+            "residual_bound": cfg.resolved_residual_bound(spec.action_low, spec.action_high),
+            "delay_ms": 1000.0 * cfg.delay_steps / spec.control_hz,
+            "control_hz": spec.control_hz}
+
+
+def _rank_config(cfg: TrainConfig, local_rank: int) -> TrainConfig:
+    """``cfg`` for one torchrun process: ``cuda`` becomes ``cuda:{LOCAL_RANK}``."""
+    dev = torch.device(cfg.device)
+    if dev.type != "cuda" or dev.index == local_rank:
+        return cfg
+    return TrainConfig.from_dict({**cfg.to_dict(), "device": f"cuda:{local_rank}"})
+
+
+def train(cfg: TrainConfig, out: str | Path | None = None, root: str | Path = "runs",
+          show_progress: bool = True) -> TrainResult:
+    """Train ``cfg`` (or just set up and save a non-learning baseline); returns the run.
+
+    Args:
+        cfg: The run's configuration.
+        out: Run directory (created; must be empty if it exists); default: a new one under
+            ``root`` named by :meth:`TrainConfig.run_name`.
+        root: Parent of auto-named run directories.
+        show_progress: tqdm bars for demos, BC fitting and PPO.
+
+    Under ``torchrun`` (WORLD_SIZE > 1) every process trains ``cfg.num_envs`` envs seeded
+    ``seed + RANK`` on ``cuda:{LOCAL_RANK}`` (or the CPU, gloo); rsl_rl averages the
+    gradients, and only rank 0 writes the run directory.
+    """
+    from edgerl.policies.methods import build_planner, make_base_env, make_method_env
+    from edgerl.policies.ppo_runner import distributed_env, init_distributed
+
+    rank, world, local = distributed_env()  # torchrun: every rank trains, rank 0 writes
+    if world > 1:
+        cfg = _rank_config(cfg, local)
+        init_distributed(cfg.device)
+    lead = rank == 0
+    run_dir = Path(out) if out is not None else new_run_dir(cfg, root)
+    if lead and run_dir.exists() and any(run_dir.iterdir()):
+        raise FileExistsError(f"{run_dir}: run directory exists and is not empty")
+    if lead:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    seed_everything(cfg.seed + rank)
+    t0 = time.perf_counter()
+    base = make_base_env(cfg, cfg.num_envs, seed=cfg.seed + rank)
+    spec = base.spec
+    planner_net, planner_info = None, {}
+    if cfg.uses_planner:
+        planner_net, planner_info = build_planner(cfg, show_progress=show_progress)
+        if planner_net is not None and world > 1:  # every rank plans with rank 0's net
+            for tensor in planner_net.state_dict().values():
+                torch.distributed.broadcast(tensor, src=0)
+        if planner_net is not None and lead:
+            torch.save(planner_net.state_dict(), run_dir / PLANNER_NAME)
+    env = make_method_env(base, cfg, planner_net)
+    document = {"train": cfg.to_dict(), "resolved": _resolved(cfg, spec),
+                "task_spec": to_dict(spec), "planner": planner_info,
+                "rsl_rl": cfg.rsl_rl_cfg() if cfg.learned else None}
+    if lead:
+        (run_dir / CONFIG_NAME).write_text(json.dumps(document, indent=2) + "\n")
+    result = TrainResult(run_dir=run_dir)
+    try:
+        if cfg.learned:
+            from edgerl.policies.ppo_runner import EdgeRunner
+
+            runner = EdgeRunner(env, cfg.rsl_rl_cfg(), log_dir=run_dir if lead else None,
+                                device=cfg.device,
+                                total_iterations=cfg.iterations, show_progress=show_progress,
+                                stop_at_success=cfg.stop_at_success)
+            scale_output_layer(runner.alg.get_policy().mlp, float(cfg.actor.output_scale))
+            runner.learn(cfg.iterations)
+            result.history = runner.history
+            result.env_steps = runner.logger.tot_timesteps
+            result.policy = runner.get_inference_policy(cfg.device)
+    finally:
+        close = getattr(env, "close", None)
+        if close is not None:
+            close()
+    result.wall_s = time.perf_counter() - t0
+    summary = {"wall_s": round(result.wall_s, 3), "env_steps": result.env_steps,
+               "iterations": len(result.history), "final": result.final()}
+    if lead:
+        (run_dir / SUMMARY_NAME).write_text(json.dumps(summary, indent=2) + "\n")
+    log.info("run %s: %d iterations, %d env steps in %.1f s", run_dir, len(result.history),
+             result.env_steps, result.wall_s)
+    return result

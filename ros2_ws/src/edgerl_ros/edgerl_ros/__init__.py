@@ -1,0 +1,18 @@
+"""edgerl's ROS 2 nodes: thin rclpy shells over :mod:`edgerl.runtime` classes.
+
+Executables (``python -m edgerl_ros.<node>`` or the console scripts of the same name):
+``edit_policy_node`` (lifecycle; the fast loop), ``planner_node``, ``sim_robot_node``,
+``serial_bridge_node``. :mod:`edgerl_ros.graph` starts them as processes for ``edgerl deploy``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["NODE_MODULES"]
+
+#: executable name -> module (``python -m`` target); setup.py registers the same names.
+NODE_MODULES: dict[str, str] = {
+    "edit_policy_node": "edgerl_ros.edit_policy_node",
+    "planner_node": "edgerl_ros.planner_node",
+    "sim_robot_node": "edgerl_ros.sim_robot_node",
+    "serial_bridge_node": "edgerl_ros.serial_bridge_node",
+}

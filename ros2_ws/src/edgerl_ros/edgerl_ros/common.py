@@ -1,0 +1,255 @@
+"""What every edgerl node shares: topic names, QoS profiles, validated parameters,
+diagnostics messages and the process ``main``.
+
+QoS choices (see docs/ros2.md):
+
+* state (``JointState``) and commands: BEST_EFFORT, KEEP_LAST 1, VOLATILE. Both are
+  periodic and superseded one period later; a reliable retransmit would deliver an old
+  setpoint late (and block the writer's history), which is worse than a drop. Loss shows up
+  as a rate deficit on ``/diagnostics`` and the robot side holds or stops on its watchdog.
+* chunks (``JointTrajectory``): RELIABLE, KEEP_LAST 1. They are rare (planner period) and
+  each one matters: losing one leaves the loop on a stale chunk for a whole period. Depth 1
+  keeps only the newest, so a slow reader never receives an old chunk after a new one.
+* instruction (``String``): RELIABLE + TRANSIENT_LOCAL depth 1, so a planner that starts
+  late still gets the current instruction.
+* ``/diagnostics``: RELIABLE depth 10 (what diagnostic_aggregator and rqt expect).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    SetParametersResult,
+)
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+__all__ = [
+    "CHUNK_QOS",
+    "COMMAND_QOS",
+    "DIAG_QOS",
+    "INSTRUCTION_QOS",
+    "STATE_QOS",
+    "TOPICS",
+    "ParamSpec",
+    "RealtimeThreads",
+    "declare_validated",
+    "diag_status",
+    "run_node",
+]
+
+log = logging.getLogger(__name__)
+
+#: Default topic names (relative, so a namespace or remapping moves the whole graph).
+TOPICS = {
+    "state": "robot/joint_states",
+    "command": "robot/command",
+    "chunk": "planner/chunk",
+    "instruction": "planner/instruction",
+    "expert": "sim/expert_chunk",
+    "diagnostics": "/diagnostics",
+}
+
+STATE_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
+                       history=HistoryPolicy.KEEP_LAST, depth=1,
+                       durability=DurabilityPolicy.VOLATILE)
+COMMAND_QOS = STATE_QOS
+CHUNK_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
+                       depth=1, durability=DurabilityPolicy.VOLATILE)
+INSTRUCTION_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
+                             history=HistoryPolicy.KEEP_LAST, depth=1,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+DIAG_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
+                      depth=10)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One node parameter: default (its type is the parameter's type), description, and a
+    validator returning an error text (or ``None`` when the value is fine).
+
+    ``low``/``high`` become the descriptor's range (shown by ``ros2 param describe``).
+    """
+
+    name: str
+    default: Any
+    description: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    read_only: bool = False
+
+    def descriptor(self) -> ParameterDescriptor:
+        d = ParameterDescriptor(name=self.name, description=self.description,
+                                read_only=self.read_only)
+        if self.choices:
+            d.additional_constraints = "one of: " + ", ".join(self.choices)
+        if self.low is not None and self.high is not None:
+            if isinstance(self.default, bool):
+                pass
+            elif isinstance(self.default, int):
+                d.integer_range = [IntegerRange(from_value=int(self.low),
+                                                to_value=int(self.high), step=0)]
+            elif isinstance(self.default, float):
+                d.floating_point_range = [FloatingPointRange(from_value=float(self.low),
+                                                             to_value=float(self.high), step=0.0)]
+        return d
+
+    def check(self, value: Any) -> str | None:
+        """Why ``value`` is not acceptable, or ``None``."""
+        want = type(self.default)
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, want) or (want is not bool and isinstance(value, bool)):
+            return f"{self.name}: expected {want.__name__}, got {type(value).__name__}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{self.name}: must be finite, got {value}"
+        if self.low is not None and value < self.low:
+            return f"{self.name}: {value} is below the minimum {self.low}"
+        if self.high is not None and value > self.high:
+            return f"{self.name}: {value} is above the maximum {self.high}"
+        if self.choices and value not in self.choices:
+            return f"{self.name}: {value!r} is not one of {', '.join(self.choices)}"
+        return None
+
+
+def declare_validated(node: Any, specs: list[ParamSpec],
+                      extra_check: Callable[[dict[str, Any]], str | None] | None = None
+                      ) -> dict[str, Any]:
+    """Declare ``specs`` on ``node`` with descriptors; every later set (``ros2 param set``,
+    YAML, overrides) passes through the validators and is rejected with a reason.
+
+    Returns the declared values by name. Raises ``rclpy`` ``InvalidParameterValueException``
+    when a start-up override is invalid.
+    """
+    by_name = {s.name: s for s in specs}
+
+    def on_set(params: list[Any]) -> SetParametersResult:
+        for p in params:
+            spec = by_name.get(p.name)
+            if spec is None:
+                continue
+            reason = spec.check(p.value)
+            if reason is not None:
+                return SetParametersResult(successful=False, reason=reason)
+        if extra_check is not None:
+            reason = extra_check({p.name: p.value for p in params})
+            if reason is not None:
+                return SetParametersResult(successful=False, reason=reason)
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(on_set)
+    for spec in specs:
+        node.declare_parameter(spec.name, spec.default, spec.descriptor())
+    return {s.name: node.get_parameter(s.name).value for s in specs}
+
+
+class RealtimeThreads:
+    """Threads started inside this block run with SCHED_FIFO ``priority`` (1..99; 0 = leave
+    the scheduling alone); the calling thread gets its old policy back on exit.
+
+    Linux threads inherit the creator's policy, so ``with RealtimeThreads(50):
+    loop.start()`` gives the loop thread real-time priority without touching its code.
+    ``error`` holds the reason when the priority could not be set (no CAP_SYS_NICE /
+    rtprio limit); the caller logs it and runs without.
+    """
+
+    def __init__(self, priority: int) -> None:
+        self.priority = int(priority)
+        self.error: str | None = None
+        self.applied = False
+        self._old: tuple[int, Any] | None = None
+
+    def __enter__(self) -> RealtimeThreads:
+        if self.priority <= 0:
+            return self
+        try:
+            self._old = (os.sched_getscheduler(0), os.sched_getparam(0))
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.priority))
+            self.applied = True
+        except (OSError, AttributeError) as exc:
+            self.error = f"SCHED_FIFO {self.priority} not permitted ({exc})"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.applied and self._old is not None:
+            os.sched_setscheduler(0, *self._old)
+
+
+def diag_status(name: str, hardware_id: str, values: dict[str, Any], level: int = 0,
+                message: str = "ok") -> DiagnosticStatus:
+    """A DiagnosticStatus with ``values`` as key/value strings (floats with 6 significant
+    digits; NaN as ``nan``)."""
+    st = DiagnosticStatus(level=bytes([level]), name=name, message=message,
+                          hardware_id=hardware_id)
+    for key, value in values.items():
+        text = f"{value:.6g}" if isinstance(value, float) else str(value)
+        st.values.append(KeyValue(key=key, value=text))
+    return st
+
+
+def diag_array(node: Any, statuses: list[DiagnosticStatus]) -> DiagnosticArray:
+    msg = DiagnosticArray()
+    msg.header.stamp = node.get_clock().now().to_msg()
+    msg.status = statuses
+    return msg
+
+
+def run_node(factory: Callable[[], Any], args: list[str] | None = None,
+             after_create: Callable[[Any], None] | None = None) -> int:
+    """Process main: ``rclpy.init``, build the node, spin until SIGINT/SIGTERM, clean up.
+
+    The node may define ``shutdown()`` (stop threads) which runs before ``destroy_node``.
+    Returns the exit status (0 on a clean stop, 1 when the node failed to start).
+    """
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
+
+    from edgerl.logs import setup_logging
+
+    setup_logging(os.environ.get("EDGERL_LOG_LEVEL", "INFO"))
+    # Our own SIGINT/SIGTERM handling: stop the node's threads first, then shut rclpy down
+    # (rclpy's handler would invalidate the context under a publishing thread).
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    node = None
+    status = 0
+    try:
+        node = factory()
+        if after_create is not None:
+            after_create(node)
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        while rclpy.ok() and not stop.is_set() and not getattr(node, "failed", False):
+            executor.spin_once(timeout_sec=0.1)
+        status = 1 if getattr(node, "failed", False) else 0
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        log.exception("node failed")
+        status = 1
+    finally:
+        if node is not None:
+            shutdown = getattr(node, "shutdown", None)
+            if shutdown is not None:
+                try:
+                    shutdown()
+                except Exception:
+                    log.exception("node shutdown failed")
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return status

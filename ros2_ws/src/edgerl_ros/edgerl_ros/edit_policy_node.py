@@ -1,0 +1,337 @@
+"""``edit_policy_node``: the fast edit loop as a ROS 2 lifecycle node.
+
+A thin shell over :class:`edgerl.runtime.edit_loop.EditLoop`:
+
+* ``on_configure``: load the bundle (hash-checked), build ChunkBuffer + EditLoop, create the
+  command publisher, ``/diagnostics`` publisher, state and chunk subscriptions, diagnostics
+  timer. A bad bundle fails the transition (the node stays unconfigured) with a logged reason.
+* ``on_activate``: activate the publisher and start the loop thread (the runtime's scheduler;
+  no rclpy timer drives the fast loop). ``on_deactivate``: stop the thread.
+* ``on_cleanup``: destroy every publisher, subscription and timer it created, free the loop.
+
+Inputs (latest-value handoff): ``robot/joint_states`` (``JointState``; ``name`` must be the
+manifest's observation names in any order, values in ``position``) is written into the loop's
+:class:`ObservationSlot`; ``planner/chunk`` (``JointTrajectory``, stamp = planner observation
+time, strictly increasing ``time_from_start``, names = action names) is pushed into the
+:class:`ChunkBuffer`. Malformed messages are dropped, counted by reason and reported.
+
+Output: ``robot/command`` as ``sensor_msgs/JointState`` -- named per element (the receiver
+checks names, no positional guessing), one message per tick, ``header.stamp`` = the stamp of
+the state the command was computed from (so anyone downstream measures state -> command
+latency and can reject commands computed from old states); the value goes in the field
+named by ``command_field`` (``effort`` for torques, ``position``/``velocity`` for targets).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
+
+from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
+from edgerl_ros.common import (
+    CHUNK_QOS,
+    COMMAND_QOS,
+    DIAG_QOS,
+    STATE_QOS,
+    TOPICS,
+    ParamSpec,
+    RealtimeThreads,
+    declare_validated,
+    diag_array,
+    diag_status,
+    run_node,
+)
+from edgerl_ros.messages import (
+    COMMAND_FIELDS,
+    BadMessage,
+    StampMemo,
+    TimeBase,
+    joint_state_values,
+    make_joint_state,
+    stamp_to_ns,
+    trajectory_to_chunk,
+)
+from edgerl_ros.stats import DropCounter, Samples
+
+__all__ = ["PARAMS", "EditPolicyNode", "StampedObservationSlot", "main"]
+
+log = logging.getLogger(__name__)
+
+PARAMS = [
+    ParamSpec("bundle", "", "bundle directory (manifest.json + policy.onnx)"),
+    ParamSpec("rate_hz", 0.0, "loop rate in Hz; 0 = the manifest's control_hz", 0.0, 10000.0),
+    ParamSpec("command_field", "effort", "JointState field the command is written to",
+              choices=COMMAND_FIELDS),
+    ParamSpec("merge", "replace", "how a new chunk merges with the current one",
+              choices=("replace", "blend", "average")),
+    ParamSpec("stale_policy", "hold", "command when no chunk / stale chunk (policy: run the "
+              "edit policy on zero rows, as in training)",
+              choices=("hold", "decelerate", "zero", "policy")),
+    ParamSpec("backend", "onnx", "inference backend", choices=("onnx", "numpy")),
+    ParamSpec("spin_s", 300e-6, "busy-wait before each deadline (s)", 0.0, 0.01),
+    ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the loop thread (0 = normal)", 0, 99),
+    ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
+    ParamSpec("autostart", False, "configure and activate at start-up (no lifecycle manager)",
+              read_only=True),
+]
+
+
+class StampedObservationSlot(ObservationSlot):
+    """:class:`ObservationSlot` that remembers the time of the observation the loop last read,
+    and the exact ROS stamp (ns) it came with, so the command sent in the same tick carries
+    the state's stamp bit-for-bit."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.read_t = float("nan")
+        self._stamps = StampMemo(keep=16)
+
+    def write_stamped(self, obs: np.ndarray, t: float, stamp_ns: int) -> None:
+        """Store ``obs`` taken at monotonic ``t`` whose message stamp was ``stamp_ns``."""
+        self._stamps.remember(t, stamp_ns)
+        self.write(obs, t)
+
+    def read_into(self, out: np.ndarray) -> tuple[float, int]:
+        t, seq = super().read_into(out)
+        self.read_t = t
+        return t, seq
+
+    def read_stamp_ns(self) -> int:
+        """ROS stamp of the observation last read (0 if unknown)."""
+        return self._stamps.get(self.read_t) or 0
+
+
+class EditPolicyNode(LifecycleNode):
+    """See the module docstring."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("edit_policy_node", **kwargs)
+        self.loop: EditLoop | None = None
+        self.params = declare_validated(self, PARAMS, self._check_live)
+        self.timebase = TimeBase()
+        self.drops = DropCounter()
+        self.spec = None
+        self._slot: StampedObservationSlot | None = None
+        self._cmd_pub = None
+        self._diag_pub = None
+        self._subs: list[Any] = []
+        self._timer = None
+        self.commands_sent = 0
+        self.rt_applied = False
+        self.state_age = Samples()
+
+    def _check_live(self, changed: dict[str, Any]) -> str | None:
+        """Parameters the running loop depends on cannot change once configured."""
+        if self.loop is not None:
+            frozen = {"bundle", "rate_hz", "merge", "backend", "spin_s", "stale_policy",
+                      "rt_priority"}
+            hit = sorted(frozen & set(changed))
+            if hit:
+                return f"{', '.join(hit)}: cannot change while configured; clean up first"
+        return None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        from edgerl.runtime.bundle import load_bundle
+        from edgerl.runtime.chunk_buffer import ChunkBuffer
+        from edgerl.runtime.safety import SafetyConfig
+
+        p = {s.name: self.get_parameter(s.name).value for s in PARAMS}
+        if not p["bundle"]:
+            self.get_logger().error("configure failed: parameter 'bundle' is empty")
+            return TransitionCallbackReturn.FAILURE
+        try:
+            spec, backend = load_bundle(p["bundle"], backend=p["backend"])
+            cfg = LoopConfig(rate_hz=float(p["rate_hz"]) or None, spin_s=float(p["spin_s"]),
+                             safety=SafetyConfig(stale_policy=p["stale_policy"]))
+            slot = StampedObservationSlot(spec.observation.dim)
+            loop = EditLoop(spec, backend, ChunkBuffer(p["merge"], spec.action.dim), obs=slot,
+                            sink=self._send, cfg=cfg)
+        except Exception as exc:  # a bad bundle must not take the process down
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        self.spec, self.loop, self._slot = spec, loop, slot
+        self.command_field = p["command_field"]
+        self._cmd_pub = self.create_lifecycle_publisher(JointState, TOPICS["command"],
+                                                        COMMAND_QOS)
+        self._diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
+        self._subs = [
+            self.create_subscription(JointState, TOPICS["state"], self._on_state, STATE_QOS),
+            self.create_subscription(JointTrajectory, TOPICS["chunk"], self._on_chunk,
+                                     CHUNK_QOS),
+        ]
+        self._timer = self.create_timer(float(p["diagnostics_period_s"]),
+                                        self._publish_diagnostics)
+        self.get_logger().info(f"configured: {spec.task}/{spec.method} at {loop.rate_hz:g} Hz")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        result = super().on_activate(state)  # activates the lifecycle publisher
+        assert self.loop is not None
+        self.loop.reset()
+        with RealtimeThreads(self.get_parameter("rt_priority").value) as rt:
+            self.loop.start()
+        self.rt_applied = rt.applied
+        if rt.error:
+            self.get_logger().warning(f"{rt.error}; the loop runs at normal priority")
+        self.get_logger().info("activated: edit loop running"
+                               + (f" (SCHED_FIFO {rt.priority})" if rt.applied else ""))
+        return result
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_loop()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_loop()
+        self._free()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_loop()
+        self._free()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_loop()
+        self._free()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _stop_loop(self) -> None:
+        if self.loop is not None and self.loop.running:
+            try:
+                self.loop.stop()
+            except RuntimeError as exc:
+                self.get_logger().error(f"edit loop: {exc}")
+
+    def _free(self) -> None:
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        self._subs = []
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+        if self._cmd_pub is not None:
+            self.destroy_lifecycle_publisher(self._cmd_pub)
+            self._cmd_pub = None
+        if self._diag_pub is not None:
+            self.destroy_publisher(self._diag_pub)
+            self._diag_pub = None
+        self.loop = None
+        self._slot = None
+        self.spec = None
+
+    def shutdown(self) -> None:
+        """Process exit: stop the loop and free everything whatever the state."""
+        self._stop_loop()
+        self._free()
+
+    # --- I/O ---------------------------------------------------------------------------------
+    def _on_state(self, msg: JointState) -> None:
+        spec, slot = self.spec, self._slot
+        if spec is None or slot is None:
+            return
+        try:
+            obs = joint_state_values(msg, spec.observation.names)
+        except BadMessage as exc:
+            self.drops.drop(TOPICS["state"], str(exc))
+            return
+        stamp = stamp_to_ns(msg.header.stamp)
+        if stamp <= 0:
+            self.drops.drop(TOPICS["state"], "no_stamp: header.stamp is zero")
+            return
+        slot.write_stamped(obs, self.timebase.to_mono(stamp), stamp)
+
+    def _on_chunk(self, msg: JointTrajectory) -> None:
+        spec, loop = self.spec, self.loop
+        if spec is None or loop is None:
+            return
+        try:
+            chunk = trajectory_to_chunk(msg, spec.action.names, self.timebase)
+            now = time.perf_counter()
+            loop.buffer.push(chunk, now)
+        except (BadMessage, ValueError) as exc:
+            self.drops.drop(TOPICS["chunk"], str(exc))
+            return
+        loop.metrics.planner_latency_s.append(now - chunk.obs_time)
+
+    def _send(self, command: np.ndarray, t: float) -> bool:
+        """CommandSink: one JointState per tick, stamped with the state it answers."""
+        pub, spec, slot = self._cmd_pub, self.spec, self._slot
+        if pub is None or spec is None or slot is None:
+            return False
+        stamp = slot.read_stamp_ns()
+        if stamp:
+            self.state_age.add(t - slot.read_t)  # transit + wait for this tick
+        try:
+            pub.publish(make_joint_state(spec.action.names, command, stamp, self.command_field))
+        except Exception as exc:  # context shut down / middleware error: transport down
+            log.debug("command publish failed: %s", exc)
+            return False
+        self.commands_sent += 1
+        return True
+
+    # --- diagnostics -------------------------------------------------------------------------
+    def values(self) -> dict[str, Any]:
+        loop = self.loop
+        out: dict[str, Any] = {"lifecycle": "configured" if loop is not None else "unconfigured"}
+        if loop is not None:
+            m = loop.metrics.summary()
+            out.update({
+                "configured_rate_hz": loop.rate_hz,
+                "rt_priority_applied": self.rt_applied,
+                "ticks": m["ticks"],
+                "commands_sent": self.commands_sent,
+                "tick_compute_p50_us": m["tick_compute_p50_us"],
+                "tick_compute_p99_us": m["tick_compute_p99_us"],
+                "jitter_p50_us": m["jitter_p50_us"],
+                "jitter_p99_us": m["jitter_p99_us"],
+                "deadline_misses": m["deadline_misses"],
+                "state_age_at_tick_p50_ms": self.state_age.percentile(50) * 1e3,
+                "state_age_at_tick_p99_ms": self.state_age.percentile(99) * 1e3,
+                "chunk_age_p50_ms": m["chunk_age_p50_ms"],
+                "planner_latency_p50_ms": m["planner_latency_p50_ms"],
+                "planner_latency_p99_ms": m["planner_latency_p99_ms"],
+                "state": loop.state,
+                **{f"ticks {k}": v for k, v in m["states"].items()},
+                **{f"safety {k}": v for k, v in loop.safety.interventions().items()},
+            })
+        out["dropped_bad_msgs"] = self.drops.total
+        out.update({f"dropped {k}": v for k, v in self.drops.by_key().items()})
+        return out
+
+    def _publish_diagnostics(self) -> None:
+        if self._diag_pub is None:
+            return
+        vals = self.values()
+        level, message = 0, "ok"
+        if self.drops.total:
+            level, message = 1, f"dropped bad messages; last: {self.drops.last_reason}"
+        if self.loop is not None and self.loop.state not in ("ok",):
+            level, message = max(level, 1), f"loop state {self.loop.state}"
+        name = self.spec.task if self.spec is not None else ""
+        self._diag_pub.publish(diag_array(self, [diag_status(
+            "edgerl: edit_policy_node", name, vals, level, message)]))
+
+
+def _autostart(node: EditPolicyNode) -> None:
+    if node.get_parameter("autostart").value:
+        if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+            node.failed = True
+            return
+        node.trigger_activate()
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(EditPolicyNode, args, after_create=_autostart)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,327 @@
+"""``planner_node``: the slow planner as a ROS 2 node.
+
+Subscribes the robot state (``JointState``, observation names) and the instruction
+(``std_msgs/String``); an :class:`edgerl.runtime.planner_client.PlannerClient` (thread mode:
+supervision, late/error counters, backoff) plans every ``period_s`` (default: the manifest's
+``chunk.period_s``) from the newest observation and the node publishes each chunk as
+``trajectory_msgs/JointTrajectory``: ``header.stamp`` = the observation's stamp, point ``i``
+at ``time_from_start = i * dt`` (row 0 is meant for the observation time; rows already past
+when the chunk arrives are dropped by the edit loop), ``joint_names`` = the action names.
+
+Modes (``mode`` parameter):
+* ``onnx``: the bundle's ``planner.onnx`` through onnxruntime (input ``(1, O)``, output
+  ``(1, H, A)`` or ``(1, H*A)``).
+* ``expert`` (sim only): the sim task's privileged scripted expert, which ``sim_robot_node``
+  publishes as a chunk on ``sim/expert_chunk`` (stamped with its state); the node serves the
+  newest one at its own period and latency, truncated/held to the manifest's horizon.
+* ``remote``: a planner server (``edgerl serve-planner``: e.g. the language-conditioned
+  planner) at ``remote_host:remote_port`` through :class:`edgerl.runtime.remote_planner.
+  RemotePlanner`; the instruction topic's text goes with every request.
+* ``auto``: ``onnx`` when the bundle has ``planner.onnx``, else ``expert``.
+
+``extra_latency_s`` adds a fixed delay before publishing, to emulate a slow foundation model.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory
+
+from edgerl.chunk import ActionChunk
+from edgerl.planner import PlannerHealth, PlannerInfo
+from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.spec import PolicySpec, load_bundle_manifest
+from edgerl_ros.common import (
+    CHUNK_QOS,
+    DIAG_QOS,
+    INSTRUCTION_QOS,
+    STATE_QOS,
+    TOPICS,
+    ParamSpec,
+    declare_validated,
+    diag_array,
+    diag_status,
+    run_node,
+)
+from edgerl_ros.messages import (
+    BadMessage,
+    StampMemo,
+    TimeBase,
+    chunk_to_trajectory,
+    joint_state_values,
+    stamp_to_ns,
+    trajectory_to_chunk,
+)
+from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
+
+__all__ = ["PARAMS", "DelayedPlanner", "ExpertTopicPlanner", "OnnxChunkPlanner", "PlannerNode",
+           "PublishingBuffer", "fit_horizon", "main"]
+
+log = logging.getLogger(__name__)
+
+PLANNER_FILE = "planner.onnx"
+
+PARAMS = [
+    ParamSpec("bundle", "", "bundle directory (manifest.json, planner.onnx)", read_only=True),
+    ParamSpec("mode", "auto", "planner source", choices=("auto", "onnx", "expert", "remote"),
+              read_only=True),
+    ParamSpec("remote_host", "127.0.0.1", "planner server host (mode remote)", read_only=True),
+    ParamSpec("remote_port", 7700, "planner server TCP port (mode remote)", 1, 65535,
+              read_only=True),
+    ParamSpec("period_s", 0.0, "seconds between plans; 0 = manifest chunk.period_s", 0.0, 60.0),
+    ParamSpec("extra_latency_s", 0.0, "added delay before publishing (emulate a slow model)",
+              0.0, 10.0),
+    ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
+]
+
+
+class OnnxChunkPlanner:
+    """:class:`edgerl.planner.Planner` over a ``planner.onnx``: ``(1, O)`` -> ``(H, A)`` chunk.
+
+    Args:
+        path: The ONNX file.
+        spec: The bundle's manifest (chunk horizon/dt, sizes).
+    """
+
+    def __init__(self, path: str | Path, spec: PolicySpec) -> None:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        inputs = self.session.get_inputs()
+        if len(inputs) != 1:
+            raise ValueError(f"{path}: expected one input (the observation), got "
+                             f"{[i.name for i in inputs]}; language-conditioned planners are "
+                             "served with `edgerl serve-planner`")
+        self.input_name = inputs[0].name
+        self.spec = spec
+        self.info = PlannerInfo(horizon=spec.chunk.horizon, action_dim=spec.action.dim,
+                                dt_s=spec.chunk.dt_s, period_s=spec.chunk.period_s,
+                                expected_latency_s=spec.chunk.expected_latency_s)
+        self._health = PlannerHealth.OK
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        x = np.asarray(observation, dtype=np.float32).reshape(1, -1)
+        out = np.asarray(self.session.run(None, {self.input_name: x})[0], dtype=np.float32)
+        h, a = self.info.horizon, self.info.action_dim
+        if out.size != h * a:
+            raise ValueError(f"planner output has {out.size} values, expected H*A = {h}*{a}")
+        return ActionChunk(out.reshape(h, a), t0=now, dt=self.info.dt_s, obs_time=now,
+                           source="planner.onnx")
+
+    def health(self) -> PlannerHealth:
+        return self._health
+
+
+def fit_horizon(rows: np.ndarray, horizon: int) -> np.ndarray:
+    """``rows`` ``(h, A)`` cut or extended (last row held) to ``(horizon, A)``."""
+    rows = np.asarray(rows, dtype=np.float32)
+    if rows.shape[0] >= horizon:
+        return rows[:horizon]
+    return np.concatenate([rows, np.repeat(rows[-1:], horizon - rows.shape[0], axis=0)])
+
+
+class ExpertTopicPlanner:
+    """:class:`edgerl.planner.Planner` serving the newest chunk the sim robot's privileged
+    expert published (sim only); its ``obs_time`` is that chunk's state stamp.
+
+    Args:
+        spec: The bundle's manifest (horizon and dt of the served chunks).
+    """
+
+    def __init__(self, spec: PolicySpec) -> None:
+        self.info = PlannerInfo(horizon=spec.chunk.horizon, action_dim=spec.action.dim,
+                                dt_s=spec.chunk.dt_s, period_s=spec.chunk.period_s,
+                                expected_latency_s=spec.chunk.expected_latency_s)
+        self._latest: ActionChunk | None = None
+        self._lock = threading.Lock()
+
+    def offer(self, chunk: ActionChunk) -> None:
+        """Store the expert's newest chunk (subscription callback)."""
+        rows = fit_horizon(chunk.actions, self.info.horizon)
+        fitted = ActionChunk(rows, t0=chunk.t0, dt=self.info.dt_s, obs_time=chunk.obs_time,
+                             source="expert")
+        with self._lock:
+            self._latest = fitted
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        with self._lock:
+            chunk = self._latest
+        if chunk is None:
+            raise RuntimeError("no expert chunk received yet on sim/expert_chunk")
+        return chunk
+
+    def health(self) -> PlannerHealth:
+        return PlannerHealth.OK if self._latest is not None else PlannerHealth.STARTING
+
+
+class DelayedPlanner:
+    """Wraps a planner and sleeps ``delay_s`` after each plan (emulates a slow model)."""
+
+    def __init__(self, inner: Any, delay_s: float) -> None:
+        self.inner, self.delay_s, self.info = inner, delay_s, inner.info
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        chunk = self.inner.plan(observation, instruction, now)
+        time.sleep(self.delay_s)
+        return chunk
+
+    def health(self) -> PlannerHealth:
+        return self.inner.health()
+
+
+class PublishingBuffer(ChunkBuffer):
+    """A :class:`ChunkBuffer` that also publishes every pushed chunk (as planned, unmerged):
+    the PlannerClient's output goes onto the ROS graph."""
+
+    def __init__(self, publish: Any, action_dim: int) -> None:
+        super().__init__("replace", action_dim)
+        self._publish = publish
+
+    def push(self, chunk: ActionChunk, now: float = -np.inf) -> ActionChunk:
+        merged = super().push(chunk, now)
+        self._publish(chunk)
+        return merged
+
+
+class PlannerNode(Node):
+    """See the module docstring. Planning (a :class:`PlannerClient` thread) starts at
+    construction; :meth:`shutdown` stops it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("planner_node", **kwargs)
+        p = declare_validated(self, PARAMS)
+        if not p["bundle"]:
+            raise ValueError("planner_node: parameter 'bundle' is required")
+        from edgerl.runtime.edit_loop import ObservationSlot
+        from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
+
+        bundle = Path(p["bundle"])
+        self.spec = load_bundle_manifest(bundle)
+        mode = p["mode"]
+        if mode == "auto":
+            mode = "onnx" if (bundle / PLANNER_FILE).is_file() else "expert"
+        self.mode = mode
+        self.expert = ExpertTopicPlanner(self.spec) if mode == "expert" else None
+        self.remote = None
+        if mode == "remote":  # e.g. `edgerl serve-planner` (language-conditioned planners)
+            from edgerl.runtime.remote_planner import RemotePlanner
+
+            self.remote = RemotePlanner(host=p["remote_host"], port=int(p["remote_port"]))
+            self.remote.start()
+        planner: Any = self.expert or self.remote or OnnxChunkPlanner(bundle / PLANNER_FILE,
+                                                                      self.spec)
+        if p["extra_latency_s"] > 0:
+            planner = DelayedPlanner(planner, float(p["extra_latency_s"]))
+        self.period_s = float(p["period_s"]) or float(self.spec.chunk.period_s)
+        self.timebase = TimeBase()
+        self.stamps = StampMemo()
+        self.obs_names = self.spec.observation.names
+        self.action_names = self.spec.action.names
+        self.drops = DropCounter()
+        self.latency = Samples()
+        self.chunks = IntervalMeter(self.period_s)
+
+        self.chunk_pub = self.create_publisher(JointTrajectory, TOPICS["chunk"], CHUNK_QOS)
+        self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
+        self.slot = ObservationSlot(self.spec.observation.dim)
+        self.client = PlannerClient(planner, PublishingBuffer(self._publish, self.spec.action.dim),
+                                    self.slot, PlannerClientConfig(period_s=self.period_s))
+        self.create_subscription(JointState, TOPICS["state"], self._on_state, STATE_QOS)
+        self.create_subscription(String, TOPICS["instruction"], self._on_instruction,
+                                 INSTRUCTION_QOS)
+        if self.expert is not None:
+            self.create_subscription(JointTrajectory, TOPICS["expert"], self._on_expert,
+                                     CHUNK_QOS)
+        self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
+        self.client.start()
+        self.get_logger().info(f"planner: mode {mode}, period {self.period_s:g} s, "
+                               f"H={self.spec.chunk.horizon} dt={self.spec.chunk.dt_s:g} s")
+
+    def _on_state(self, msg: JointState) -> None:
+        try:
+            obs = joint_state_values(msg, self.obs_names)
+        except BadMessage as exc:
+            self.drops.drop(TOPICS["state"], str(exc))
+            return
+        stamp = stamp_to_ns(msg.header.stamp)
+        if stamp <= 0:
+            self.drops.drop(TOPICS["state"], "no_stamp: header.stamp is zero")
+            return
+        t = self.timebase.to_mono(stamp)
+        self.stamps.remember(t, stamp)
+        self.slot.write(obs, t)
+
+    def _on_expert(self, msg: JointTrajectory) -> None:
+        try:
+            chunk = trajectory_to_chunk(msg, self.action_names, self.timebase, source="expert")
+        except BadMessage as exc:
+            self.drops.drop(TOPICS["expert"], str(exc))
+            return
+        assert self.expert is not None
+        self.expert.offer(chunk)
+
+    def _on_instruction(self, msg: String) -> None:
+        self.client.cfg.instruction = str(msg.data)
+
+    def _publish(self, chunk: ActionChunk) -> None:
+        """PublishingBuffer callback (PlannerClient thread): chunk -> JointTrajectory."""
+        try:
+            self.chunk_pub.publish(chunk_to_trajectory(chunk, self.action_names, self.timebase,
+                                                       self.stamps.get(chunk.obs_time)))
+        except Exception as exc:  # context shutting down: count, never kill the client
+            self.drops.drop(TOPICS["chunk"], f"publish_failed: {exc}")
+            return
+        now = time.perf_counter()
+        self.latency.add(now - chunk.obs_time)
+        self.chunks.mark(now)
+
+    def values(self) -> dict[str, Any]:
+        stats = self.client.stats()
+        return {
+            "mode": self.mode,
+            "health": stats.pop("health"),
+            "chunk_rate_hz": self.chunks.rate_hz(),
+            "chunks_published": self.chunks.count,
+            "planner_latency_p50_ms": self.latency.percentile(50) * 1e3,
+            "planner_latency_p99_ms": self.latency.percentile(99) * 1e3,
+            "last_plan_call_ms": stats.pop("last_latency_s") * 1e3,
+            **stats,
+            "dropped_bad_msgs": self.drops.total,
+            **{f"dropped {k}": v for k, v in self.drops.by_key().items()},
+        }
+
+    def _publish_diagnostics(self) -> None:
+        vals = self.values()
+        level, msg = 0, "ok"
+        if vals["health"] in ("dead", "slow"):
+            level, msg = (2 if vals["health"] == "dead" else 1), f"planner {vals['health']}"
+        elif self.drops.total:
+            level, msg = 1, self.drops.last_reason
+        self.diag_pub.publish(diag_array(self, [diag_status(
+            "edgerl: planner_node", self.spec.task, vals, level, msg)]))
+
+    def shutdown(self) -> None:
+        self.client.stop()
+        if self.remote is not None:
+            self.remote.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(PlannerNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,147 @@
+"""``serial_bridge_node``: ROS 2 <-> the edgerl firmware serial protocol.
+
+A thin shell over :class:`edgerl.runtime.serial_transport.SerialTransport` (COBS frames,
+CRC, schema-hash handshake, reconnect with backoff):
+
+* each firmware STATE becomes a ``robot/joint_states`` ``JointState`` (names = the bundle's
+  observation names, values in ``position``; stamp = host receive time minus the firmware's
+  reported sensor age), published from the transport's reader thread;
+* each ``robot/command`` ``JointState`` (names checked against the bundle's action names)
+  becomes one absolute SETPOINT; malformed commands are dropped and counted;
+* ``robot/estop`` (``std_msgs/Bool``): ``true`` latches the firmware e-stop, ``false`` clears it;
+* ``/diagnostics``: link state, frames, bad/lost frames, setpoints sent/acked, command
+  round-trip p50/p99 (firmware echo), dropped messages.
+
+The same nodes as in simulation (planner + edit policy) then drive real firmware unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+
+from edgerl.spec import load_bundle_manifest
+from edgerl_ros.common import (
+    COMMAND_QOS,
+    DIAG_QOS,
+    STATE_QOS,
+    TOPICS,
+    ParamSpec,
+    declare_validated,
+    diag_array,
+    diag_status,
+    run_node,
+)
+from edgerl_ros.messages import COMMAND_FIELDS, BadMessage, joint_state_values, make_joint_state
+from edgerl_ros.stats import DropCounter
+
+__all__ = ["PARAMS", "SerialBridgeNode", "main"]
+
+log = logging.getLogger(__name__)
+
+ESTOP_TOPIC = "robot/estop"
+
+PARAMS = [
+    ParamSpec("port", "", "serial device (pty slave, /dev/ttyACM0...)", read_only=True),
+    ParamSpec("bundle", "", "bundle whose manifest names the state and command elements",
+              read_only=True),
+    ParamSpec("baudrate", 1_000_000, "UART baud rate (ignored by ptys/USB-CDC)", 1200, 20_000_000,
+              read_only=True),
+    ParamSpec("command_field", "effort", "JointState field holding the command",
+              choices=COMMAND_FIELDS),
+    ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
+]
+
+
+class SerialBridgeNode(Node):
+    """See the module docstring. Connects at construction; :meth:`shutdown` closes the port."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("serial_bridge_node", **kwargs)
+        p = declare_validated(self, PARAMS)
+        if not p["port"] or not p["bundle"]:
+            raise ValueError("serial_bridge_node: parameters 'port' and 'bundle' are required")
+        from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
+
+        spec = load_bundle_manifest(p["bundle"])
+        self.obs_names = spec.observation.names
+        self.action_names = spec.action.names
+        self.command_field = p["command_field"]
+        self.drops = DropCounter()
+        self.states_published = 0
+        self.state_pub = self.create_publisher(JointState, TOPICS["state"], STATE_QOS)
+        self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
+        self.transport = SerialTransport(SerialConfig(port=p["port"], baudrate=p["baudrate"]),
+                                         on_state=self._on_fw_state)
+        self.hello = self.transport.connect()
+        self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
+        self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, 10)
+        self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
+        self.get_logger().info(f"serial bridge: {p['port']} linked ({self.hello})")
+
+    def _on_fw_state(self, sample: Any) -> None:
+        """Reader-thread callback: one firmware STATE -> one JointState."""
+        state = sample.state
+        if state.shape[0] != len(self.obs_names):
+            self.drops.drop("serial STATE", f"wrong_length: {state.shape[0]} values for "
+                            f"{len(self.obs_names)} names")
+            return
+        age_ns = int(sample.sensor_age_us) * 1000 + int((time.perf_counter() - sample.t_host)
+                                                        * 1e9)
+        self.state_pub.publish(make_joint_state(self.obs_names, state, time.time_ns() - age_ns))
+        self.states_published += 1
+
+    def _on_command(self, msg: JointState) -> None:
+        try:
+            values = joint_state_values(msg, self.action_names, self.command_field)
+        except BadMessage as exc:
+            self.drops.drop(TOPICS["command"], str(exc))
+            return
+        try:
+            seq = self.transport.send_setpoint(values)
+        except (OSError, ValueError, TypeError) as exc:
+            self.drops.drop(TOPICS["command"], f"send_failed: {exc}")
+            return
+        if seq < 0:
+            self.drops.drop(TOPICS["command"], "link_down: setpoint not sent")
+
+    def _on_estop(self, msg: Bool) -> None:
+        if msg.data:
+            self.transport.estop()
+            self.get_logger().warning("e-stop latched on request")
+        else:
+            self.transport.clear_estop()
+            self.get_logger().info("e-stop cleared on request")
+
+    def values(self) -> dict[str, Any]:
+        stats = self.transport.stats().as_dict()
+        return {**stats, "states_published": self.states_published,
+                "dropped_bad_msgs": self.drops.total,
+                **{f"dropped {k}": v for k, v in self.drops.by_key().items()}}
+
+    def _publish_diagnostics(self) -> None:
+        vals = self.values()
+        level, message = 0, "ok"
+        if not vals["connected"]:
+            level, message = 2, "serial link down"
+        elif self.drops.total:
+            level, message = 1, self.drops.last_reason
+        self.diag_pub.publish(diag_array(self, [diag_status(
+            "edgerl: serial_bridge_node", self.transport.cfg.port, vals, level, message)]))
+
+    def shutdown(self) -> None:
+        self.transport.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(SerialBridgeNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

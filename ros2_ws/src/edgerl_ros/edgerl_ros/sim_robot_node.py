@@ -1,0 +1,250 @@
+"""``sim_robot_node``: an edgerl simulation task (one env) as a ROS 2 robot.
+
+Publishes the robot observation as ``sensor_msgs/JointState`` (``name`` = the task's
+observation names, values in ``position``) at the task's control rate, stepping in real time
+in its own thread; applies the newest command (``JointState`` with the action names; the
+field named by ``command_field``), zero after ``command_timeout_s`` without one (the
+robot's watchdog). With ``wait_for_command`` the sim does not step before the first command
+(like a robot idling until commanded; state is still published). Sim only: it also publishes
+the task's privileged scripted expert as a ``JointTrajectory`` chunk on ``sim/expert_chunk``
+(stamp = the state's stamp; ``expert_horizon`` rows from the task's ``expert_chunk`` when it
+has one, else its ``expert_action`` held), which ``planner_node`` in ``expert`` mode serves.
+
+End-to-end latency is measured here: a command's ``header.stamp`` carries the stamp of the
+state it was computed from, so ``receive time - stamp`` is state-out -> command-in across
+processes. Diagnostics: step rate and jitter, episodes, successes, latency, dropped commands.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
+
+from edgerl.chunk import ActionChunk
+from edgerl.clock import MonotonicClock
+from edgerl_ros.common import (
+    CHUNK_QOS,
+    COMMAND_QOS,
+    DIAG_QOS,
+    STATE_QOS,
+    TOPICS,
+    ParamSpec,
+    RealtimeThreads,
+    declare_validated,
+    diag_array,
+    diag_status,
+    run_node,
+)
+from edgerl_ros.messages import (
+    COMMAND_FIELDS,
+    BadMessage,
+    TimeBase,
+    chunk_to_trajectory,
+    joint_state_values,
+    make_joint_state,
+    stamp_to_ns,
+)
+from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
+
+__all__ = ["PARAMS", "SimRobotNode", "main"]
+
+log = logging.getLogger(__name__)
+
+PARAMS = [
+    ParamSpec("task", "cartpole", "registered edgerl.sim task to run (one env, CPU)",
+              read_only=True),
+    ParamSpec("rate_hz", 0.0, "stepping rate in Hz; 0 = the task's control_hz", 0.0, 10000.0),
+    ParamSpec("seed", 0, "task seed", 0, 2**31 - 1),
+    ParamSpec("command_field", "effort", "JointState field holding the command",
+              choices=COMMAND_FIELDS),
+    ParamSpec("command_timeout_s", 0.5, "zero the action after this long without a command",
+              0.001, 60.0),
+    ParamSpec("publish_expert", True, "publish the privileged expert chunk (sim only)"),
+    ParamSpec("expert_horizon", 10, "rows of the expert chunk", 1, 10000),
+    ParamSpec("expert_every", 1, "publish the expert chunk every N steps", 1, 100000),
+    ParamSpec("wait_for_command", True, "do not step the sim before the first command"),
+    ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the stepping thread (0 = normal)",
+              0, 99),
+    ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
+]
+
+
+class SimRobotNode(Node):
+    """See the module docstring. Stepping starts at construction; :meth:`shutdown` stops it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("sim_robot_node", **kwargs)
+        p = declare_validated(self, PARAMS)
+        import torch
+
+        from edgerl.sim.registry import make_task
+
+        torch.set_num_threads(1)
+        self._torch = torch
+        self.env = make_task(p["task"], num_envs=1, device="cpu")
+        self.env.seed(int(p["seed"]))
+        self.spec = self.env.spec
+        self.rate_hz = float(p["rate_hz"]) or float(self.spec.control_hz)
+        self.command_field = p["command_field"]
+        self.command_timeout_s = float(p["command_timeout_s"])
+        self.publish_expert = bool(p["publish_expert"])
+        self.expert_horizon = int(p["expert_horizon"])
+        self.expert_every = int(p["expert_every"])
+        self.wait_for_command = bool(p["wait_for_command"])
+        self.timebase = TimeBase()
+        self.obs = self.env.reset()["policy"]
+
+        self._lock = threading.Lock()
+        self._command: np.ndarray | None = None
+        self._command_time = -1.0
+        self.drops = DropCounter()
+        self.latency = Samples()
+        self.steps = IntervalMeter(1.0 / self.rate_hz)
+        self.episodes = 0
+        self.successes = 0
+        self.commands_received = 0
+        self.watchdog_trips = 0
+        self.late_steps = 0
+        self.resyncs = 0
+
+        self.state_pub = self.create_publisher(JointState, TOPICS["state"], STATE_QOS)
+        self.expert_pub = self.create_publisher(JointTrajectory, TOPICS["expert"], CHUNK_QOS)
+        self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
+        self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
+        self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sim_robot", daemon=True)
+        with RealtimeThreads(int(p["rt_priority"])) as rt:
+            self._thread.start()
+        if rt.error:
+            self.get_logger().warning(f"{rt.error}; stepping at normal priority")
+        self.get_logger().info(f"sim robot: task {p['task']} at {self.rate_hz:g} Hz")
+
+    # --- commands in -------------------------------------------------------------------
+    def _on_command(self, msg: JointState) -> None:
+        now_ns = time.time_ns()
+        try:
+            values = joint_state_values(msg, self.spec.action_names, self.command_field)
+        except BadMessage as exc:
+            self.drops.drop(TOPICS["command"], str(exc))
+            return
+        stamp = stamp_to_ns(msg.header.stamp)
+        if stamp > 0:
+            self.latency.add((now_ns - stamp) * 1e-9)
+        with self._lock:
+            self._command = values
+            self._command_time = time.perf_counter()
+            self.commands_received += 1
+
+    def _current_action(self, now: float) -> np.ndarray:
+        with self._lock:
+            cmd, t = self._command, self._command_time
+        if cmd is None:
+            return np.zeros(self.spec.action_dim, dtype=np.float32)
+        if now - t > self.command_timeout_s:
+            self.watchdog_trips += 1
+            return np.zeros(self.spec.action_dim, dtype=np.float32)
+        return cmd
+
+    # --- stepping ----------------------------------------------------------------------
+    def expert_rows(self) -> np.ndarray:
+        """The privileged expert's chunk for the current state, ``(expert_horizon, A)``."""
+        if hasattr(self.env, "expert_chunk"):
+            return self.env.expert_chunk(self.expert_horizon)[0].numpy()
+        action = self.env.expert_action()[0].numpy()
+        return np.repeat(action[None], self.expert_horizon, axis=0)
+
+    def _publish_state(self, step: int) -> None:
+        stamp = time.time_ns()
+        obs = self.obs[0].numpy()
+        self.state_pub.publish(make_joint_state(self.spec.obs_names, obs, stamp))
+        if self.publish_expert and step % self.expert_every == 0:
+            t_obs = self.timebase.to_mono(stamp)
+            chunk = ActionChunk(self.expert_rows(), t0=t_obs, dt=1.0 / self.rate_hz,
+                                obs_time=t_obs, source="expert")
+            self.expert_pub.publish(chunk_to_trajectory(chunk, self.spec.action_names,
+                                                        self.timebase, stamp))
+
+    def _run(self) -> None:
+        clock = MonotonicClock()
+        period = 1.0 / self.rate_hz
+        torch = self._torch
+        step = 0
+        try:
+            self._publish_state(step)
+            t_next = clock.now() + period
+            while not self._stop.is_set():
+                clock.sleep_until(t_next)
+                now = clock.now()
+                if self.wait_for_command and self.commands_received == 0:
+                    self._publish_state(step)  # idle until commanded
+                    t_next += period
+                    continue
+                self.steps.mark(now)
+                action = torch.as_tensor(self._current_action(now), dtype=torch.float32)[None]
+                obs, _rew, dones, extras = self.env.step(action)
+                self.obs = obs["policy"]
+                if bool(dones.any()):
+                    self.episodes += 1
+                success = extras.get("success") if isinstance(extras, dict) else None
+                if success is not None and bool(torch.as_tensor(success).any()):
+                    self.successes += 1
+                step += 1
+                self._publish_state(step)
+                t_next += period
+                late = clock.now() - t_next
+                if late > 0:
+                    self.late_steps += 1
+                if late > 10 * period:  # fell far behind (suspended): resync
+                    self.resyncs += 1
+                    t_next = clock.now() + period
+        except Exception:
+            self.get_logger().error("sim robot stepping failed; stopping")
+            log.exception("sim robot stepping failed")
+            self.failed = True
+
+    # --- diagnostics -------------------------------------------------------------------
+    def values(self) -> dict[str, Any]:
+        return {
+            "step_rate_hz": self.steps.rate_hz(),
+            "configured_rate_hz": self.rate_hz,
+            "step_jitter_p99_us": self.steps.jitter_p99_s() * 1e6,
+            "steps": self.steps.count,
+            "episodes": self.episodes,
+            "successes": self.successes,
+            "commands_received": self.commands_received,
+            "watchdog_trips": self.watchdog_trips,
+            "late_steps": self.late_steps,
+            "resyncs": self.resyncs,
+            "e2e_latency_p50_us": self.latency.percentile(50) * 1e6,
+            "e2e_latency_p99_us": self.latency.percentile(99) * 1e6,
+            "dropped_bad_msgs": self.drops.total,
+            **{f"dropped {k}": v for k, v in self.drops.by_key().items()},
+        }
+
+    def _publish_diagnostics(self) -> None:
+        level = 1 if self.drops.total else 0
+        msg = self.drops.last_reason if self.drops.total else "ok"
+        self.diag_pub.publish(diag_array(self, [diag_status(
+            "edgerl: sim_robot_node", self.spec.name, self.values(), level, msg)]))
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+        self.env.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(SimRobotNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""Load an exported bundle (``manifest.json`` + ``policy.onnx`` ...) for the runtime.
+
+:func:`load_bundle` checks the manifest schema (a newer schema is refused) and every listed
+file's sha256 through :func:`edgerl.spec.load_bundle_manifest`, then builds the inference
+backend. A tampered, truncated or newer bundle fails here with a message naming the problem,
+never later on the robot.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from edgerl.runtime.inference import InferenceBackend, InferenceError, make_backend
+from edgerl.serde import SchemaError
+from edgerl.spec import BundleError, PolicySpec, load_bundle_manifest
+
+__all__ = ["POLICY_FILE", "PLANNER_FILE", "load_bundle"]
+
+log = logging.getLogger(__name__)
+
+POLICY_FILE = "policy.onnx"
+PLANNER_FILE = "planner.onnx"
+
+
+def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = "cpu",
+                warmup: int = 20) -> tuple[PolicySpec, InferenceBackend | None]:
+    """``(spec, backend)`` for a bundle directory.
+
+    ``backend`` is ``onnx`` (onnxruntime on ``device``) or ``numpy`` (``policy_mlp.npz``).
+    A ``planner`` or ``rtc`` bundle without a policy network returns ``backend=None``: the
+    command is the planner's chunk row.
+
+    Raises:
+        BundleError: missing directory/manifest/file, sha256 mismatch, bad manifest field
+            (``SchemaError`` is re-raised as ``BundleError`` with the bundle path in front).
+        InferenceError: the network cannot be loaded or its shapes do not match the manifest.
+    """
+    bundle_dir = Path(bundle_dir)
+    try:
+        spec = load_bundle_manifest(bundle_dir, verify=True)
+    except SchemaError as exc:
+        raise BundleError(f"{bundle_dir}: {exc}") from exc
+    model = bundle_dir / POLICY_FILE
+    wanted = POLICY_FILE if backend == "onnx" else "policy_mlp.npz"
+    if not (bundle_dir / wanted).is_file() and spec.method in ("planner", "rtc"):
+        log.info("bundle %s (%s) has no %s: commands are the planner's chunk rows",
+                 bundle_dir, spec.method, wanted)
+        return spec, None
+    if (bundle_dir / wanted).is_file() and wanted not in spec.files:
+        raise BundleError(f"{bundle_dir / wanted}: not listed in manifest.files, so its hash "
+                          "cannot be checked; re-export the bundle")
+    if backend == "onnx" and not model.is_file():
+        raise BundleError(f"{model}: missing (method {spec.method!r} needs a policy network)")
+    net = make_backend(spec, bundle_dir, backend=backend, device=device, warmup=warmup)
+    check_shapes(spec, net)
+    log.info("loaded bundle %s: task=%s method=%s %.0f Hz backend=%s", bundle_dir, spec.task,
+             spec.method, spec.control_hz, net.name)
+    return spec, net
+
+
+def check_shapes(spec: PolicySpec, net: InferenceBackend) -> None:
+    """The network must take the edit observation (or the raw observation) and give A."""
+    d_in, d_out = net.input.shape[-1], net.output.shape[-1]
+    if d_in not in (spec.edit_obs.dim, spec.observation.dim):
+        raise InferenceError(f"network input has {d_in} elements; the manifest implies "
+                             f"{spec.edit_obs.dim} (edit observation) or "
+                             f"{spec.observation.dim} (observation)")
+    if d_out != spec.action.dim:
+        raise InferenceError(f"network output has {d_out} elements; manifest action has "
+                             f"{spec.action.dim}")

@@ -1,0 +1,492 @@
+"""``EditLoop``: the fixed-rate fast loop beside the asynchronous planner.
+
+Per tick (``t`` = the tick's scheduled time)::
+
+    newest observation (ObservationSlot) -> chunk row for t (ChunkBuffer; past rows dropped)
+    -> edit input (edgerl.edit_obs.select_chunk_rows + build_edit_obs(out=prealloc))
+    -> inference (backend.input -> backend.output, preallocated)
+    -> compose_edit_action (method "edit"; "planner"/"rtc": the chunk row; others: the output)
+    -> SafetyFilter -> CommandSink(command, t) -> timing record
+
+Fallback states (counted in :attr:`LoopMetrics.state_counts` and as safety interventions):
+no chunk yet, stale chunk, non-finite observation, non-finite network output, deadline
+overrun, e-stop; a sink that fails is counted as ``transport_down``.
+
+Scheduling uses absolute deadlines ``start + n * period`` and ``clock.sleep_until`` (sleep,
+then spin the last ``spin_s``). A tick that wakes more than a period late skips the missed
+deadlines (counted) and keeps the grid. The loop runs in its own thread
+(:meth:`EditLoop.start` / :meth:`EditLoop.stop`) or is stepped by hand (:meth:`EditLoop.tick`)
+with a :class:`~edgerl.clock.VirtualClock` for tests and sim-in-the-loop.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from edgerl.clock import Clock, MonotonicClock
+from edgerl.edit_obs import build_edit_obs, compose_edit_action, select_chunk_rows
+from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.runtime.inference import InferenceBackend
+from edgerl.runtime.metrics import STATES, LoopMetrics
+from edgerl.runtime.safety import SafetyConfig, SafetyFilter
+from edgerl.spec import PolicySpec
+
+__all__ = ["CHUNK_METHODS", "CommandSink", "EditLoop", "LoopConfig", "ObservationSlot",
+           "TransportDown", "set_fifo"]
+
+log = logging.getLogger(__name__)
+
+#: Methods whose command comes from the planner's chunk.
+CHUNK_METHODS = ("edit", "planner", "rtc")
+_S = {name: i for i, name in enumerate(STATES)}
+
+
+class TransportDown(ConnectionError):
+    """Raised by a :class:`CommandSink` whose transport is not connected."""
+
+
+class CommandSink(Protocol):
+    """Where commands go (ROS 2 publisher, serial link...).
+
+    ``sink(command, t)``: ``command`` ``(A,)`` float32 is a reused buffer (copy it to keep
+    it); ``t`` is the tick time (monotonic s). Return ``False`` or raise
+    :class:`ConnectionError`/``OSError`` when the transport is down; the loop counts it and
+    goes on.
+    """
+
+    def __call__(self, command: np.ndarray, t: float) -> bool | None: ...
+
+
+class ObservationSlot:
+    """Latest-value slot for the robot observation: written by a sensor thread, read by the
+    loop and the planner client (copy under a short lock; no allocation).
+
+    Before the first :meth:`write` it holds NaN (the loop treats that as a non-finite input).
+    """
+
+    def __init__(self, dim: int) -> None:
+        self._buf = np.full(dim, np.nan, np.float32)
+        self._t = float("nan")
+        self.seq = 0
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        """Observation size O."""
+        return int(self._buf.shape[0])
+
+    def write(self, obs: np.ndarray, t: float) -> None:
+        """Store ``obs`` ``(O,)`` taken at monotonic time ``t``."""
+        with self._lock:
+            np.copyto(self._buf, obs, casting="same_kind")
+            self._t = t
+            self.seq += 1
+
+    def read_into(self, out: np.ndarray) -> tuple[float, int]:
+        """Copy the newest observation into ``out``; returns ``(t, seq)``."""
+        with self._lock:
+            np.copyto(out, self._buf)
+            return self._t, self.seq
+
+
+@dataclass
+class LoopConfig:
+    """Scheduler and per-tick options.
+
+    Attributes:
+        rate_hz: Loop rate; ``None`` = the manifest's ``control_hz``.
+        spin_s: Busy-wait the last ``spin_s`` before each deadline (s).
+        row_mode: ``hold`` (the row whose interval contains ``t``) or ``interpolate``
+            (linear between it and the next row; for loops faster than the chunk's dt).
+        gc_freeze: ``gc.collect(); gc.freeze()`` at start so collections stay short.
+        switch_interval_s: ``sys.setswitchinterval`` while running (process-wide; restored
+            at stop): how long another Python thread may hold the GIL before the loop gets
+            it. ``None`` leaves it alone.
+        rt_priority: ``SCHED_FIFO`` priority (1-99) of the loop thread (Linux; needs
+            CAP_SYS_NICE or root); 0 = normal scheduling. If refused, a warning is logged
+            and the loop runs normally.
+        prewarm_s: This long before each deadline (inside the spin) the loop re-runs the
+            network on its last input and the edit-observation builder into a scratch buffer,
+            so weights and code are in cache when the tick starts (other processes evict
+            them while the loop sleeps). Skipped for recurrent backends; 0 disables it.
+        metrics_capacity: Ticks kept for percentiles.
+        safety: Fallback policies and latch thresholds.
+    """
+
+    rate_hz: float | None = None
+    spin_s: float = 300e-6
+    row_mode: str = "hold"
+    gc_freeze: bool = True
+    switch_interval_s: float | None = 2e-4
+    rt_priority: int = 0
+    prewarm_s: float = 150e-6
+    metrics_capacity: int = 1 << 16
+    safety: SafetyConfig = field(default_factory=SafetyConfig)
+
+    def __post_init__(self) -> None:
+        if self.row_mode not in ("hold", "interpolate"):
+            raise ValueError(f"row_mode must be hold or interpolate, got {self.row_mode!r}")
+        if self.rate_hz is not None and not self.rate_hz > 0:
+            raise ValueError(f"rate_hz must be > 0, got {self.rate_hz}")
+        if self.spin_s < 0:
+            raise ValueError("spin_s must be >= 0")
+        if self.prewarm_s < 0:
+            raise ValueError("prewarm_s must be >= 0")
+        if not 0 <= self.rt_priority <= 99:
+            raise ValueError(f"rt_priority must be 0..99, got {self.rt_priority}")
+
+
+def _null_sink(command: np.ndarray, t: float) -> bool:
+    return True
+
+
+class EditLoop:
+    """The fast loop for one bundle.
+
+    Args:
+        spec: The bundle's manifest.
+        backend: Its inference backend (``None`` for ``planner``/``rtc`` bundles).
+        buffer: Where the planner client pushes chunks.
+        obs: Where the sensor side writes observations (created if ``None``).
+        sink: Command output (default: discard).
+        clock: ``MonotonicClock`` (default) or ``VirtualClock``.
+        cfg: Loop options.
+    """
+
+    def __init__(self, spec: PolicySpec, backend: InferenceBackend | None, buffer: ChunkBuffer,
+                 obs: ObservationSlot | None = None, sink: CommandSink | None = None,
+                 clock: Clock | None = None, cfg: LoopConfig | None = None) -> None:
+        self.spec = spec
+        self.backend = backend
+        self.buffer = buffer
+        self.cfg = cfg or LoopConfig()
+        self.clock: Clock = clock or MonotonicClock(self.cfg.spin_s)
+        if isinstance(self.clock, MonotonicClock):
+            self.clock.spin_s = self.cfg.spin_s
+        self.obs = obs or ObservationSlot(spec.observation.dim)
+        if self.obs.dim != spec.observation.dim:
+            raise ValueError(f"observation slot has {self.obs.dim} elements, the manifest "
+                             f"{spec.observation.dim}")
+        self.sink: CommandSink = sink or _null_sink
+        self.rate_hz = float(self.cfg.rate_hz or spec.control_hz)
+        self.period = 1.0 / self.rate_hz
+        self.safety = SafetyFilter(spec.action, self.cfg.safety)
+        self.metrics = LoopMetrics(self.cfg.metrics_capacity)
+        self.edit_cfg = spec.edit_obs
+        self._setup_mode()
+        a_dim, o_dim = spec.action.dim, spec.observation.dim
+        n_rows = self.edit_cfg.n_rows
+        # Preallocated per-tick buffers.
+        self._obs = np.zeros(o_dim, np.float32)
+        self._obs_in = np.zeros(o_dim, np.float32)
+        self._rows = np.zeros((n_rows, a_dim), np.float32)
+        self._row_offsets = np.arange(n_rows, dtype=np.intp)
+        self._row_idx = np.zeros(n_rows, np.intp)
+        self._rows_chunk: object = None
+        self._rows_index = -1
+        self._finite = np.zeros(o_dim, bool)
+        self._finite_a = np.zeros(a_dim, bool)
+        self._committed = np.zeros((self.edit_cfg.n_committed, a_dim), np.float32)
+        self._action = np.zeros(a_dim, np.float32)
+        self.command = np.zeros(a_dim, np.float32)
+        self._edit_x = np.zeros((1, self.edit_cfg.dim), np.float32)
+        self._warm_x = np.zeros(self.edit_cfg.dim, np.float32)
+        self._can_prewarm = (self.cfg.prewarm_s > 0 and backend is not None
+                             and spec.recurrent.kind == "none")
+        self._mean = np.asarray(spec.observation.mean, np.float32)
+        self._std = np.asarray(spec.observation.std, np.float32)
+        self._normalize = not spec.observation.normalized_in_graph
+        self._last_t: float | None = None
+        self.state = "no_chunk"
+        self.transport_ok = True
+        self.last_chunk_age_s = float("nan")
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._old_switch: float | None = None
+
+    def _setup_mode(self) -> None:
+        spec, net = self.spec, self.backend
+        self.is_edit = spec.method == "edit"
+        if net is None:
+            if spec.method not in ("planner", "rtc"):
+                raise ValueError(f"method {spec.method!r} needs a policy network")
+            self.input_mode = "none"
+        elif net.input.shape[-1] == self.edit_cfg.dim:
+            self.input_mode = "edit"
+        elif net.input.shape[-1] == spec.observation.dim:
+            self.input_mode = "obs"
+        else:
+            raise ValueError(f"network input has {net.input.shape[-1]} elements; expected "
+                             f"{self.edit_cfg.dim} (edit obs) or {spec.observation.dim} (obs)")
+        self.needs_chunk = spec.method in CHUNK_METHODS or self.input_mode == "edit"
+        if self.is_edit and self.input_mode != "edit":
+            raise ValueError("an edit policy must take the edit observation as input")
+
+    # --- one tick ----------------------------------------------------------------------------
+    def tick(self, now: float | None = None, overrun: bool = False) -> np.ndarray:
+        """Run one tick at time ``now`` (default ``clock.now()``); returns the command sent
+        (a reused ``(A,)`` buffer). Records compute time; no wake-up jitter."""
+        start = time.perf_counter()
+        t = self.clock.now() if now is None else now
+        state = self._step(t, overrun)
+        self.metrics.record(0.0, time.perf_counter() - start, self.last_chunk_age_s, state,
+                            False)
+        return self.command
+
+    def _step(self, t: float, overrun: bool) -> int:
+        """Compute and send the command for time ``t``; returns the state index."""
+        dt = self.period if self._last_t is None else t - self._last_t
+        self._last_t = t
+        safety = self.safety
+        self.obs.read_into(self._obs)
+        chunk = self.buffer.latest() if self.needs_chunk else None
+        row = None if chunk is None else chunk.index_at(t)
+        self.last_chunk_age_s = chunk.age(t) if chunk is not None else float("nan")
+        cmd = self.command
+        pol = safety.cfg
+        safety.note_overrun(overrun)
+        if safety.estopped:
+            state = _S["estop"]
+            safety.filter(self._action, dt, cmd)
+        elif overrun and pol.overrun_policy != "compute":
+            state = _S["overrun"]
+            safety.fallback(pol.overrun_policy, dt, cmd)
+        elif self.needs_chunk and row is None and pol.stale_policy != "policy":
+            reason = "no_chunk" if chunk is None else "stale_chunk"
+            state = _S[reason]
+            safety.fallback(pol.stale_policy, dt, cmd, reason=reason)
+        elif not np.isfinite(self._obs, out=self._finite).all():
+            state = _S["nonfinite_obs"]
+            safety.fallback(pol.nonfinite_policy, dt, cmd, nonfinite=True, reason="nonfinite_obs")
+        else:
+            state = _S["ok"]
+            if self.needs_chunk and row is None:  # stale_policy "policy": run as in training
+                reason = "no_chunk" if chunk is None else "stale_chunk"
+                state = _S[reason]
+                safety.count(reason)
+                chunk = None
+            self._policy_action(t, chunk, row)
+            if state == _S["ok"] and not np.isfinite(self._action, out=self._finite_a).all():
+                state = _S["nonfinite_action"]
+            safety.filter(self._action, dt, cmd)
+        self.state = STATES[state]
+        self._commit(cmd)
+        self._send(cmd, t)
+        return state
+
+    def _policy_action(self, t: float, chunk, row: int | None) -> None:
+        """Fill ``self._action`` from the chunk and/or the network."""
+        if chunk is not None:
+            self._fill_rows(t, chunk, row)
+        elif self._rows_chunk is not None or self._rows_index != -1:
+            self._rows[...] = 0.0  # no usable chunk: zero rows (has_chunk = 0)
+            self._rows_chunk, self._rows_index = None, -1
+        if self.input_mode == "none":
+            np.copyto(self._action, self._rows[0])
+            return
+        obs = self._obs
+        if self._normalize:
+            np.subtract(obs, self._mean, out=self._obs_in)
+            np.divide(self._obs_in, self._std, out=self._obs_in)
+            obs = self._obs_in
+        net = self.backend
+        assert net is not None
+        if self.input_mode == "edit":
+            has = 1.0 if chunk is not None else 0.0
+            age = chunk.age(t) if chunk is not None else 0.0
+            build_edit_obs(obs, self._rows, age, self._committed, has, self.edit_cfg,
+                           out=self._edit_x[0])
+            np.copyto(net.input[0], self._edit_x[0])
+        else:
+            np.copyto(net.input[0], obs)
+        y = net.infer()[0]
+        if self.is_edit:
+            compose_edit_action(self._rows[0], y, self.spec.residual_bound, out=self._action)
+        elif self.spec.method in ("planner", "rtc"):
+            np.copyto(self._action, self._rows[0])
+        else:
+            np.copyto(self._action, y)
+
+    def _fill_rows(self, t: float, chunk, row: int) -> None:
+        """Chunk rows ``row .. row + n_rows - 1`` (last row held) into ``self._rows``.
+
+        Same result as :func:`edgerl.edit_obs.select_chunk_rows` (a test checks every row),
+        done with preallocated index buffers; skipped when chunk and row are unchanged.
+        """
+        if self.cfg.row_mode == "interpolate":
+            n = self.edit_cfg.n_rows
+            frac = (t - (chunk.t0 + row * chunk.dt)) / chunk.dt
+            frac = min(max(frac, 0.0), 1.0)
+            rows = select_chunk_rows(chunk.actions, row, n + 1)
+            np.multiply(rows[:n], np.float32(1.0 - frac), out=self._rows)
+            self._rows += np.float32(frac) * rows[1:]
+            return
+        if chunk is self._rows_chunk and row == self._rows_index:
+            return
+        idx = self._row_idx
+        np.add(self._row_offsets, row, out=idx)
+        np.take(chunk.actions, idx, axis=0, out=self._rows, mode="clip")  # clip = hold last
+        self._rows_chunk, self._rows_index = chunk, row
+
+    def _commit(self, cmd: np.ndarray) -> None:
+        """Shift the committed-action history (newest first)."""
+        c = self._committed
+        for k in range(c.shape[0] - 1, 0, -1):
+            c[k] = c[k - 1]
+        if c.shape[0]:
+            c[0] = cmd
+
+    def _send(self, cmd: np.ndarray, t: float) -> None:
+        try:
+            ok = self.sink(cmd, t)
+        except (ConnectionError, OSError) as exc:
+            if self.transport_ok:
+                log.warning("transport down: %s", exc)
+            ok = False
+        if ok is False:
+            self.safety.count("transport_down")
+            self.transport_ok = False
+        elif not self.transport_ok:
+            log.info("transport back up")
+            self.transport_ok = True
+
+    # --- e-stop ------------------------------------------------------------------------------
+    def estop(self, reason: str = "requested") -> None:
+        """Latch the e-stop (thread-safe: the next tick sends the safe action)."""
+        self.safety.estop(reason)
+
+    def reset_estop(self) -> None:
+        """Release the e-stop latch."""
+        self.safety.reset_estop()
+
+    def reset(self) -> None:
+        """Start of an episode: clear history and recurrent state."""
+        self._committed[...] = 0.0
+        self._last_t = None
+        self.safety.reset()
+        if self.backend is not None:
+            self.backend.reset_state()
+
+    # --- real-time thread --------------------------------------------------------------------
+    def run_for(self, seconds: float | None = None, ticks: int | None = None) -> None:
+        """Run the scheduler in the calling thread until ``seconds``/``ticks`` or stop()."""
+        self._stop.clear()
+        self._loop(seconds, ticks)
+
+    def _loop(self, seconds: float | None, ticks: int | None) -> None:
+        clock, period, metrics = self.clock, self.period, self.metrics
+        now = clock.now
+        start = clock.now() + period
+        end = float("inf") if seconds is None else start + seconds
+        n_max = -1 if ticks is None else ticks
+        deadline = start
+        n = 0
+        lead = self.cfg.prewarm_s if self._can_prewarm else 0.0
+        while not self._stop.is_set() and deadline < end and n != n_max:
+            if lead:
+                clock.sleep_until(deadline - lead)
+                self._prewarm()
+            clock.sleep_until(deadline)
+            woke = now()
+            late = woke - deadline
+            overrun = late > period
+            if overrun:  # woke after the next deadline: skip the missed ones, keep the grid
+                k = int(late // period)
+                metrics.record_skipped(k)
+                deadline += k * period
+            state = self._step(deadline, overrun)
+            done = now()
+            metrics.record(late, done - woke, self.last_chunk_age_s, state,
+                           done > deadline + period)
+            deadline += period
+            n += 1
+
+    def _prewarm(self) -> None:
+        """Touch the tick's working set without side effects (see ``LoopConfig.prewarm_s``):
+        the feed-forward network on its unchanged last input (same output) and the builder
+        into a scratch buffer."""
+        build_edit_obs(self._obs, self._rows, 0.0, self._committed, 1.0, self.edit_cfg,
+                       out=self._warm_x)
+        self.backend.infer()  # type: ignore[union-attr]
+
+    def start(self) -> None:
+        """Run the loop in a daemon thread until :meth:`stop`."""
+        if self._thread is not None:
+            raise RuntimeError("loop already running")
+        if self.cfg.gc_freeze:
+            gc.collect()
+            gc.freeze()
+        if self.cfg.switch_interval_s is not None:
+            self._old_switch = sys.getswitchinterval()
+            sys.setswitchinterval(self.cfg.switch_interval_s)
+        self._stop.clear()
+        self._error = None
+        self._thread = threading.Thread(target=self._thread_main, name="edgerl-edit-loop",
+                                        daemon=True)
+        self._thread.start()
+
+    def _thread_main(self) -> None:
+        if self.cfg.rt_priority:
+            set_fifo(self.cfg.rt_priority)
+        try:
+            self._loop(None, None)
+        except BaseException as exc:  # surfaced by stop()
+            log.exception("edit loop crashed")
+            self._error = exc
+            self.safety.estop(f"loop crashed: {exc}")
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop the thread (re-raises an exception the loop died of)."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+            if thread.is_alive():
+                raise RuntimeError("edit loop thread did not stop")
+        if self._old_switch is not None:
+            sys.setswitchinterval(self._old_switch)
+            self._old_switch = None
+        if self.cfg.gc_freeze:
+            gc.unfreeze()
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise RuntimeError(f"edit loop died: {err}") from err
+
+    @property
+    def running(self) -> bool:
+        """True while the loop thread runs."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def __enter__(self) -> EditLoop:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def set_fifo(priority: int) -> bool:
+    """Make the calling thread SCHED_FIFO at ``priority`` (Linux); False (logged) if refused.
+
+    Give every thread that shares the GIL with the loop (sensor callbacks, the planner
+    client) a FIFO priority below the loop's: a normal thread preempted while it holds the GIL
+    stalls the loop for a whole scheduler slice.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except (AttributeError, OSError) as exc:
+        log.warning("could not set SCHED_FIFO priority %d for thread %s (%s); running with "
+                    "normal scheduling", priority, threading.current_thread().name, exc)
+        return False
+    log.info("thread %s runs SCHED_FIFO priority %d", threading.current_thread().name, priority)
+    return True

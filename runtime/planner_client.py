@@ -1,0 +1,402 @@
+"""``PlannerClient``: runs a slow planner beside the edit loop, never blocking it.
+
+Every ``period_s`` the client reads the newest observation from the
+:class:`~edgerl.runtime.edit_loop.ObservationSlot`, asks the planner for a chunk and pushes it
+into the :class:`~edgerl.runtime.chunk_buffer.ChunkBuffer` (if a call takes longer than the
+period, the next one starts right after it). The loop only ever reads the buffer.
+
+Modes:
+
+* ``thread``: the planner object runs in a daemon thread of this process. Right for planners
+  that release the GIL while they compute (onnxruntime, torch, a socket to a server).
+* ``process``: the planner is built in a ``spawn`` subprocess from a ``"module:function"``
+  factory and keyword arguments. Requests and chunks cross a local pipe as raw bytes
+  (``struct`` header + float32 array; no pickle on the data path). A crashed process (exit,
+  kill) or one that does not answer within ``hang_timeout_s`` is killed and restarted with
+  exponential backoff.
+
+Counters (:meth:`PlannerClient.stats`): requests, chunks, late (slower than
+``late_after_s``), errors (the planner raised), crashes, hangs, restarts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import math
+import multiprocessing as mp
+import os
+import signal
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from edgerl.chunk import ActionChunk
+from edgerl.clock import Clock, MonotonicClock
+from edgerl.planner import Planner, PlannerHealth, PlannerInfo
+from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.runtime.edit_loop import ObservationSlot
+from edgerl.runtime.metrics import LoopMetrics
+
+__all__ = ["PlannerClient", "PlannerClientConfig", "PlannerCrashed"]
+
+log = logging.getLogger(__name__)
+
+_REQ = struct.Struct("<dII")  # obs time, obs elements, instruction bytes
+_CHUNK = struct.Struct("<ddqdII")  # t0, dt, step0, obs_time, H, A
+_HELLO = struct.Struct("<IIddd")  # horizon, action_dim, dt_s, period_s, expected_latency_s
+
+
+class PlannerCrashed(RuntimeError):
+    """The planner process died or stopped answering."""
+
+
+class _Stopped(Exception):
+    pass
+
+
+@dataclass
+class PlannerClientConfig:
+    """Scheduling and supervision.
+
+    Attributes:
+        mode: ``thread`` or ``process``.
+        period_s: Time between requests; ``None`` = the planner's ``info.period_s``.
+        instruction: Text passed to every ``plan`` call.
+        late_after_s: A call slower than this counts as late; ``None`` =
+            ``max(2 * expected_latency_s, period_s)``.
+        hang_timeout_s: Process mode: no answer within this -> kill and restart.
+        start_timeout_s: Process mode: the child must say hello within this.
+        backoff_initial_s / backoff_max_s: Restart / retry backoff (doubles per failure).
+        factory_kwargs: Process mode: keyword arguments of the factory (JSON-like values).
+        rt_priority: SCHED_FIFO priority of the client thread (0 = normal). In the loop's
+            process every thread that takes the GIL should run below the loop's priority but
+            above normal threads, so it is never preempted while holding the GIL.
+    """
+
+    mode: str = "thread"
+    period_s: float | None = None
+    instruction: str = ""
+    late_after_s: float | None = None
+    hang_timeout_s: float = 5.0
+    start_timeout_s: float = 60.0
+    backoff_initial_s: float = 0.1
+    backoff_max_s: float = 5.0
+    factory_kwargs: dict[str, Any] = field(default_factory=dict)
+    rt_priority: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("thread", "process"):
+            raise ValueError(f"planner mode must be thread or process, got {self.mode!r}")
+        if self.period_s is not None and not self.period_s > 0:
+            raise ValueError(f"period_s must be > 0, got {self.period_s}")
+        if not 0 < self.backoff_initial_s <= self.backoff_max_s:
+            raise ValueError("need 0 < backoff_initial_s <= backoff_max_s")
+
+
+def _resolve(factory: str):
+    module, _, name = factory.partition(":")
+    if not module or not name:
+        raise ValueError(f"planner factory must be 'module:function', got {factory!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def _encode_chunk(chunk: ActionChunk) -> bytes:
+    return b"C" + _CHUNK.pack(chunk.t0, chunk.dt, chunk.step0, chunk.obs_time, chunk.horizon,
+                              chunk.action_dim) + chunk.actions.tobytes()
+
+
+def _decode_chunk(msg: bytes, source: str) -> ActionChunk:
+    t0, dt, step0, obs_time, h, a = _CHUNK.unpack_from(msg, 1)
+    actions = np.frombuffer(msg, np.float32, h * a, 1 + _CHUNK.size).reshape(h, a)
+    return ActionChunk(actions=actions, t0=t0, dt=dt, step0=step0, obs_time=obs_time,
+                       source=source)
+
+
+def _child_main(conn, factory: str, kwargs: dict[str, Any]) -> None:
+    """Planner subprocess: hello, then answer requests until EOF or ``Q``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+    if hasattr(os, "sched_setscheduler"):  # never inherit a real-time policy from the client
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    planner = _resolve(factory)(**kwargs)
+    i = planner.info
+    try:
+        conn.send_bytes(b"H" + _HELLO.pack(i.horizon, i.action_dim, i.dt_s, i.period_s,
+                                           i.expected_latency_s))
+    except OSError:  # the parent went away during our start
+        return
+    while True:
+        try:
+            msg = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        if msg[:1] == b"Q":
+            return
+        now, n, m = _REQ.unpack_from(msg, 1)
+        obs = np.frombuffer(msg, np.float32, n, 1 + _REQ.size)
+        start = 1 + _REQ.size + 4 * n
+        text = msg[start:start + m].decode("utf-8")
+        try:
+            reply = _encode_chunk(planner.plan(obs, text, now))
+        except Exception as exc:  # reported to the parent, counted as an error
+            reply = b"E" + f"{type(exc).__name__}: {exc}".encode()
+        try:
+            conn.send_bytes(reply)
+        except OSError:  # the parent closed the pipe (stop, or it gave up on us)
+            return
+
+
+class _ProcessPlanner:
+    """Parent side of a planner subprocess."""
+
+    def __init__(self, factory: str, cfg: PlannerClientConfig, stop: threading.Event) -> None:
+        _resolve(factory)  # fail early (in the parent) on a bad name
+        self.factory, self.cfg, self._stop = factory, cfg, stop
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_child_main, args=(child, factory, cfg.factory_kwargs),
+                                name="edgerl-planner", daemon=True)
+        self.proc.start()
+        child.close()
+        try:
+            msg = self._wait(cfg.start_timeout_s, "start")
+        except BaseException:
+            self.close(kill=True)
+            raise
+        if msg[:1] != b"H":
+            self.close(kill=True)
+            raise PlannerCrashed(f"planner process sent {msg[:1]!r} instead of hello")
+        h, a, dt, period, lat = _HELLO.unpack_from(msg, 1)
+        self.info = PlannerInfo(horizon=h, action_dim=a, dt_s=dt, period_s=period,
+                                expected_latency_s=lat)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid
+
+    def _wait(self, timeout: float, what: str) -> bytes:
+        deadline = time.monotonic() + timeout
+        while not self.conn.poll(0.02):
+            if self._stop.is_set():
+                raise _Stopped()
+            if not self.proc.is_alive():
+                raise PlannerCrashed(f"planner process exited (code {self.proc.exitcode}) "
+                                     f"during {what}")
+            if time.monotonic() > deadline:
+                raise PlannerCrashed(f"planner process gave no answer within {timeout:.1f} s "
+                                     f"({what})")
+        try:
+            return self.conn.recv_bytes()
+        except (EOFError, OSError) as exc:
+            raise PlannerCrashed(f"planner process pipe closed during {what}") from exc
+
+    def plan(self, obs: np.ndarray, text: str, now: float) -> ActionChunk:
+        raw = text.encode("utf-8")
+        try:
+            self.conn.send_bytes(b"R" + _REQ.pack(now, obs.size, len(raw)) + obs.tobytes() + raw)
+        except (BrokenPipeError, OSError) as exc:
+            raise PlannerCrashed(f"planner process pipe broken: {exc}") from exc
+        msg = self._wait(self.cfg.hang_timeout_s, "plan")
+        if msg[:1] == b"E":
+            raise RuntimeError(msg[1:].decode("utf-8", "replace"))
+        return _decode_chunk(msg, source=f"process:{self.factory}")
+
+    def close(self, kill: bool = False) -> None:
+        """Ask the process to quit (1 s), then kill it; ``kill=True`` kills at once."""
+        try:
+            if self.proc.is_alive() and not kill:
+                self.conn.send_bytes(b"Q")
+                self.proc.join(1.0)
+        except (BrokenPipeError, OSError):
+            pass
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(2.0)
+        self.conn.close()
+
+
+class PlannerClient:
+    """Feeds the planner the newest observation at its period; pushes its chunks.
+
+    Args:
+        planner: A :class:`~edgerl.planner.Planner` (thread mode) or a ``"module:function"``
+            factory name (either mode; built in the worker thread or the subprocess).
+        buffer: Where chunks go.
+        obs: The loop's observation slot.
+        cfg: Mode and supervision options.
+        metrics: Optional loop metrics; planner latencies are appended to it.
+        clock: Time source for observation stamps and latencies.
+    """
+
+    def __init__(self, planner: Planner | str, buffer: ChunkBuffer, obs: ObservationSlot,
+                 cfg: PlannerClientConfig | None = None, metrics: LoopMetrics | None = None,
+                 clock: Clock | None = None) -> None:
+        self.cfg = cfg or PlannerClientConfig()
+        if self.cfg.mode == "process" and not isinstance(planner, str):
+            raise ValueError("process mode needs a 'module:function' planner factory name")
+        self._source = planner
+        self.buffer, self.obs, self.metrics = buffer, obs, metrics
+        self.clock: Clock = clock or MonotonicClock()
+        self._planner: Any = None if isinstance(planner, str) else planner
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._obs = np.zeros(obs.dim, np.float32)
+        self._backoff = self.cfg.backoff_initial_s
+        self.counters = {k: 0 for k in ("requests", "chunks", "late", "errors", "crashes",
+                                        "hangs", "restarts")}
+        self.last_latency_s = float("nan")
+        self._health = PlannerHealth.STARTING
+        self._lock = threading.Lock()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the worker thread (and, in process mode, the planner process)."""
+        if self._thread is not None:
+            raise RuntimeError("planner client already running")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._main, name="edgerl-planner-client",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the worker and the planner process (if any)."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+        self._close_planner()
+
+    def __enter__(self) -> PlannerClient:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the planner subprocess (process mode, while running)."""
+        p = self._planner
+        return p.pid if isinstance(p, _ProcessPlanner) else None
+
+    def health(self) -> PlannerHealth:
+        """STARTING until the first chunk; DEAD while restarting; SLOW after a late call."""
+        return self._health
+
+    def stats(self) -> dict[str, Any]:
+        """Counters, health and the last latency (s)."""
+        with self._lock:
+            out: dict[str, Any] = dict(self.counters)
+        out["health"] = self._health.value
+        out["last_latency_s"] = self.last_latency_s
+        return out
+
+    def _count(self, key: str) -> None:
+        with self._lock:
+            self.counters[key] += 1
+
+    # --- the worker --------------------------------------------------------------------------
+    def _ensure_planner(self) -> Any:
+        if self._planner is not None:
+            return self._planner
+        source = self._source
+        assert isinstance(source, str)
+        if self.cfg.mode == "process":
+            self._planner = _ProcessPlanner(source, self.cfg, self._stop)
+            log.info("planner process %s started (pid %s)", source, self._planner.pid)
+        else:
+            self._planner = _resolve(source)(**self.cfg.factory_kwargs)
+        return self._planner
+
+    def _close_planner(self, kill: bool = False) -> None:
+        p = self._planner
+        if isinstance(p, _ProcessPlanner):
+            p.close(kill=kill)
+            self._planner = None
+
+    def _period(self) -> float:
+        if self.cfg.period_s is not None:
+            return self.cfg.period_s
+        p = self._planner
+        return p.info.period_s if p is not None else 0.1
+
+    def _late_after(self) -> float:
+        if self.cfg.late_after_s is not None:
+            return self.cfg.late_after_s
+        p = self._planner
+        lat = p.info.expected_latency_s if p is not None else 0.0
+        return max(2.0 * lat, self._period())
+
+    def _main(self) -> None:
+        if self.cfg.rt_priority:
+            from edgerl.runtime.edit_loop import set_fifo
+
+            set_fifo(self.cfg.rt_priority)
+        next_t = time.monotonic()
+        first_start = True
+        while not self._stop.is_set():
+            try:
+                if self._planner is None and not first_start:
+                    self._count("restarts")
+                first_start = False
+                self._ensure_planner()
+                self._stop.wait(max(0.0, next_t - time.monotonic()))
+                if self._stop.is_set():
+                    break
+                if self.step() is None:  # no observation yet
+                    next_t = time.monotonic() + min(0.01, self._period())
+                    continue
+                self._backoff = self.cfg.backoff_initial_s
+                next_t = max(next_t + self._period(), time.monotonic())
+            except _Stopped:
+                break
+            except PlannerCrashed as exc:
+                self._health = PlannerHealth.DEAD
+                self._count("hangs" if "no answer" in str(exc) else "crashes")
+                log.warning("planner crashed: %s; restarting in %.2f s", exc, self._backoff)
+                self._close_planner(kill=True)
+                self._sleep_backoff()
+                next_t = time.monotonic()
+            except Exception as exc:  # the planner (or its factory) raised
+                self._count("errors")
+                log.warning("planner failed: %s: %s; retrying in %.2f s", type(exc).__name__,
+                            exc, self._backoff)
+                if self._planner is None:
+                    self._health = PlannerHealth.DEAD
+                self._sleep_backoff()
+                next_t = time.monotonic()
+        self._close_planner()
+
+    def _sleep_backoff(self) -> None:
+        self._stop.wait(self._backoff)
+        self._backoff = min(2.0 * self._backoff, self.cfg.backoff_max_s)
+
+    def step(self) -> ActionChunk | None:
+        """One synchronous request with the newest observation (used by the worker; call it
+        directly with a virtual clock). Returns the merged chunk pushed, or ``None`` when
+        there is no finite observation yet."""
+        planner = self._ensure_planner()
+        t_obs, seq = self.obs.read_into(self._obs)
+        if seq == 0 or not math.isfinite(t_obs) or not np.isfinite(self._obs).all():
+            return None
+        self._count("requests")
+        t_req = self.clock.now()
+        chunk = planner.plan(self._obs.copy(), self.cfg.instruction, t_obs)
+        latency = self.clock.now() - t_req
+        self.last_latency_s = latency
+        if self.metrics is not None:
+            self.metrics.planner_latency_s.append(latency)
+        if latency > self._late_after():
+            self._count("late")
+            self._health = PlannerHealth.SLOW
+        else:
+            self._health = PlannerHealth.OK
+        merged = self.buffer.push(chunk, now=self.clock.now())
+        self._count("chunks")
+        return merged

@@ -1,0 +1,512 @@
+"""``RemotePlanner``: the client side of planner serving (see :mod:`planner_wire`).
+
+Implements :class:`edgerl.planner.Planner` for a planner running in another process or on
+another machine (``edgerl serve-planner``, or a user's own VLA speaking the protocol in
+``docs/planner.md``). Two ways to use it:
+
+* asynchronous (the edit loop): ``request(obs, instruction, now)`` returns at once (it only
+  stores the observation in a one-slot outbox; a sender thread ships the newest one), and
+  ``latest()`` returns the newest chunk received so far. Neither call ever waits on the
+  network or the planner.
+* synchronous (benchmarks, scripts): ``plan(obs, instruction, now)`` waits for the answer.
+
+A chunk that arrives after its request's deadline is dropped and counted (``late``). After a
+disconnect the client reconnects in the background; meanwhile ``health()`` is ``DEAD``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import math
+import socket
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgerl.chunk import ActionChunk
+from edgerl.planner import PlannerHealth, PlannerInfo
+from edgerl.runtime.planner_wire import (
+    DEFAULT_MAX_FRAME,
+    PROTOCOL_VERSION,
+    WireError,
+    chunk_from_msg,
+    decode_array,
+    decode_payload,
+    encode_array,
+    encode_frame,
+    recv_frame,
+)
+from edgerl.serde import from_dict, to_dict
+from edgerl.spec import LatencyModel
+
+__all__ = [
+    "RemotePlanner",
+    "RemotePlannerConfig",
+    "RemotePlannerError",
+    "delay_distribution",
+    "latency_model_from_samples",
+    "load_latency_model",
+    "save_latency_model",
+]
+
+log = logging.getLogger(__name__)
+
+
+class RemotePlannerError(RuntimeError):
+    """The server answered with an error, or could not be reached; ``code`` names it."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
+@dataclass
+class RemotePlannerConfig:
+    """Client settings.
+
+    Attributes:
+        host: Server address.
+        port: Server TCP port.
+        deadline_s: Budget per request (s) from the server's receipt; 0 = none. A chunk
+            arriving later than ``deadline_s`` after ``request()`` is dropped too.
+        connect_timeout_s: How long :meth:`RemotePlanner.start` waits for the server.
+        reconnect_s: Pause between reconnection attempts after a disconnect.
+        slow_factor: ``health()`` is ``SLOW`` when the round-trip p50 exceeds
+            ``slow_factor * info.expected_latency_s`` (and some milliseconds).
+        max_frame: Largest accepted reply payload (bytes).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 7700
+    deadline_s: float = 0.0
+    connect_timeout_s: float = 5.0
+    reconnect_s: float = 0.5
+    slow_factor: float = 2.0
+    max_frame: int = DEFAULT_MAX_FRAME
+
+
+@dataclass
+class _Waiter:
+    event: threading.Event
+    reply: dict[str, Any] | None = None
+
+
+@dataclass
+class _Outgoing:
+    req_id: int
+    payload: dict[str, Any]
+    created: float  # client monotonic seconds
+    deadline_s: float
+
+
+class RemotePlanner:
+    """A :class:`~edgerl.planner.Planner` whose model runs behind a planner server."""
+
+    def __init__(self, config: RemotePlannerConfig | None = None, **overrides: Any) -> None:
+        cfg = config or RemotePlannerConfig()
+        if overrides:
+            cfg = RemotePlannerConfig(**{**cfg.__dict__, **overrides})
+        self.config = cfg
+        self.info = PlannerInfo(horizon=1, action_dim=1, dt_s=1.0, period_s=1.0,
+                                expected_latency_s=0.0)  # replaced by the server's in start()
+        self.server_state = PlannerHealth.STARTING.value
+        self._sock: socket.socket | None = None
+        self._connected = threading.Event()
+        self._ever_connected = False
+        self._closing = threading.Event()
+        self._cv = threading.Condition()
+        self._send_lock = threading.Lock()
+        self._outbox: _Outgoing | None = None
+        self._ids = itertools.count(1)
+        self._sent: dict[int, tuple[float, float]] = {}  # id -> (created, deadline_s)
+        self._waiters: dict[int, _Waiter] = {}
+        self._latest: ActionChunk | None = None
+        self._rtts: deque[float] = deque(maxlen=1000)
+        self._counts: Counter[str] = Counter()
+        self._threads: list[threading.Thread] = []
+        self._conn_error: dict[str, Any] | None = None  # last connection-level error reply
+
+    # --- life cycle ------------------------------------------------------------------------
+    def start(self) -> RemotePlanner:
+        """Connect, fetch the server's :class:`PlannerInfo`, start the I/O threads.
+
+        Raises :class:`RemotePlannerError` (``unreachable``) when no server answers within
+        ``connect_timeout_s``.
+        """
+        deadline = time.monotonic() + self.config.connect_timeout_s
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                self._connect()
+                break
+            except OSError as exc:
+                last = exc
+                time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        else:
+            raise RemotePlannerError("unreachable", f"no planner server at {self.config.host}:"
+                                                    f"{self.config.port} ({last})")
+        for target, name in ((self._recv_loop, "remote-planner-rx"),
+                             (self._send_loop, "remote-planner-tx")):
+            t = threading.Thread(target=target, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+        try:
+            reply = self.query_health(timeout_s=max(1.0, deadline - time.monotonic()))
+            info = reply.get("info")
+            self.info = PlannerInfo(**{k: info[k] for k in (
+                "horizon", "action_dim", "dt_s", "period_s", "expected_latency_s")})
+        except (TypeError, KeyError) as exc:
+            self.close()
+            raise RemotePlannerError("malformed", f"the server's health reply has no valid "
+                                                  f"info ({exc!r})") from exc
+        except RemotePlannerError as exc:
+            self.close()
+            refused = self._conn_error
+            if refused is not None and exc.code != refused.get("code"):
+                raise RemotePlannerError(str(refused.get("code")),
+                                         str(refused.get("message"))) from exc
+            raise
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _connect(self) -> None:
+        sock = socket.create_connection((self.config.host, self.config.port),
+                                        timeout=self.config.connect_timeout_s)
+        sock.settimeout(None)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock
+        self._ever_connected = True
+        self._connected.set()
+        log.info("connected to planner server %s:%d", self.config.host, self.config.port)
+
+    def close(self) -> None:
+        """Disconnect and join the I/O threads (idempotent)."""
+        self._closing.set()
+        self._drop_connection()
+        with self._cv:
+            self._cv.notify_all()
+            for w in self._waiters.values():
+                w.event.set()
+        for t in self._threads:
+            t.join(2.0)
+        self._threads.clear()
+
+    def __enter__(self) -> RemotePlanner:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _drop_connection(self) -> None:
+        self._connected.clear()
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    # --- Planner protocol ------------------------------------------------------------------
+    def request(self, observation: np.ndarray, instruction: str, now: float,
+                step: int = -1) -> int:
+        """Queue a plan request for the newest observation; returns its id at once.
+
+        A request not yet sent is replaced (only the newest observation matters).
+        """
+        obs = np.ascontiguousarray(observation, dtype=np.float32).reshape(-1)
+        req_id = next(self._ids)
+        payload = {"v": PROTOCOL_VERSION, "type": "plan", "id": req_id,
+                   "obs": encode_array(obs), "obs_time": float(now),
+                   "instruction": instruction, "deadline_s": self.config.deadline_s,
+                   "step": int(step)}
+        with self._cv:
+            if self._outbox is not None:
+                self._counts["replaced_unsent"] += 1
+            self._outbox = _Outgoing(req_id, payload, time.monotonic(), self.config.deadline_s)
+            self._cv.notify_all()
+        return req_id
+
+    def latest(self) -> ActionChunk | None:
+        """The newest chunk received (by observation time), or ``None`` before the first."""
+        return self._latest
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        """Blocking round trip; raises :class:`RemotePlannerError` on an error reply or when
+        no answer arrives within the deadline (or 10 s when there is none)."""
+        if not self._connected.is_set():
+            raise RemotePlannerError("disconnected", f"not connected to the planner server at "
+                                                     f"{self.config.host}:{self.config.port}")
+        waiter = _Waiter(threading.Event())
+        with self._cv:
+            req_id = self.request(observation, instruction, now)
+            self._waiters[req_id] = waiter
+        timeout = self.config.deadline_s + 1.0 if self.config.deadline_s > 0 else 10.0
+        try:
+            if not waiter.event.wait(timeout) or waiter.reply is None:
+                raise RemotePlannerError("timeout", f"no answer to request {req_id} within "
+                                                    f"{timeout:.2f} s")
+        finally:
+            with self._cv:
+                self._waiters.pop(req_id, None)
+        reply = waiter.reply
+        if reply["type"] == "error":
+            raise RemotePlannerError(reply["code"], reply["message"])
+        return chunk_from_msg(reply)
+
+    def plan_batch(self, observations: np.ndarray, instructions: list[str], now: float,
+                   timeout_s: float = 30.0) -> np.ndarray:
+        """Blocking batched round trip: ``obs (n, O)`` + n instructions -> ``(n, H, A)``
+        float32, every chunk starting at ``now`` (a training-time planner service answering
+        all simulated envs in one request). The server's planner must have ``plan_batch``."""
+        obs = np.ascontiguousarray(observations, dtype=np.float32)
+        if obs.ndim != 2 or obs.shape[0] != len(instructions):
+            raise ValueError(f"need obs (n, O) and n instructions, got obs {obs.shape} and "
+                             f"{len(instructions)} instructions")
+        waiter = _Waiter(threading.Event())
+        req_id = next(self._ids)
+        with self._cv:
+            self._waiters[req_id] = waiter
+        try:
+            self._send_now({"v": PROTOCOL_VERSION, "type": "plan_batch", "id": req_id,
+                            "obs": encode_array(obs), "instructions": list(instructions),
+                            "obs_time": float(now), "deadline_s": self.config.deadline_s})
+            if not waiter.event.wait(timeout_s) or waiter.reply is None:
+                raise RemotePlannerError("timeout", f"no answer to batch {req_id} within "
+                                                    f"{timeout_s} s")
+        finally:
+            with self._cv:
+                self._waiters.pop(req_id, None)
+        reply = waiter.reply
+        if reply["type"] == "error":
+            raise RemotePlannerError(reply["code"], reply["message"])
+        actions = decode_array(reply.get("actions"), "actions", ndim=3)
+        if actions.shape[0] != obs.shape[0]:
+            raise RemotePlannerError("malformed", f"{actions.shape[0]} chunks for "
+                                                  f"{obs.shape[0]} observations")
+        return actions.astype(np.float32)
+
+    def health(self) -> PlannerHealth:
+        """``STARTING`` before the first connection, ``DEAD`` while disconnected or when the
+        server says so, ``SLOW`` when round trips exceed ``slow_factor`` x expected latency."""
+        if not self._connected.is_set():
+            return PlannerHealth.DEAD if self._ever_connected else PlannerHealth.STARTING
+        if self.server_state in (PlannerHealth.DEAD.value, PlannerHealth.STARTING.value):
+            return PlannerHealth(self.server_state)
+        if self._rtts:
+            p50 = float(np.median(np.asarray(self._rtts)))
+            if p50 > self.config.slow_factor * self.info.expected_latency_s + 0.005:
+                return PlannerHealth.SLOW
+        return PlannerHealth.OK
+
+    def query_health(self, timeout_s: float = 2.0) -> dict[str, Any]:
+        """Ask the server for its health and metrics (blocking); returns the reply map."""
+        waiter = _Waiter(threading.Event())
+        req_id = next(self._ids)
+        with self._cv:
+            self._waiters[req_id] = waiter
+        try:
+            self._send_now({"v": PROTOCOL_VERSION, "type": "health", "id": req_id})
+            end = time.monotonic() + timeout_s
+            while not waiter.event.wait(0.05):
+                if self._conn_error is not None:  # refused before the waiter existed
+                    waiter.reply = self._conn_error
+                    break
+                if time.monotonic() > end:
+                    raise RemotePlannerError("timeout", f"no health reply within {timeout_s} s")
+        finally:
+            with self._cv:
+                self._waiters.pop(req_id, None)
+        reply = waiter.reply
+        if reply["type"] == "error":
+            raise RemotePlannerError(reply["code"], reply["message"])
+        self.server_state = str(reply.get("state", "dead"))
+        return reply
+
+    def metrics(self) -> dict[str, Any]:
+        """Client counters (sent, received, late, errors by code...) and round-trip ms."""
+        with self._cv:
+            out: dict[str, Any] = dict(self._counts)
+            rtts = np.asarray(self._rtts, dtype=np.float64) * 1e3
+        if rtts.size:
+            out.update(rtt_p50_ms=float(np.percentile(rtts, 50)),
+                       rtt_p99_ms=float(np.percentile(rtts, 99)))
+        return out
+
+    # --- I/O threads -----------------------------------------------------------------------
+    def _send_now(self, payload: dict[str, Any]) -> None:
+        sock = self._sock
+        if sock is None or not self._connected.is_set():
+            raise RemotePlannerError("disconnected", "not connected to the planner server")
+        try:
+            with self._send_lock:  # serialise writers; never held by request()/latest()
+                sock.sendall(encode_frame(payload))
+        except OSError as exc:
+            raise RemotePlannerError("disconnected", str(exc)) from exc
+
+    def _send_loop(self) -> None:
+        while not self._closing.is_set():
+            with self._cv:
+                while self._outbox is None and not self._closing.is_set():
+                    self._cv.wait(0.5)
+                if self._closing.is_set():
+                    return
+                item, self._outbox = self._outbox, None
+            if not self._connected.wait(self.config.reconnect_s):
+                self._counts["dropped_disconnected"] += 1
+                continue
+            waited = time.monotonic() - item.created
+            if item.deadline_s > 0:
+                if waited >= item.deadline_s:
+                    self._counts["expired_unsent"] += 1
+                    continue
+                item.payload["deadline_s"] = item.deadline_s - waited
+            with self._cv:
+                self._sent[item.req_id] = (item.created, item.deadline_s)
+                if len(self._sent) > 1000:  # answers that never came (server restarted)
+                    self._sent.pop(next(iter(self._sent)))
+            try:
+                self._send_now(item.payload)
+                self._counts["sent"] += 1
+            except RemotePlannerError as exc:
+                self._counts["send_failed"] += 1
+                log.debug("send failed: %s", exc)
+
+    def _recv_loop(self) -> None:
+        while not self._closing.is_set():
+            sock = self._sock
+            if sock is None or not self._connected.is_set():
+                self._reconnect()
+                continue
+            try:
+                body = recv_frame(sock, max_frame=self.config.max_frame)
+                if body is None:
+                    raise ConnectionError("server closed the connection")
+                self._dispatch(decode_payload(body, max_frame=self.config.max_frame))
+            except WireError as exc:
+                self._counts["bad_replies"] += 1
+                log.warning("bad reply from the planner server: %s", exc)
+                if exc.code == "frame_too_large":
+                    self._drop_connection()
+            except (OSError, ConnectionError) as exc:
+                if not self._closing.is_set():
+                    log.warning("planner server connection lost: %s", exc)
+                self._drop_connection()
+
+    def _reconnect(self) -> None:
+        if self._closing.wait(self.config.reconnect_s):
+            return
+        try:
+            self._connect()
+            self._counts["reconnects"] += 1
+        except OSError as exc:
+            log.debug("reconnect to %s:%d failed: %s", self.config.host, self.config.port, exc)
+
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        kind, req_id = msg["type"], msg.get("id", -1)
+        now = time.monotonic()
+        with self._cv:
+            sent = self._sent.pop(req_id, None)
+            waiter = self._waiters.get(req_id)
+        if kind in ("health", "chunk_batch"):
+            if kind == "chunk_batch":
+                self._counts["received_batches"] += 1
+            if waiter is not None:
+                waiter.reply = msg
+                waiter.event.set()
+            return
+        if kind == "error" and req_id == -1:  # about the connection (e.g. overloaded)
+            self._counts[f"error_{msg.get('code', '?')}"] += 1
+            log.warning("planner server: %s: %s", msg.get("code"), msg.get("message"))
+            with self._cv:
+                self._conn_error = msg
+                waiters = list(self._waiters.values())
+            for w in waiters:
+                w.reply = msg
+                w.event.set()
+            return
+        if kind == "error":
+            self._counts[f"error_{msg.get('code', '?')}"] += 1
+            if msg.get("code") not in ("superseded", "deadline_exceeded"):
+                log.warning("planner server error for request %s: %s: %s", req_id,
+                            msg.get("code"), msg.get("message"))
+            if waiter is not None:
+                waiter.reply = msg
+                waiter.event.set()
+            return
+        if kind != "chunk":
+            self._counts["bad_replies"] += 1
+            log.warning("unknown reply type %r from the planner server", kind)
+            return
+        if sent is not None:
+            created, deadline_s = sent
+            self._rtts.append(now - created)
+            if deadline_s > 0 and now - created > deadline_s:
+                self._counts["late"] += 1
+                if waiter is not None:
+                    waiter.reply = {"type": "error", "code": "deadline_exceeded",
+                                    "message": f"answer arrived {1e3 * (now - created):.1f} ms "
+                                               "after the request"}
+                    waiter.event.set()
+                return
+        chunk = chunk_from_msg(msg)
+        self._counts["received"] += 1
+        current = self._latest
+        if current is None or not (math.isfinite(current.obs_time)
+                                   and chunk.obs_time < current.obs_time):
+            self._latest = chunk
+        if waiter is not None:
+            waiter.reply = msg
+            waiter.event.set()
+
+
+# --- fitting the simulator's delay model from measured latency --------------------------------
+def delay_distribution(latencies_s: np.ndarray, control_dt: float) -> list[float]:
+    """Probabilities over planner delays ``D = 0, 1, 2...`` control steps.
+
+    A chunk whose observation was taken at tick ``k`` and which arrives ``L`` seconds later is
+    first usable at tick ``k + ceil(L / control_dt)``, so ``D = ceil(L / dt)`` (``L = 0`` only
+    for a planner that answers instantly). This is the convention of the sim wrappers'
+    ``LatencyModel.delay_distribution``.
+    """
+    lat = np.asarray(latencies_s, dtype=np.float64).reshape(-1)
+    if lat.size == 0 or not np.all(np.isfinite(lat)) or np.any(lat < 0):
+        raise ValueError("need at least one finite, non-negative latency sample")
+    if not control_dt > 0:
+        raise ValueError(f"control_dt must be > 0, got {control_dt}")
+    steps = np.ceil(lat / control_dt - 1e-9).astype(np.int64)
+    counts = np.bincount(steps)
+    probs = counts / counts.sum()
+    probs[-1] += 1.0 - probs.sum()  # exact sum despite float rounding
+    return [float(p) for p in probs]
+
+
+def latency_model_from_samples(latencies_s: np.ndarray, control_dt: float,
+                               period_steps: int) -> LatencyModel:
+    """A :class:`~edgerl.spec.LatencyModel` with the measured delay distribution; its
+    ``planner_delay_steps`` is the median delay (used where a fixed D is needed)."""
+    probs = delay_distribution(latencies_s, control_dt)
+    median = int(np.searchsorted(np.cumsum(probs), 0.5))
+    return LatencyModel(planner_delay_steps=median, planner_period_steps=max(1, period_steps),
+                        delay_distribution=probs)
+
+
+def save_latency_model(model: LatencyModel, path: str | Path) -> Path:
+    """Write ``model`` as JSON (the ``latency`` object of a manifest)."""
+    path = Path(path)
+    path.write_text(json.dumps(to_dict(model), indent=2) + "\n")
+    return path
+
+
+def load_latency_model(path: str | Path) -> LatencyModel:
+    """Read a file written by :func:`save_latency_model` (or ``edgerl bench planner
+    --write-latency-model``); raises ``SchemaError`` naming a bad field."""
+    return from_dict(LatencyModel, json.loads(Path(path).read_text()), "latency")

@@ -1,0 +1,72 @@
+"""A trained policy as a task's expert: what a foreign env uses instead of a scripted one.
+
+edgerl's own tasks have scripted (privileged) experts; a gymnasium / Isaac Lab / mjlab task
+does not. The pipeline there is: train a ``nodelay`` PPO policy (the expert), then build the
+task with ``expert_run=<that run>`` so ``expert_action()`` (BC demos, the ``expert`` planner)
+evaluates it. The run is loaded on first use only, so building the env (export, eval) never
+pays for it.
+
+This is the one place ``edgerl.sim`` reaches into ``edgerl.policies`` (lazily, inside
+:meth:`RunExpert.load`): the dependency is on a *trained run*, not on policy code.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["ExpertError", "RunExpert"]
+
+log = logging.getLogger(__name__)
+
+
+class ExpertError(RuntimeError):
+    """The task has no expert, or the expert run does not fit the task."""
+
+
+class RunExpert:
+    """Deterministic actor of a ``nodelay`` training run: ``(N, O) obs -> (N, A)`` actions.
+
+    Args:
+        run_dir: A run directory written by ``edgerl train TASK --method nodelay``.
+        obs_dim / action_dim: The task's sizes; checked against the run on load.
+        device: Torch device the actor runs on.
+    """
+
+    def __init__(self, run_dir: str | Path, obs_dim: int, action_dim: int,
+                 device: torch.device | str = "cpu") -> None:
+        self.run_dir = Path(run_dir)
+        self.obs_dim, self.action_dim = int(obs_dim), int(action_dim)
+        self.device = torch.device(device)
+        self._actor: Any = None
+        if not (self.run_dir / "config.json").is_file():
+            raise ExpertError(f"expert_run {self.run_dir}: not a training run (no config.json)")
+
+    def load(self) -> Any:
+        """Load (once) and return the actor module; checks method and sizes."""
+        if self._actor is None:
+            from edgerl.policies.runs import load_policy
+
+            loaded = load_policy(self.run_dir, device=str(self.device))
+            if loaded.config.method != "nodelay" or loaded.actor is None:
+                raise ExpertError(f"expert_run {self.run_dir}: method "
+                                  f"{loaded.config.method!r}; the expert must be a 'nodelay' "
+                                  "run (its policy sees the plain observation)")
+            if (loaded.actor.input_dim, loaded.actor.output_dim) != (self.obs_dim,
+                                                                     self.action_dim):
+                raise ExpertError(
+                    f"expert_run {self.run_dir}: actor maps {loaded.actor.input_dim} -> "
+                    f"{loaded.actor.output_dim}, the task has obs {self.obs_dim} / action "
+                    f"{self.action_dim}")
+            self._actor = loaded.actor
+            log.info("expert: loaded %s (%s)", self.run_dir, loaded.checkpoint)
+        return self._actor
+
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        """Actions ``(N, A)`` float32 for observations ``obs (N, O)`` (no grad)."""
+        actor = self.load()
+        with torch.no_grad():
+            return actor(obs.to(self.device, torch.float32)).to(obs.device)

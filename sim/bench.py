@@ -1,0 +1,124 @@
+"""``edgerl bench sim``: env-steps/s of a task next to its raw physics backend.
+
+``steps_per_s`` times ``step()`` (auto-resets included) through the whole task (and the
+latency wrapper with ``--method``) with zero actions, or with ``--actions expert`` the task's
+expert computed every step (closed loop, its cost included: a stand-in for a policy's
+inference); ``raw_physics_steps_per_s`` is the task's
+``raw_physics_steps_per_s`` hook (dynamics kernel / ``mujoco.rollout`` with zero control, no
+observation, reward or wrapper), measured in the same run, so overhead is their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import time
+from typing import Any
+
+HELP = "simulation throughput: env-steps/s of a task vs its raw physics backend"
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", required=True, help="registered task name (see `edgerl tasks`)")
+    p.add_argument("--num-envs", type=int, default=1024, help="parallel envs (default 1024)")
+    p.add_argument("--device", default="cpu", help="torch device: cpu or cuda (default cpu)")
+    p.add_argument("--steps", type=int, default=200, help="timed control steps (default 200)")
+    p.add_argument("--warmup", type=int, default=10, help="untimed steps first (default 10)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="timed blocks of --steps steps; the best is reported (default 3)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="torch intra-op threads (0 = torch's default)")
+    p.add_argument("--method", default="",
+                   help="also wrap in the latency wrapper with this method (expert planner)")
+    p.add_argument("--actions", choices=("zero", "expert"), default="zero",
+                   help="zero actions, or the task's expert every step (default zero)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def measure(task: str, num_envs: int, device: str = "cpu", steps: int = 200, warmup: int = 10,
+            method: str = "", seed: int = 0, show_progress: bool = False,
+            actions: str = "zero", repeats: int = 1) -> dict[str, Any]:
+    """Build ``task`` and time it; returns the JSON object ``edgerl bench sim`` prints.
+
+    Both rates are the best of ``repeats`` blocks of ``steps`` steps (other jobs on the
+    machine only ever slow a block down).
+    """
+    import torch
+
+    from edgerl.logs import progress
+    from edgerl.sim.registry import get_task_info, make_task
+    from edgerl.sim.wrappers import LatencyCfg, make_latency_env
+    from edgerl.spec import LatencyModel
+
+    info = get_task_info(task)
+    env = make_task(task, num_envs=num_envs, device=device, seed=seed)
+    try:
+        stepper = env
+        if method:
+            lat = LatencyModel(planner_delay_steps=3, planner_period_steps=4)
+            stepper = make_latency_env(env, LatencyCfg(method=method, latency=lat))
+        zeros = torch.zeros(num_envs, int(env.num_actions), device=env.device)
+        if actions not in ("zero", "expert"):
+            raise ValueError(f"actions must be 'zero' or 'expert', got {actions!r}")
+        use_expert = actions == "expert" and not method
+
+        def act() -> torch.Tensor:
+            return env.expert_action() if use_expert else zeros
+
+        def sync() -> None:
+            if env.device.type == "cuda":
+                torch.cuda.synchronize(env.device)
+
+        for _ in range(warmup):
+            stepper.step(act())
+        elapsed = math.inf
+        for rep in range(max(int(repeats), 1)):
+            sync()
+            start = time.perf_counter()
+            for _ in progress(range(steps), total=steps, desc=f"bench {task} {rep + 1}",
+                              disable=not show_progress):
+                stepper.step(act())
+            sync()
+            elapsed = min(elapsed, time.perf_counter() - start)
+        raw = max(float(env.raw_physics_steps_per_s(num_envs, steps))
+                  for _ in range(max(int(repeats), 1)))
+    finally:
+        env.close()
+    rate = num_envs * steps / elapsed
+    agents = int(getattr(env, "n_agents", 1))
+    return {"task": task, "backend": info.backend, "num_envs": num_envs, "device": device,
+            "method": method or "none", "actions": actions, "steps": steps, "repeats": repeats,
+            "threads": torch.get_num_threads(),
+            "steps_per_s": rate, "raw_physics_steps_per_s": raw, "overhead_ratio": rate / raw,
+            "agents_per_env": agents, "agent_steps_per_s": rate * agents}
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgerl.cli import CliError
+    from edgerl.cli.output import print_json, print_table
+
+    if args.num_envs < 1 or args.steps < 1 or args.warmup < 0 or args.repeats < 1:
+        raise CliError("--num-envs, --steps and --repeats must be >= 1, --warmup >= 0")
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise CliError("--device cuda: no CUDA device is available")
+    try:
+        result = measure(args.task, args.num_envs, args.device, args.steps, args.warmup,
+                         args.method, args.seed, show_progress=not args.json,
+                         actions=args.actions, repeats=args.repeats)
+    except KeyError as exc:
+        raise CliError(str(exc.args[0])) from None
+    except NotImplementedError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json(result)
+    else:
+        print_table([result], title=f"edgerl bench sim: {args.task}")
+    return 0

@@ -1,0 +1,446 @@
+"""``driving``: multi-agent bicycle-model vehicles on a curved multi-lane road (torch).
+
+Each env is a world with ``n_agents`` vehicles on a road whose centerline is
+``y = amp * sin(2 pi x / wavelength)`` with ``n_lanes`` lanes of ``lane_width``. Agent 0 is the
+ego vehicle, controlled by the policy; the others drive with the scripted expert (lane keeping
++ speed control + gap keeping) at their own cruise speeds. Everything is a ``(num_envs,
+n_agents)`` tensor; there is no Python loop over envs or agents.
+
+Vehicle models (``DrivingCfg.model``, so transfer between them can be measured):
+
+* ``"kinematic"``: kinematic bicycle (no tyre slip); the surface friction only limits the
+  longitudinal acceleration to ``mu * g``.
+* ``"dynamic"``: dynamic bicycle with lateral velocity and yaw rate; front/rear lateral tyre
+  forces ``F = mu Fz tanh(C alpha / (mu Fz))`` saturate at the friction limit, so a car that
+  corners too fast on ice slides out of its lane.
+
+Road surface friction ``mu``: ``dry`` 1.0, ``wet`` 0.6, ``ice`` 0.15, or ``mixed`` (one drawn
+per env at reset), times the randomizer's ``friction_scale``.
+
+Ego observation (10): lateral error to its lane centre (m), heading error (rad), speed (m/s),
+lateral velocity (m/s), yaw rate (rad/s), speed error to the cruise speed (m/s), road heading
+change over the next 20 m (rad), gap to the vehicle ahead in the lane / 50 m (clipped to 1),
+closing speed to it (m/s, 0 when none), surface mu. Action (2): acceleration and steering in
+[-1, 1], times ``accel_max`` (m/s^2) and ``steer_max`` (rad).
+
+The ego succeeds when it drives ``goal_distance`` metres; it fails on a collision (bounding
+boxes in road coordinates overlap) or when it leaves its lane (``|lateral error| >
+lane_width / 2``); reaching ``max_episode_steps`` first is a time-out (not a success).
+``extras`` also holds ``"collision"`` and ``"off_lane"`` (bool (N,)), this step's failure
+reasons.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+from tensordict import TensorDict
+
+from edgerl.sim.randomization import DomainRandConfig, DomainRandomizer
+from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
+
+__all__ = ["SURFACE_MU", "DrivingCfg", "DrivingEnv", "make_driving"]
+
+SURFACE_MU = {"dry": 1.0, "wet": 0.6, "ice": 0.15}
+GRAVITY = 9.81
+OBS_NAMES = ["lat_err", "heading_err", "speed", "lat_vel", "yaw_rate", "speed_err",
+             "road_heading_ahead", "gap_ahead", "closing_speed", "surface_mu"]
+OBS_UNITS = ["m", "rad", "m/s", "m/s", "rad/s", "m/s", "rad", "1/50 m", "m/s", "-"]
+
+
+@dataclass
+class DrivingCfg:
+    """Road, vehicles and episode (SI units).
+
+    Attributes:
+        control_hz / substeps: Policy rate and integration steps per control step.
+        max_episode_steps: Time-out (control steps). goal_distance: m to drive for success.
+        n_agents: Vehicles per world (agent 0 = ego). n_lanes / lane_width (m).
+        road_amp / road_wavelength: Centerline sinusoid (m).
+        model: ``"kinematic"`` or ``"dynamic"``. surface: dry / wet / ice / mixed.
+        cruise_speed: Ego target speed (m/s); others cruise at U(other_speed) x cruise_speed.
+        accel_max (m/s^2) / steer_max (rad): Action scales.
+        mass (kg), yaw_inertia (kg m^2), l_front / l_rear (m, CG to axle), corner_stiffness
+            (N/rad, per axle), length / width (m, collision box).
+        randomization: Per-env mass / friction / actuator gain at reset (mass scales inertia).
+    """
+
+    control_hz: float = 20.0
+    substeps: int = 2
+    max_episode_steps: int = 400
+    goal_distance: float = 150.0
+    n_agents: int = 4
+    n_lanes: int = 3
+    lane_width: float = 3.5
+    road_amp: float = 4.0
+    road_wavelength: float = 120.0
+    model: str = "dynamic"
+    surface: str = "dry"
+    cruise_speed: float = 15.0
+    other_speed: tuple[float, float] = (0.6, 1.0)
+    accel_max: float = 6.0
+    steer_max: float = 0.5
+    mass: float = 1500.0
+    yaw_inertia: float = 2500.0
+    l_front: float = 1.2
+    l_rear: float = 1.4
+    corner_stiffness: float = 80000.0
+    length: float = 4.5
+    width: float = 1.8
+    randomization: DomainRandConfig = field(default_factory=DomainRandConfig)
+
+    def __post_init__(self) -> None:
+        if self.model not in ("kinematic", "dynamic"):
+            raise ValueError(f"driving.model must be 'kinematic' or 'dynamic', got {self.model!r}")
+        if self.surface not in (*SURFACE_MU, "mixed"):
+            raise ValueError(f"driving.surface must be one of {', '.join(SURFACE_MU)} or "
+                             f"'mixed', got {self.surface!r}")
+        if self.n_agents < 1 or self.n_lanes < 1 or self.substeps < 1:
+            raise ValueError("driving: n_agents, n_lanes and substeps must be >= 1")
+        if isinstance(self.randomization, dict):
+            self.randomization = DomainRandConfig(**self.randomization)
+        self.other_speed = tuple(self.other_speed)
+
+
+class Road:
+    """Centerline ``y = A sin(k x)`` and its heading / curvature (elementwise on tensors)."""
+
+    def __init__(self, cfg: DrivingCfg) -> None:
+        self.amp = cfg.road_amp
+        self.k = 2.0 * math.pi / cfg.road_wavelength
+
+    def y(self, x: torch.Tensor) -> torch.Tensor:
+        return self.amp * torch.sin(self.k * x)
+
+    def heading(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.atan(self.amp * self.k * torch.cos(self.k * x))
+
+    def curvature(self, x: torch.Tensor) -> torch.Tensor:
+        slope = self.amp * self.k * torch.cos(self.k * x)
+        return -self.amp * self.k * self.k * torch.sin(self.k * x) / (1.0 + slope * slope) ** 1.5
+
+
+def _wrap(angle: torch.Tensor) -> torch.Tensor:
+    """Angle to [-pi, pi] (round-based: cheaper than ``remainder`` on CPU)."""
+    return angle - (2.0 * math.pi) * torch.round(angle * (0.5 / math.pi))
+
+
+@dataclass
+class VehicleState:
+    """Per-vehicle state tensors, each (num_envs, n_agents): position x, y (m), yaw (rad),
+    body-frame velocities vx, vy (m/s), yaw rate r (rad/s)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    yaw: torch.Tensor
+    vx: torch.Tensor
+    vy: torch.Tensor
+    r: torch.Tensor
+
+    def as_tensor(self) -> torch.Tensor:
+        return torch.stack((self.x, self.y, self.yaw, self.vx, self.vy, self.r), dim=-1)
+
+
+def bicycle_step(s: VehicleState, accel: torch.Tensor, steer: torch.Tensor, mu: torch.Tensor,
+                 cfg: DrivingCfg, mass_scale: torch.Tensor | float = 1.0) -> VehicleState:
+    """One control step of every vehicle; ``accel`` (m/s^2), ``steer`` (rad), ``mu`` broadcast
+    to (num_envs, n_agents). Pure function (used by step, the expert rollout, the benchmark)."""
+    h = 1.0 / (cfg.control_hz * cfg.substeps)
+    lf, lr = cfg.l_front, cfg.l_rear
+    a = torch.maximum(torch.minimum(accel, mu * GRAVITY), -mu * GRAVITY)
+    x, y, yaw, vx, vy, r = s.x, s.y, s.yaw, s.vx, s.vy, s.r
+    if cfg.model == "kinematic":
+        beta = torch.atan(lr / (lf + lr) * torch.tan(steer))
+        for _ in range(cfg.substeps):
+            vx = (vx + h * a).clamp_min(0.0)
+            heading = yaw + beta
+            x = x + h * vx * torch.cos(heading)
+            y = y + h * vx * torch.sin(heading)
+            r = vx / lr * torch.sin(beta)
+            yaw = yaw + h * r
+        vy = vx * torch.sin(beta)
+        return VehicleState(x, y, yaw, vx, vy, r)
+    m = cfg.mass * mass_scale
+    iz = cfg.yaw_inertia * mass_scale
+    fz_f = m * GRAVITY * lr / (lf + lr)
+    fz_r = m * GRAVITY * lf / (lf + lr)
+    cap_f, cap_r = mu * fz_f, mu * fz_r
+    c = cfg.corner_stiffness
+    cos_d, sin_d = torch.cos(steer), torch.sin(steer)
+    for _ in range(cfg.substeps):
+        u = vx.clamp_min(1.0)
+        alpha_f = steer - torch.atan((vy + lf * r) / u)
+        alpha_r = -torch.atan((vy - lr * r) / u)
+        fy_f = cap_f * torch.tanh(c * alpha_f / cap_f)
+        fy_r = cap_r * torch.tanh(c * alpha_r / cap_r)
+        vx_dot = a + vy * r - fy_f * sin_d / m
+        vy_dot = (fy_f * cos_d + fy_r) / m - vx * r
+        r_dot = (lf * fy_f * cos_d - lr * fy_r) / iz
+        vx = (vx + h * vx_dot).clamp_min(0.0)
+        vy = vy + h * vy_dot
+        r = r + h * r_dot
+        cy, sy = torch.cos(yaw), torch.sin(yaw)
+        x = x + h * (vx * cy - vy * sy)
+        y = y + h * (vx * sy + vy * cy)
+        yaw = yaw + h * r
+    return VehicleState(x, y, yaw, vx, vy, r)
+
+
+class DrivingEnv(EdgeVecEnv):
+    """Vectorized multi-agent driving; ``{"policy": (N, 10)}`` is the ego's observation.
+
+    Args:
+        num_envs: Worlds N (each with ``cfg.n_agents`` vehicles).
+        device: Torch device. seed: CPU generator seed. cfg: :class:`DrivingCfg`.
+    """
+
+    def __init__(self, num_envs: int = 64, device: str | torch.device = "cpu", seed: int = 0,
+                 cfg: DrivingCfg | None = None) -> None:
+        if num_envs < 1:
+            raise ValueError(f"driving: num_envs must be >= 1, got {num_envs}")
+        self.cfg = cfg or DrivingCfg()
+        c = self.cfg
+        self.num_envs, self.num_actions = int(num_envs), 2
+        self.n_agents = c.n_agents
+        self.device = torch.device(device)
+        self.max_episode_length = c.max_episode_steps
+        self.spec = TaskSpec(
+            name="driving", obs_names=list(OBS_NAMES), obs_units=list(OBS_UNITS),
+            action_names=["accel", "steer"], action_units=["normalized", "normalized"],
+            action_low=[-1.0, -1.0], action_high=[1.0, 1.0], control_hz=c.control_hz,
+            max_episode_steps=c.max_episode_steps)
+        self.road = Road(c)
+        self.seed(seed)
+        self.randomizer = DomainRandomizer(c.randomization, self.num_envs, self.device)
+        n, k, dev = self.num_envs, self.n_agents, self.device
+        zeros = torch.zeros(n, k, device=dev)
+        self.state = VehicleState(*(zeros.clone() for _ in range(6)))
+        self.lane = torch.zeros(n, k, dtype=torch.long, device=dev)
+        self.cruise = torch.zeros(n, k, device=dev)
+        self.mu = torch.ones(n, device=dev)
+        self.start_x = torch.zeros(n, device=dev)
+        self.episode_length_buf = torch.zeros(n, dtype=torch.long, device=dev)
+        half = (c.n_lanes - 1) / 2.0
+        self._lane_offsets = (torch.arange(c.n_lanes, device=dev) - half) * c.lane_width
+        self._mu_table = torch.tensor([SURFACE_MU["dry"], SURFACE_MU["wet"], SURFACE_MU["ice"]])
+        self.reset()
+
+    # --- geometry -----------------------------------------------------------------------------
+    def _frenet(self, s: VehicleState) -> tuple[torch.Tensor, torch.Tensor]:
+        """Lateral error to each vehicle's lane centre (m) and heading error (rad)."""
+        kx = self.road.k * s.x
+        slope = (self.road.amp * self.road.k) * torch.cos(kx)
+        # cos(atan(slope)) = 1 / sqrt(1 + slope^2)
+        lat = (s.y - self.road.amp * torch.sin(kx)) * torch.rsqrt(1.0 + slope * slope)
+        return lat - self._offset, _wrap(s.yaw - torch.atan(slope))
+
+    def _leads(self, s: VehicleState, same_lane: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Gap (m, bumper to bumper, inf if none) and speed of the vehicle ahead in each lane."""
+        dx = s.x[:, None, :] - s.x[:, :, None]  # (N, K, K): dx[i, j] = x_j - x_i
+        gap = (dx - self.cfg.length).masked_fill_(~(same_lane & (dx > 0)), math.inf)
+        # A loop over the K agents (not envs): torch's min(dim) with indices is pathologically
+        # slow on tiny last dims with several threads.
+        gap_min, lead_v = gap[..., 0], s.vx[:, :1].expand_as(gap[..., 0])
+        for j in range(1, gap.shape[-1]):
+            closer = gap[..., j] < gap_min
+            gap_min = torch.where(closer, gap[..., j], gap_min)
+            lead_v = torch.where(closer, s.vx[:, j:j + 1], lead_v)
+        return gap_min, lead_v
+
+    def _geometry(self, s: VehicleState, same_lane: torch.Tensor | None = None
+                  ) -> tuple[torch.Tensor, ...]:
+        """(lateral error, heading error, gap ahead, lead speed), each (N, K)."""
+        lat, head = self._frenet(s)
+        gap, lead_v = self._leads(s, self._same_lane if same_lane is None else same_lane)
+        return lat, head, gap, lead_v
+
+    def _expert_controls(self, s: VehicleState, geo: tuple[torch.Tensor, ...]
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Normalized (accel, steer) (N, K) of the scripted driver for every vehicle."""
+        c = self.cfg
+        lat, head, gap, lead_v = geo
+        v = s.vx
+        kappa = self.road.curvature(s.x + 0.3 * v)
+        steer = ((c.l_front + c.l_rear) * kappa - head
+                 - torch.atan(0.8 * lat / v.clamp_min(2.0)) - 0.05 * s.r)
+        safe = torch.where(torch.isfinite(gap), lead_v + 0.5 * (gap - 8.0), self.cruise)
+        # Corner speed the surface allows: v^2 * kappa_max <= 0.7 mu g.
+        kmax = self.road.amp * self.road.k ** 2
+        corner = torch.sqrt(0.7 * self.mu[:, None] * GRAVITY / kmax)
+        v_des = torch.minimum(torch.minimum(self.cruise, safe), corner).clamp_min(0.0)
+        accel = 1.5 * (v_des - v)
+        return ((accel / c.accel_max).clamp(-1.0, 1.0), (steer / c.steer_max).clamp(-1.0, 1.0))
+
+    def _apply(self, s: VehicleState, accel_n: torch.Tensor, steer_n: torch.Tensor
+               ) -> VehicleState:
+        r, c = self.randomizer, self.cfg
+        gain = r.actuator_gain[:, None]
+        mu = (self.mu * r.friction_scale)[:, None]
+        return bicycle_step(s, accel_n * (c.accel_max * gain), steer_n * c.steer_max, mu, c,
+                            r.mass_scale[:, None])
+
+    # --- VecEnv -------------------------------------------------------------------------------
+    def _obs(self) -> TensorDict:
+        s = self.state
+        lat, head, gap, lead_v = self._geo
+        g0, lv0 = gap[:, 0], lead_v[:, 0]
+        has_lead = torch.isfinite(g0)
+        ahead = self.road.heading(s.x[:, 0] + 20.0) - self.road.heading(s.x[:, 0])
+        obs = torch.stack((
+            lat[:, 0], head[:, 0], s.vx[:, 0], s.vy[:, 0], s.r[:, 0],
+            s.vx[:, 0] - self.cruise[:, 0], ahead,
+            torch.where(has_lead, (g0 / 50.0).clamp(max=1.0), torch.ones_like(g0)),
+            torch.where(has_lead, s.vx[:, 0] - lv0, torch.zeros_like(g0)),
+            self.mu * self.randomizer.friction_scale), dim=-1)
+        return TensorDict({"policy": obs}, batch_size=[self.num_envs], device=self.device)
+
+    def get_observations(self) -> TensorDict:
+        return self._obs()
+
+    def reset(self, env_ids: torch.Tensor | None = None) -> TensorDict:
+        if env_ids is None:
+            env_ids = torch.arange(self.num_envs, device=self.device)
+        n = int(env_ids.numel())
+        if n == 0:
+            return self._obs()
+        c, g, k, dev = self.cfg, self.generator, self.n_agents, self.device
+        u = torch.rand(n, k, 5, generator=g)
+        lanes = torch.randint(0, c.n_lanes, (n, k), generator=g)
+        lanes[:, 0] = c.n_lanes // 2
+        slot = torch.arange(k, dtype=torch.float32)
+        x = torch.where(slot == 0, torch.zeros(1), 15.0 + 20.0 * (slot - 1)) + (u[..., 0] - 0.5) * 6
+        x[:, 0] = 0.0
+        lat0 = (u[..., 1] - 0.5) * torch.where(slot == 0, 1.0, 0.2)
+        head0 = (u[..., 2] - 0.5) * torch.where(slot == 0, 0.2, 0.02)
+        lo, hi = c.other_speed
+        cruise = c.cruise_speed * torch.where(slot == 0, torch.ones(1), lo + (hi - lo) * u[..., 3])
+        speed = cruise * (0.8 + 0.2 * u[..., 4])
+        if c.surface == "mixed":
+            mu = self._mu_table[torch.randint(0, 3, (n,), generator=g)]
+        else:
+            mu = torch.full((n,), SURFACE_MU[c.surface])
+        xs = x.to(dev)
+        rh = self.road.heading(xs)
+        offset = self._lane_offsets[lanes.to(dev)]
+        s = self.state
+        s.x[env_ids] = xs
+        s.y[env_ids] = self.road.y(xs) + (offset + lat0.to(dev)) / torch.cos(rh)
+        s.yaw[env_ids] = rh + head0.to(dev)
+        s.vx[env_ids] = speed.to(dev)
+        s.vy[env_ids] = 0.0
+        s.r[env_ids] = 0.0
+        self.lane[env_ids] = lanes.to(dev)
+        self.cruise[env_ids] = cruise.to(dev)
+        self.mu[env_ids] = mu.to(dev)
+        self.start_x[env_ids] = 0.0
+        self.episode_length_buf[env_ids] = 0
+        self.randomizer.resample(env_ids, g)
+        self._same_lane = self.lane[:, None, :] == self.lane[:, :, None]
+        self._offset = self._lane_offsets[self.lane]
+        self._geo = self._geometry(self.state)
+        return self._obs()
+
+    def _step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
+        c = self.cfg
+        act = actions.to(self.device).clamp(-1.0, 1.0)
+        accel_n, steer_n = self._expert_controls(self.state, self._geo)
+        accel_n[:, 0] = act[:, 0]
+        steer_n[:, 0] = act[:, 1]
+        prev_x = self.state.x[:, 0]
+        self.state = s = self._apply(self.state, accel_n, steer_n)
+        self.episode_length_buf += 1
+        self._geo = self._geometry(s)
+        lat, head = self._geo[0], self._geo[1]
+        off_lane = lat[:, 0].abs() > 0.5 * c.lane_width
+        # Collision: ego box vs other boxes in road coordinates.
+        dx = (s.x[:, 1:] - s.x[:, :1]).abs()
+        dl = ((lat[:, 1:] + self._offset[:, 1:]) - (lat[:, :1] + self._offset[:, :1])).abs()
+        collision = ((dx < c.length) & (dl < c.width)).any(dim=1)
+        goal = (s.x[:, 0] - self.start_x) >= c.goal_distance
+        failed = off_lane | collision
+        success = goal & ~failed
+        time_out = (self.episode_length_buf >= self.max_episode_length) & ~failed & ~goal
+        progress = (s.x[:, 0] - prev_x) * c.control_hz / c.cruise_speed
+        reward = (progress - 0.5 * (2.0 * lat[:, 0] / c.lane_width) ** 2 - 0.1 * head[:, 0] ** 2
+                  - 0.05 * act[:, 1] ** 2)
+        reward = torch.where(failed, torch.full_like(reward, -10.0), reward)
+        dones = failed | goal | time_out
+        extras = {"time_outs": time_out, "success": success, "collision": collision,
+                  "off_lane": off_lane,
+                  "log": {"/driving/collision_rate": collision.float().mean(),
+                          "/driving/off_lane_rate": off_lane.float().mean()}}
+        ids = dones.nonzero().squeeze(-1)
+        if ids.numel():
+            self.reset(ids)
+        return self._obs(), reward, dones, extras
+
+    def assign_lanes(self, lanes: torch.Tensor) -> None:
+        """Move every vehicle's lane assignment (int64 (N, K)); drivers steer to the new lane.
+
+        For scripted scenarios and tests (e.g. put a slow car in the ego's lane).
+        """
+        if tuple(lanes.shape) != (self.num_envs, self.n_agents):
+            raise ValueError(f"lanes must have shape {(self.num_envs, self.n_agents)}, got "
+                             f"{tuple(lanes.shape)}")
+        if bool((lanes < 0).any()) or bool((lanes >= self.cfg.n_lanes).any()):
+            raise ValueError(f"lanes must be in [0, {self.cfg.n_lanes - 1}]")
+        self.lane = lanes.to(self.device, torch.long).clone()
+        self._same_lane = self.lane[:, None, :] == self.lane[:, :, None]
+        self._offset = self._lane_offsets[self.lane]
+        self._geo = self._geometry(self.state)
+
+    # --- edgerl additions ---------------------------------------------------------------------
+    def expert_action(self) -> torch.Tensor:
+        accel_n, steer_n = self._expert_controls(self.state, self._geo)
+        return torch.stack((accel_n[:, 0], steer_n[:, 0]), dim=-1)
+
+    def expert_chunk(self, horizon: int, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Expert actions of the ego along the model rolled forward (all agents move)."""
+        keep = (self.state, self.mu, self.lane, self.cruise, self.randomizer, self._offset)
+        if env_ids is not None:
+            self._select(env_ids)
+        same_lane = self.lane[:, None, :] == self.lane[:, :, None]
+        try:
+            s, rows = self.state, []
+            for _ in range(int(horizon)):
+                accel_n, steer_n = self._expert_controls(s, self._geometry(s, same_lane))
+                rows.append(torch.stack((accel_n[:, 0], steer_n[:, 0]), dim=-1))
+                s = self._apply(s, accel_n, steer_n)
+            return torch.stack(rows, dim=1)
+        finally:
+            self.state, self.mu, self.lane, self.cruise, self.randomizer, self._offset = keep
+
+    def _select(self, ids: torch.Tensor) -> None:
+        """Temporarily narrow the state to ``ids`` (restored by the caller)."""
+        s = self.state
+        self.state = VehicleState(s.x[ids], s.y[ids], s.yaw[ids], s.vx[ids], s.vy[ids], s.r[ids])
+        self.mu, self.lane, self.cruise = self.mu[ids], self.lane[ids], self.cruise[ids]
+        self._offset = self._offset[ids]
+        r = self.randomizer
+        sub = DomainRandomizer(r.cfg, int(ids.numel()), self.device)
+        for name, value in r.as_dict().items():
+            setattr(sub, name, value[ids])
+        self.randomizer = sub
+
+    def raw_physics_steps_per_s(self, num_envs: int, steps: int) -> float:
+        """Env-steps/s of ``bicycle_step`` alone for ``num_envs`` worlds, zero control."""
+        z = torch.zeros(num_envs, self.n_agents, device=self.device)
+        s = VehicleState(z, z.clone(), z.clone(), z + self.cfg.cruise_speed, z.clone(), z.clone())
+        mu = torch.ones(num_envs, 1, device=self.device)
+        s = bicycle_step(s, z, z, mu, self.cfg)  # warm-up
+        start = time.perf_counter()
+        for _ in range(steps):
+            s = bicycle_step(s, z, z, mu, self.cfg)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return num_envs * steps / (time.perf_counter() - start)
+
+
+def make_driving(num_envs: int = 64, device: str | torch.device = "cpu", seed: int = 0,
+                 **cfg_kwargs: object) -> DrivingEnv:
+    """Registry factory: ``make_task("driving", num_envs=..., model="kinematic", ...)``."""
+    return DrivingEnv(num_envs=num_envs, device=device, seed=seed, cfg=DrivingCfg(**cfg_kwargs))

@@ -1,0 +1,238 @@
+"""Batched planner/chunk timing: which chunk row every env executes at every control step.
+
+Timing (control steps ``t`` count from each env's episode start; see docs/sim.md)::
+
+    step k (query, (t - phase) % P == 0):  plan(obs seen at k) -> chunk, step0 = k,
+                                            row i is meant for step k + i
+    step k + D_k (arrival):                 the chunk replaces the current one if its
+                                            step0 is newer; rows < t - step0 are dropped
+    every step t:                           row index = t - step0 of the current chunk;
+                                            past the last row the last row holds;
+                                            has_chunk = 1 from the first arrival until
+                                            t - step0 >= H + stale_steps
+    before the first arrival:               has_chunk = 0
+
+``D_k`` is drawn per env and per query (:func:`sample_delays`). Several queries may be in
+flight when ``D > P`` (a pipelined planner server); a chunk that arrives after a newer one
+(only possible with jitter) is discarded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from edgerl.spec import LatencyModel
+
+__all__ = ["ChunkScheduler", "PlanFn", "max_planner_delay", "required_horizon",
+           "sample_delays"]
+
+#: ``plan(obs (n, O), env_ids (n,)) -> chunks (n, H, A)``: the batched planner callable.
+PlanFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def max_planner_delay(latency: LatencyModel, extra_max: int = 0) -> int:
+    """Largest planner delay (control steps) :func:`sample_delays` can return."""
+    base = (len(latency.delay_distribution) - 1 if latency.delay_distribution
+            else latency.planner_delay_steps)
+    return int(base + math.ceil(latency.delay_jitter_steps) + extra_max)
+
+
+def required_horizon(latency: LatencyModel, lookahead: int = 0, extra_max: int = 0) -> int:
+    """Smallest chunk horizon H that never runs out between planner arrivals.
+
+    A chunk queried at k arrives at k + D_k and serves until the next one arrives, at the
+    latest k + P + D_max; the edit observation also reads ``lookahead`` rows ahead, so
+    ``H >= P + D_max + lookahead``.
+    """
+    return latency.planner_period_steps + max_planner_delay(latency, extra_max) + int(lookahead)
+
+
+def sample_delays(latency: LatencyModel, n: int, generator: torch.Generator) -> torch.Tensor:
+    """Planner delays in whole control steps, int64 (n,), on the CPU.
+
+    ``delay_distribution`` (probabilities over 0, 1, 2...) replaces ``planner_delay_steps``
+    when given. Jitter adds ``U(-j, j)`` steps; a delay that is not a whole number of steps
+    makes the chunk available at the next control step (ceil), never earlier than 0.
+    """
+    if latency.delay_distribution:
+        probs = torch.tensor(latency.delay_distribution, dtype=torch.float64)
+        base = torch.multinomial(probs, n, replacement=True, generator=generator)
+    else:
+        base = torch.full((n,), int(latency.planner_delay_steps), dtype=torch.int64)
+    if latency.delay_jitter_steps > 0:
+        j = float(latency.delay_jitter_steps)
+        u = torch.rand(n, generator=generator, dtype=torch.float64) * 2.0 * j - j
+        cont = (base.to(torch.float64) + u).clamp_min(0.0)
+        return torch.ceil(cont - 1e-9).to(torch.int64)
+    return base
+
+
+class ChunkScheduler:
+    """Per-env chunk state machine: queries, in-flight chunks, adoption, row selection.
+
+    Args:
+        num_envs: N. horizon: H. action_dim: A.
+        latency: Planner delay / period / jitter (``LatencyModel``).
+        device: Torch device.
+        generator: CPU generator for delays and phases.
+        stale_steps: Steps past the last row after which ``has_chunk`` drops to 0.
+        random_phase: Query phase per env uniform in ``[0, P)`` at each episode start
+            (else 0: every env queries at t = 0, P, 2P...).
+        extra_delay: Optional int64 (N,) added to every sampled delay of that env (domain
+            randomization's ``latency_steps``); ``extra_max`` bounds it.
+
+    State after :meth:`tick` (all on ``device``):
+        cur (N, H, A), cur_step0 (N,), cur_obs_step (N,), cur_valid (N,) bool,
+        prev (N, H, A), prev_step0 (N,), prev_valid (N,) (the chunk replaced most recently),
+        arrived_at (N,) step the current chunk arrived.
+    """
+
+    def __init__(self, num_envs: int, horizon: int, action_dim: int, latency: LatencyModel,
+                 device: torch.device | str, generator: torch.Generator, stale_steps: int = 0,
+                 random_phase: bool = False, extra_delay: torch.Tensor | None = None,
+                 extra_max: int = 0) -> None:
+        if horizon < 1:
+            raise ValueError(f"chunk horizon must be >= 1, got {horizon}")
+        if stale_steps < 0:
+            raise ValueError(f"stale_steps must be >= 0, got {stale_steps}")
+        n, h, a = int(num_envs), int(horizon), int(action_dim)
+        self.num_envs, self.horizon, self.action_dim = n, h, a
+        self.latency = latency
+        self.period = int(latency.planner_period_steps)
+        self.max_delay = max_planner_delay(latency, extra_max)
+        self.slots = self.max_delay // self.period + 1
+        self.stale_steps = int(stale_steps)
+        self.random_phase = bool(random_phase)
+        self.extra_delay = extra_delay
+        self.device = torch.device(device)
+        self.generator = generator
+        dev = self.device
+        m = self.slots
+        self.t = torch.zeros(n, dtype=torch.int64, device=dev)
+        self.phase = torch.zeros(n, dtype=torch.int64, device=dev)
+        self.n_queries = torch.zeros(n, dtype=torch.int64, device=dev)
+        self.fly = torch.zeros(n, m, h, a, device=dev)
+        self.fly_step0 = torch.zeros(n, m, dtype=torch.int64, device=dev)
+        self.fly_obs_step = torch.zeros(n, m, dtype=torch.int64, device=dev)
+        self.fly_arrive = torch.zeros(n, m, dtype=torch.int64, device=dev)
+        self.fly_valid = torch.zeros(n, m, dtype=torch.bool, device=dev)
+        self.cur = torch.zeros(n, h, a, device=dev)
+        self.cur_step0 = torch.zeros(n, dtype=torch.int64, device=dev)
+        self.cur_obs_step = torch.zeros(n, dtype=torch.int64, device=dev)
+        self.cur_valid = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.arrived_at = torch.zeros(n, dtype=torch.int64, device=dev)
+        self.prev = torch.zeros(n, h, a, device=dev)
+        self.prev_step0 = torch.zeros(n, dtype=torch.int64, device=dev)
+        self.prev_valid = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.last_delay = torch.zeros(n, dtype=torch.int64, device=dev)
+
+    def reset(self, env_ids: torch.Tensor) -> None:
+        """Start new episodes for ``env_ids``: t = 0, nothing in flight, no chunk."""
+        if env_ids.numel() == 0:
+            return
+        self.t[env_ids] = 0
+        self.n_queries[env_ids] = 0
+        self.fly_valid[env_ids] = False
+        self.cur_valid[env_ids] = False
+        self.prev_valid[env_ids] = False
+        if self.random_phase and self.period > 1:
+            ph = torch.randint(0, self.period, (int(env_ids.numel()),), generator=self.generator)
+            self.phase[env_ids] = ph.to(self.device)
+
+    def advance(self, not_done: torch.Tensor) -> None:
+        """Count one control step for the envs that did not start a new episode."""
+        self.t += not_done.to(torch.int64)
+
+    def due(self) -> torch.Tensor:
+        """Bool (N,): envs whose planner is queried at their current step."""
+        rel = self.t - self.phase
+        return (rel >= 0) & (torch.remainder(rel, self.period) == 0)
+
+    def tick(self, obs: torch.Tensor, plan: PlanFn, obs_delay: int = 0,
+             only: torch.Tensor | None = None) -> torch.Tensor:
+        """Query due planners on ``obs`` (N, O), then adopt chunks that arrive now.
+
+        Args:
+            obs: What the planner sees at each env's current step.
+            plan: Batched planner; called once with only the due envs.
+            obs_delay: Age (steps) of ``obs`` when seen: ``obs_step = t - obs_delay``.
+            only: Optional bool (N,): query only these envs (others were ticked already).
+
+        Returns:
+            Bool (N,): envs that adopted a new chunk at this step.
+        """
+        due = self.due() if only is None else self.due() & only
+        due_ids = due.nonzero().squeeze(-1)
+        if due_ids.numel():
+            self._query(obs, plan, due_ids, obs_delay)
+        return self._adopt()
+
+    def _query(self, obs: torch.Tensor, plan: PlanFn, ids: torch.Tensor, obs_delay: int) -> None:
+        chunks = plan(obs[ids], ids)
+        n, h, a = int(ids.numel()), self.horizon, self.action_dim
+        if not isinstance(chunks, torch.Tensor) or tuple(chunks.shape) != (n, h, a):
+            got = tuple(chunks.shape) if isinstance(chunks, torch.Tensor) else type(chunks)
+            raise ValueError(f"planner returned {got}, expected chunks of shape ({n}, {h}, {a}) "
+                             f"for {n} envs with horizon {h}")
+        chunks = chunks.detach()  # a network planner's graph must not live in the buffers
+        if not torch.isfinite(chunks).all():
+            raise ValueError("planner returned non-finite chunk values")
+        delay = sample_delays(self.latency, n, self.generator).to(self.device)
+        if self.extra_delay is not None:
+            delay = delay + self.extra_delay[ids]
+        slot = torch.remainder(self.n_queries[ids], self.slots)
+        t = self.t[ids]
+        self.fly[ids, slot] = chunks.to(self.fly.dtype)
+        self.fly_step0[ids, slot] = t
+        self.fly_obs_step[ids, slot] = t - obs_delay
+        self.fly_arrive[ids, slot] = t + delay
+        self.fly_valid[ids, slot] = True
+        self.last_delay[ids] = delay
+        self.n_queries[ids] += 1
+
+    def _adopt(self) -> torch.Tensor:
+        arrived = self.fly_valid & (self.fly_arrive <= self.t[:, None])
+        if not bool(arrived.any()):
+            return torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        # Newest arrived chunk per env (largest step0); a loop over the few slots, because
+        # torch's max(dim) with indices is very slow on tiny dims with several threads.
+        key = torch.where(arrived, self.fly_step0, torch.full_like(self.fly_step0, -1))
+        best_step0, best = key[:, 0], torch.zeros_like(key[:, 0])
+        for j in range(1, self.slots):
+            newer_slot = key[:, j] > best_step0
+            best_step0 = torch.where(newer_slot, key[:, j], best_step0)
+            best = torch.where(newer_slot, torch.full_like(best, j), best)
+        newer = (best_step0 >= 0) & (~self.cur_valid | (best_step0 > self.cur_step0))
+        self.fly_valid &= ~arrived
+        ids = newer.nonzero().squeeze(-1)
+        if ids.numel():
+            slot = best[ids]
+            self.prev[ids] = self.cur[ids]
+            self.prev_step0[ids] = self.cur_step0[ids]
+            self.prev_valid[ids] = self.cur_valid[ids]
+            self.cur[ids] = self.fly[ids, slot]
+            self.cur_step0[ids] = self.fly_step0[ids, slot]
+            self.cur_obs_step[ids] = self.fly_obs_step[ids, slot]
+            self.cur_valid[ids] = True
+            self.arrived_at[ids] = self.t[ids]
+        return newer
+
+    # --- what the policy sees ---------------------------------------------------------------
+    def row_index(self) -> torch.Tensor:
+        """Int64 (N,): ``t - step0`` of the current chunk (0 where there is none)."""
+        return torch.where(self.cur_valid, self.t - self.cur_step0, torch.zeros_like(self.t))
+
+    def has_chunk(self) -> torch.Tensor:
+        """Bool (N,): a chunk has arrived and is not older than ``H + stale_steps`` rows."""
+        return self.cur_valid & (self.t - self.cur_step0 < self.horizon + self.stale_steps)
+
+    def age_steps(self) -> torch.Tensor:
+        """Int64 (N,): steps since the current chunk's planner observation was taken."""
+        return torch.where(self.cur_valid, self.t - self.cur_obs_step, torch.zeros_like(self.t))
+
+    def prev_row_index(self) -> torch.Tensor:
+        """Int64 (N,): ``t - step0`` of the previous chunk (for blending)."""
+        return torch.where(self.prev_valid, self.t - self.prev_step0, torch.zeros_like(self.t))

@@ -1,0 +1,349 @@
+"""``LatencyWrapper``: the timing the runtime will have, around any rsl_rl VecEnv.
+
+One wrapper models every delay so the order of events is defined in one place (the
+step-by-step diagram is in docs/sim.md):
+
+* **sensor**: the robot observation is seen ``obs_delay_steps`` late, plus Gaussian noise;
+* **planner**: queried every P steps on the seen observation, its chunk arrives D steps
+  later (:class:`~edgerl.sim.wrappers.chunk.ChunkScheduler`);
+* **fast policy**: its command is applied ``edit_delay_steps`` late (edit method);
+* **actuator**: every command is applied ``action_delay_steps`` late.
+
+Methods (``LatencyCfg.method``):
+
+``nodelay``  the policy acts on the seen observation; only actuator delay applies.
+``naive``    the policy's action is applied D steps late (an action queue); D is drawn per
+             env at each episode start.
+``arli``     like ``naive``, but the policy runs mid-inference: inference starts at step s on
+             the observation of s, and at ``t = s + m`` (``m = floor(D * arli_mid_fraction)``)
+             it also sees the mid-inference observation and the actions already committed
+             (queued, not yet applied); its output is applied at ``s + D = t + D - m``.
+             Policy obs = [obs(s) | obs(t) | committed, newest first, zero-padded].
+``planner``  chunk rows are executed open loop (the policy's actions are ignored).
+``rtc``      like ``planner``, but when a new chunk arrives the old and new chunks are blended
+             linearly over ``rtc_blend_steps`` steps of their overlap.
+``edit``     policy obs = ``edgerl.edit_obs.build_edit_obs`` (the runtime's builder); the
+             policy outputs a residual; command = ``compose_edit_action(row_now, residual,
+             edit_bound)`` clipped to the task's action limits.
+
+Without a (non-stale) chunk, ``planner``/``rtc`` command zeros and ``edit`` composes on a zero
+row. Observation groups returned: ``"policy"`` (method-specific), ``"robot"`` (the seen robot
+observation), and the inner env's other groups (e.g. ``"critic"``) unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from tensordict import TensorDict
+
+from edgerl.edit_obs import EditObsConfig, build_edit_obs, compose_edit_action, select_chunk_rows
+from edgerl.sim.vec_env import ActionError
+from edgerl.sim.wrappers.base import DelayLine, VecEnvWrapper, done_ids
+from edgerl.sim.wrappers.chunk import (
+    ChunkScheduler,
+    PlanFn,
+    max_planner_delay,
+    required_horizon,
+    sample_delays,
+)
+from edgerl.spec import LatencyModel
+
+__all__ = ["CHUNK_METHODS", "METHODS", "LatencyCfg", "LatencyWrapper", "check_action_batch"]
+
+METHODS = ("nodelay", "naive", "arli", "planner", "rtc", "edit")
+#: Methods that need a planner.
+CHUNK_METHODS = ("planner", "rtc", "edit")
+
+
+def check_action_batch(actions: Any, num_envs: int, num_actions: int) -> None:
+    """Raise :class:`ActionError` unless ``actions`` is a finite (num_envs, num_actions) tensor."""
+    if not isinstance(actions, torch.Tensor):
+        raise ActionError(f"actions must be a torch.Tensor, got {type(actions).__name__}")
+    if tuple(actions.shape) != (num_envs, num_actions):
+        raise ActionError(f"actions must have shape {(num_envs, num_actions)}, got "
+                          f"{tuple(actions.shape)}")
+    if not torch.isfinite(actions).all():
+        bad = (~torch.isfinite(actions)).nonzero()[0].tolist()
+        raise ActionError(f"actions[{bad[0]}, {bad[1]}] is not finite")
+
+
+@dataclass
+class LatencyCfg:
+    """How the latency wrapper times planner, policy, sensor and actuator.
+
+    Attributes:
+        method: One of :data:`METHODS`.
+        latency: Delays in control steps (``edgerl.spec.LatencyModel``, saved in manifests).
+        horizon: Chunk horizon H; 0 = :func:`required_horizon` (``P + D_max + lookahead``).
+        lookahead / n_committed / age_scale_s / age_clip: The edit observation's
+            ``EditObsConfig`` fields.
+        edit_bound: Largest edit per action element (action units).
+        rtc_blend_steps: Blend length for ``rtc``; 0 = P.
+        arli_mid_fraction: Where in the inference window ARLI's mid observation is taken.
+        obs_noise_std: Std of Gaussian noise added to the seen observation (obs units).
+        stale_steps: Steps past the chunk's last row before ``has_chunk`` drops; -1 = P.
+        random_phase: Per-env random planner phase in ``[0, P)`` (else all query at 0, P..).
+        control_dt: Seconds per step; 0 = the wrapped env's ``spec.control_dt``.
+        action_low / action_high: Command limits; empty = the env's ``spec`` limits (if any).
+        seed: Seed of the wrapper's own generator (delays, noise, phases).
+    """
+
+    method: str = "edit"
+    latency: LatencyModel = field(default_factory=LatencyModel)
+    horizon: int = 0
+    lookahead: int = 2
+    n_committed: int = 2
+    age_scale_s: float = 1.0
+    age_clip: float = 4.0
+    edit_bound: float = 0.5
+    rtc_blend_steps: int = 0
+    arli_mid_fraction: float = 0.5
+    obs_noise_std: float = 0.0
+    stale_steps: int = -1
+    random_phase: bool = False
+    control_dt: float = 0.0
+    action_low: list[float] = field(default_factory=list)
+    action_high: list[float] = field(default_factory=list)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method {self.method!r}; choose from {', '.join(METHODS)}")
+        if isinstance(self.latency, dict):
+            self.latency = LatencyModel(**self.latency)
+        if self.horizon < 0 or self.rtc_blend_steps < 0 or self.stale_steps < -1:
+            raise ValueError("horizon and rtc_blend_steps must be >= 0, stale_steps >= -1")
+        if not 0.0 <= self.arli_mid_fraction < 1.0:
+            raise ValueError(f"arli_mid_fraction must be in [0, 1), got {self.arli_mid_fraction}")
+        if self.obs_noise_std < 0 or self.edit_bound < 0:
+            raise ValueError("obs_noise_std and edit_bound must be >= 0")
+
+
+class LatencyWrapper(VecEnvWrapper):
+    """Wrap ``env`` (any rsl_rl VecEnv) with the timing of ``cfg.method``.
+
+    Args:
+        env: The task (auto-resetting, ``get_observations()["policy"]`` = robot obs (N, O)).
+        cfg: :class:`LatencyCfg`.
+        planner: Batched ``plan(obs (n, O), env_ids (n,)) -> (n, H, A)``; required by
+            :data:`CHUNK_METHODS`.
+
+    Attributes:
+        horizon: H. edit_obs_cfg: the ``EditObsConfig`` (edit method).
+        policy_obs_dim: Size of the ``"policy"`` group.
+        scheduler: The :class:`ChunkScheduler` (chunk methods), for inspection.
+        last_command (N, A): command the fast loop sent at the last step (before delays).
+        last_applied (N, A): action the env received at the last step.
+    """
+
+    def __init__(self, env: Any, cfg: LatencyCfg | None = None,
+                 planner: PlanFn | None = None) -> None:
+        super().__init__(env)
+        self.latency_cfg = cfg = cfg or LatencyCfg()
+        self.method = cfg.method
+        lat = cfg.latency
+        if cfg.method in CHUNK_METHODS and planner is None:
+            raise ValueError(f"method {cfg.method!r} needs a planner (plan(obs, env_ids))")
+        self.planner = planner
+        self.generator = torch.Generator(device="cpu").manual_seed(int(cfg.seed))
+        n, a, dev = self.num_envs, self.num_actions, self.device
+        spec = getattr(self.unwrapped, "spec", None)
+        self.dt = float(cfg.control_dt or (spec.control_dt if spec is not None else 0.0))
+        if not self.dt > 0:
+            raise ValueError("control_dt unknown: set LatencyCfg.control_dt or give the env a spec")
+        self._low, self._high = self._limits(cfg, spec, a)
+
+        rand = getattr(self.unwrapped, "randomizer", None)
+        self._extra_delay = getattr(rand, "latency_steps", None)
+        extra_max = int(rand.cfg.latency_steps[1]) if self._extra_delay is not None else 0
+        self.max_delay = max_planner_delay(lat, extra_max)
+
+        obs0 = self.env.get_observations()
+        robot0 = obs0["policy"]
+        self.obs_dim = int(robot0.shape[-1])
+        self.edit_obs_cfg = EditObsConfig(self.obs_dim, a, cfg.lookahead, cfg.n_committed,
+                                          cfg.age_scale_s, cfg.age_clip)
+        self.horizon = (cfg.horizon or int(getattr(planner, "horizon", 0) or 0)
+                        or required_horizon(lat, cfg.lookahead, extra_max))
+        self.blend_steps = cfg.rtc_blend_steps or lat.planner_period_steps
+        stale = lat.planner_period_steps if cfg.stale_steps < 0 else cfg.stale_steps
+
+        # Per-env method delay (policy -> command queue), resampled at episode start.
+        self._delay = torch.zeros(n, dtype=torch.int64, device=dev)
+        self._mid = torch.zeros(n, dtype=torch.int64, device=dev)
+        # ARLI's queue delay D - floor(D * f) never decreases with D, so D_max bounds it.
+        self._mid_max = (int(math.floor(self.max_delay * cfg.arli_mid_fraction))
+                         if cfg.method == "arli" else 0)
+        method_max = {"naive": self.max_delay, "arli": self.max_delay - self._mid_max,
+                      "edit": lat.edit_delay_steps}.get(cfg.method, 0)
+        self._queue_max = method_max + lat.action_delay_steps
+
+        self._raw = DelayLine(n, self.obs_dim, lat.obs_delay_steps, dev)
+        self._seen = DelayLine(n, self.obs_dim, self._mid_max, dev)
+        self._queue = DelayLine(n, a, self._queue_max, dev)
+        self._sent = DelayLine(n, a, max(cfg.n_committed - 1, 0), dev)
+        self.scheduler = (ChunkScheduler(n, self.horizon, a, lat, dev, self.generator, stale,
+                                         cfg.random_phase, self._extra_delay, extra_max)
+                          if cfg.method in CHUNK_METHODS else None)
+        self.last_command = torch.zeros(n, a, device=dev)
+        self.last_applied = torch.zeros(n, a, device=dev)
+        self.policy_obs_dim = self._policy_dim()
+        self._start(torch.arange(n, device=dev), robot0)
+        self._obs = self._observe(obs0)
+
+    # --- setup ----------------------------------------------------------------------------
+    def _limits(self, cfg: LatencyCfg, spec: Any, a: int) -> tuple[torch.Tensor, torch.Tensor]:
+        low = cfg.action_low or (list(spec.action_low) if spec is not None else [-math.inf] * a)
+        high = cfg.action_high or (list(spec.action_high) if spec is not None else [math.inf] * a)
+        if len(low) != a or len(high) != a:
+            raise ValueError(f"action limits need {a} elements, got {len(low)} and {len(high)}")
+        return (torch.tensor(low, dtype=torch.float32, device=self.device),
+                torch.tensor(high, dtype=torch.float32, device=self.device))
+
+    def _policy_dim(self) -> int:
+        if self.method == "edit":
+            return self.edit_obs_cfg.dim
+        if self.method == "arli":
+            return 2 * self.obs_dim + self._queue_max * self.num_actions
+        return self.obs_dim
+
+    def _start(self, ids: torch.Tensor, robot: torch.Tensor) -> None:
+        """Episode start for ``ids``: fill histories, clear queues, draw delays."""
+        if ids.numel() == 0:
+            return
+        lat, n = self.latency_cfg.latency, int(ids.numel())
+        first = robot[ids]
+        self._raw.fill(ids, first)
+        self._seen.fill(ids, self._noisy(first))
+        zeros = torch.zeros(n, self.num_actions, device=self.device)
+        self._queue.fill(ids, zeros)
+        self._sent.fill(ids, zeros)
+        if self.method in ("naive", "arli"):
+            d = sample_delays(lat, n, self.generator).to(self.device)
+            if self._extra_delay is not None:
+                d = d + self._extra_delay[ids]
+            mid = torch.floor(d.double() * self.latency_cfg.arli_mid_fraction).long()
+            self._mid[ids] = mid if self.method == "arli" else 0
+            self._delay[ids] = d - self._mid[ids] + lat.action_delay_steps
+        elif self.method == "edit":
+            self._delay[ids] = lat.edit_delay_steps + lat.action_delay_steps
+        else:
+            self._delay[ids] = lat.action_delay_steps
+        if self.scheduler is not None:
+            self.scheduler.reset(ids)
+
+    def _noisy(self, x: torch.Tensor) -> torch.Tensor:
+        std = self.latency_cfg.obs_noise_std
+        if std == 0:
+            return x.clone()
+        noise = torch.randn(x.shape, generator=self.generator, dtype=x.dtype)
+        return x + std * noise.to(x.device)
+
+    # --- per step --------------------------------------------------------------------------
+    def get_observations(self) -> TensorDict:
+        return self._obs
+
+    def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
+        check_action_batch(actions, self.num_envs, self.num_actions)
+        command = self._command(actions.to(self.device))
+        self.last_command = command
+        self._sent.push(command)
+        self._queue.push(command)
+        applied = self._queue.read(self._delay)
+        self.last_applied = applied
+        obs, rew, dones, extras = self.env.step(applied)
+        ids = done_ids(dones)
+        robot = obs["policy"]
+        self._raw.push(robot)
+        self._seen.push(self._noisy(self._raw.read(self.latency_cfg.latency.obs_delay_steps)))
+        if self.scheduler is not None:
+            self.scheduler.advance(~dones.to(torch.bool))
+        self._start(ids, robot)
+        self._obs = self._observe(obs)
+        extras = dict(extras)
+        if self.scheduler is not None:
+            log = dict(extras.get("log", {}))
+            log["/latency/has_chunk"] = self.scheduler.has_chunk().float().mean()
+            extras["log"] = log
+        return self._obs, rew, dones, extras
+
+    def _command(self, actions: torch.Tensor) -> torch.Tensor:
+        """The command the fast loop sends at this step, (N, A), within the limits."""
+        if self.method in ("nodelay", "naive", "arli"):
+            cmd = actions
+        else:
+            row = self._row_now()
+            if self.method == "edit":
+                cmd = compose_edit_action(row, actions, self.latency_cfg.edit_bound)
+            else:
+                cmd = row
+        return torch.maximum(torch.minimum(cmd, self._high), self._low)
+
+    def _row_now(self) -> torch.Tensor:
+        """The chunk action for the current step (rtc: blended), zeros without a chunk."""
+        s = self.scheduler
+        row = select_chunk_rows(s.cur, s.row_index(), 1)[:, 0]
+        if self.method == "rtc":
+            since = s.t - s.arrived_at
+            blend = s.prev_valid & (since < self.blend_steps)
+            w = ((since + 1).float() / float(self.blend_steps + 1))[:, None]
+            old = select_chunk_rows(s.prev, s.prev_row_index(), 1)[:, 0]
+            row = torch.where(blend[:, None], (1.0 - w) * old + w * row, row)
+        return torch.where(s.has_chunk()[:, None], row, torch.zeros_like(row))
+
+    def _observe(self, inner: TensorDict, only: torch.Tensor | None = None) -> TensorDict:
+        """Query/adopt chunks for the new step and build every observation group.
+
+        ``only`` (bool (N,)) limits planner queries to those envs (a partial ``reset``).
+        """
+        seen = self._seen.read(0)
+        if self.scheduler is not None:
+            self.scheduler.tick(seen, self.planner, self.latency_cfg.latency.obs_delay_steps,
+                                only)
+        if self.method == "edit":
+            policy = self.edit_observation(seen)
+        elif self.method == "arli":
+            policy = self._arli_observation(seen)
+        else:
+            policy = seen
+        groups = {k: v for k, v in inner.items() if k != "policy"}
+        groups.update(policy=policy, robot=seen)
+        return TensorDict(groups, batch_size=[self.num_envs], device=self.device)
+
+    def edit_observation(self, seen: torch.Tensor) -> torch.Tensor:
+        """The edit policy's input (N, D) from the contract builder."""
+        s, cfg = self.scheduler, self.edit_obs_cfg
+        rows = select_chunk_rows(s.cur, s.row_index(), cfg.n_rows)
+        age_s = (s.age_steps().double() * self.dt).float()
+        committed = self._sent.newest(cfg.n_committed)
+        return build_edit_obs(seen, rows, age_s, committed, s.has_chunk(), cfg)
+
+    def _arli_observation(self, seen: torch.Tensor) -> torch.Tensor:
+        start_obs = self._seen.read(self._mid)
+        k = self._queue_max
+        parts = [start_obs, seen]
+        if k:
+            pending = self._queue.newest(k)
+            mask = torch.arange(k, device=self.device)[None, :] < self._delay[:, None]
+            parts.append((pending * mask[..., None]).reshape(self.num_envs, k * self.num_actions))
+        return torch.cat(parts, dim=-1)
+
+    def reset(self, env_ids: torch.Tensor | None = None) -> TensorDict:
+        """Reset envs (all by default) if the wrapped env can, and restart their timing."""
+        if env_ids is None:
+            env_ids = torch.arange(self.num_envs, device=self.device)
+        reset = getattr(self.env, "reset", None)
+        if reset is None:
+            raise AttributeError(f"{type(self.env).__name__} has no reset()")
+        obs = reset(env_ids)
+        if not isinstance(obs, TensorDict):
+            obs = self.env.get_observations()
+        self._start(env_ids, obs["policy"])
+        only = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        only[env_ids] = True
+        self._obs = self._observe(obs, only)
+        return self._obs

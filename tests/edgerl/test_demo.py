@@ -1,0 +1,106 @@
+"""``edgerl demo``: the whole pipeline end to end (slow), plus its cheap failure paths."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgerl.demo.pipeline import MARKER, DemoConfig, DemoError, prepare_out, timing_table
+from edgerl.demo.report import timing_rows
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _edgerl(*argv: str, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "edgerl", "--log-level", "WARNING", *argv],
+                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def test_config_validation_names_the_field() -> None:
+    with pytest.raises(DemoError, match="hil_episodes"):
+        DemoConfig(hil_episodes=0).validate()
+    with pytest.raises(DemoError, match="stop_at_success"):
+        DemoConfig(stop_at_success=1.5).validate()
+    fast = DemoConfig.preset(True, iterations=7)
+    assert (fast.iterations, fast.hil_episodes, fast.deploy_s) == (7, 1, 8.0)
+    assert DemoConfig.preset(False).iterations == 150
+
+
+def test_out_dir_refuses_foreign_and_replaces_own(tmp_path: Path) -> None:
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "thesis.tex").write_text("x")
+    with pytest.raises(DemoError, match="not an edgerl demo output"):
+        prepare_out(foreign)
+    assert (foreign / "thesis.tex").read_text() == "x"
+    own = prepare_out(tmp_path / "demo")
+    (own / "bundle").mkdir()
+    (own / "bundle" / "old.onnx").write_text("old")
+    prepare_out(own)
+    assert (own / MARKER).exists() and not (own / "bundle").exists()
+
+
+def test_cli_rejects_unknown_task_and_foreign_out(tmp_path: Path) -> None:
+    r = _edgerl("demo", "--task", "no_such_task", "--out", str(tmp_path / "d"), timeout=120)
+    assert r.returncode == 1 and "no_such_task" in r.stderr
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "a.txt").write_text("keep")
+    r = _edgerl("demo", "--fast", "--out", str(tmp_path / "f"), timeout=120)
+    assert r.returncode == 1 and "not an edgerl demo output" in r.stderr
+    assert (tmp_path / "f" / "a.txt").read_text() == "keep"
+
+
+def test_timing_table_rows_format_numbers() -> None:
+    t = timing_table({"ticks": 250.0, "tick_compute_p50_us": 370.25, "deadline_misses": 3.0},
+                     {"e2e_latency_p50_us": 24768.2}, {"cmd_rtt_p50_us": 850.0})
+    rows = {r["metric"]: r for r in timing_rows(t)}
+    assert rows["edit tick compute (us)"]["p50"] == "370.2"
+    assert rows["edit tick compute (us)"]["p99"] == "-"
+    assert rows["deadline misses (ticks)"]["p50"] == "3"
+    assert rows["deadline misses (ticks)"]["p99"] == "of 250"
+    assert rows["state -> command e2e (ms)"]["p50"] == "24.77"
+    assert rows["HIL command RTT (ms)"]["p50"] == "0.85"
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+@pytest.mark.hil
+def test_demo_fast_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    r = _edgerl("demo", "--fast", "--iterations", "60", "--naive-iterations", "4",
+                "--episodes", "16", "--deploy-s", "3", "--no-progress", "--json",
+                "--out", str(out), timeout=600)
+    assert r.stdout.strip(), r.stderr[-3000:]
+    rep = json.loads(r.stdout)
+    for key in ("ok", "exit_code", "hil_success", "deploy_success", "export_ok", "stages",
+                "success_rates", "loop_timing", "artifacts", "hil", "deploy", "total_s"):
+        assert key in rep, key
+    assert r.returncode == rep["exit_code"] == (0 if rep["hil_success"] else 2)
+    assert rep["hil_success"] is True, rep["stages"]
+    assert rep["hil"]["success"] == 1.0 and rep["hil"]["estop_ok"] is True
+    assert rep["hil"]["corrupted_executed"] == 0
+    assert rep["export_ok"] is True
+    assert all(p["ok"] and p["max_abs_err"] < 1e-4 for p in rep["export"]["parity"].values())
+    stages = [s["stage"] for s in rep["stages"]]
+    assert stages[0] == "train edit" and "HIL (firmware on pty)" in stages
+    assert "ROS 2 deploy" in stages and "evaluate vs baselines" in stages
+    rates = {row["method"]: row for row in rep["success_rates"]}
+    assert set(rates) == {"edit", "planner", "naive"}
+    assert all(0.0 <= row["success_rate"] <= 1.0 and row["episodes"] == 16
+               for row in rates.values())
+    assert rep["delay_ms"] == pytest.approx(200.0)
+    assert rep["deploy"]["planner_extra_latency_s"] == pytest.approx(0.2)
+    lt = rep["loop_timing"]
+    assert 0 < lt["tick_compute_p50_us"] <= lt["tick_compute_p99_us"] < 1e6
+    assert lt["ticks"] > 50 and lt["hil_cmd_rtt_p50_us"] > 0
+    art = rep["artifacts"]
+    assert (Path(art["bundle"]) / "manifest.json").is_file()
+    assert (Path(art["bundle"]) / "planner.onnx").is_file()
+    assert Path(art["recording"]).stat().st_size > 1000
+    png = Path(art["png"]).read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) < 400_000
+    assert json.loads(Path(art["report"]).read_text())["exit_code"] == rep["exit_code"]

@@ -1,0 +1,52 @@
+"""Fixtures: the built firmware binaries, firmware processes and linked transports."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess, firmware_binary
+from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
+
+
+@pytest.fixture(scope="session")
+def fw_binaries() -> dict[str, str]:
+    if shutil.which("make") is None or shutil.which("cc") is None:
+        pytest.skip("make / cc not installed")
+    firmware_binary(policy=False)  # runs `make -C firmware host` once
+    return {"plain": str(firmware_binary(False, build=False)),
+            "policy": str(firmware_binary(True, build=False))}
+
+
+@pytest.fixture
+def start_fw(fw_binaries) -> Iterator:
+    """``start_fw(**FirmwareConfig fields) -> FirmwareProcess``; all stopped at teardown."""
+    procs: list[FirmwareProcess] = []
+
+    def start(**kw) -> FirmwareProcess:
+        fw = FirmwareProcess(FirmwareConfig(**kw)).start()
+        procs.append(fw)
+        return fw
+
+    yield start
+    for fw in procs:
+        fw.stop()
+
+
+@pytest.fixture
+def link(start_fw) -> Iterator:
+    """``link(**FirmwareConfig fields) -> (fw, transport)`` connected; closed at teardown."""
+    transports: list[SerialTransport] = []
+
+    def make(transport_kw: dict | None = None, **kw):
+        fw = start_fw(**kw)
+        t = SerialTransport(SerialConfig(fw.port, **(transport_kw or {})))
+        transports.append(t)
+        t.connect()
+        return fw, t
+
+    yield make
+    for t in transports:
+        t.close()

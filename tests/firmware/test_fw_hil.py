@@ -1,0 +1,93 @@
+"""The HIL harness and ``edgerl hil`` end to end (real time: keep runs short)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgerl.cli import main
+from edgerl.hil.faults import FaultSpec
+from edgerl.hil.firmware import FirmwareConfig
+from edgerl.hil.harness import HilConfig, run_hil
+
+pytestmark = [pytest.mark.hil, pytest.mark.slow]
+
+
+def test_fault_spec_parse_and_errors():
+    f = FaultSpec.parse("corrupt=0.01, drop=0.002,garbage=2,freeze=1.5,unplug=2:0.25,seed=4")
+    assert (f.corrupt, f.drop, f.garbage, f.freeze_at, f.freeze_s) == (0.01, 0.002, 2.0, 1.5,
+                                                                       0.5)
+    assert (f.unplug_at, f.unplug_s, f.seed) == (2.0, 0.25, 4)
+    with pytest.raises(ValueError, match="unknown fault"):
+        FaultSpec.parse("melt=1")
+    with pytest.raises(ValueError, match=r"'corrupt=2'.*\[0, 1\]"):
+        FaultSpec.parse("corrupt=2")
+    with pytest.raises(ValueError, match="key=value"):
+        FaultSpec.parse("freeze")
+
+
+def test_tx_faults_corrupt_keeps_framing_and_records_the_setpoint():
+    from edgerl.hil.faults import TxFaults
+    from edgerl.wire import FrameParser, codec
+
+    frame = codec.encode("SETPOINT", 5, seq=77, n=1, q=[0.5])
+    tx = TxFaults(FaultSpec(corrupt=1.0))
+    bad = tx(frame)
+    assert len(bad) == len(frame) and bad[-1] == 0 and 0 not in bad[:-1]
+    assert all(a != b for a, b in zip(bad[:-1], frame[:-1]))
+    parser = FrameParser()
+    assert parser.feed(bad) == [] and parser.stats.bad_frames == 1
+    assert tx.corrupted_frames == 1 and tx.corrupted_setpoints == {77}
+    drop = TxFaults(FaultSpec(drop=1.0))
+    assert drop(frame) == b"" and drop.dropped_bytes == len(frame)
+
+
+def test_hil_with_corruption_freeze_and_cable_pull(fw_binaries):
+    faults = FaultSpec.parse("corrupt=0.01,freeze=0.6:0.5,unplug=1.6:0.2,seed=1")
+    res = run_hil(HilConfig(episodes=1, max_steps=100, faults=faults,
+                            firmware=FirmwareConfig(watchdog_ms=100))).as_dict()
+    inj = res["injected"]
+    assert res["episodes"] == 1 and res["steps"] >= 1
+    assert res["corrupted_executed"] == 0
+    assert res["fw_bad_frames"] == inj["corrupted_frames"] > 0
+    assert res["watchdog_trips"] >= 2  # the freeze and the cable pull
+    assert len(res["safe_entry_ms"]) == 1 and 100.0 < res["safe_entry_ms"][0] < 300.0
+    assert res["reconnects"] >= 1
+    assert res["estop_ok"] is True and all(res["estop_checks"].values())
+    assert res["cmd_rtt_p50_us"] > 0 and res["rtt_samples"] > 20
+
+
+def test_hil_cli_json_succeeds_with_one_percent_corruption(fw_binaries, capsys):
+    rc = main(["hil", "--episodes", "1", "--faults", "corrupt=0.01,seed=2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    for key in ("success", "episodes", "cmd_rtt_p50_us", "cmd_rtt_p99_us", "bad_frames",
+                "lost_frames", "watchdog_trips", "estop_ok"):
+        assert key in out
+    assert out["success"] == 1.0 and out["estop_ok"] is True
+    assert out["corrupted_executed"] == 0
+    assert out["fw_bad_frames"] == out["injected"]["corrupted_frames"] > 0
+
+
+def test_hil_cli_rejects_bad_faults(capsys):
+    assert main(["hil", "--faults", "corrupt=abc"]) == 1
+    assert "corrupt=abc" in capsys.readouterr().err
+
+
+def test_hil_drives_the_plant_with_a_bundle_through_the_edit_loop(fw_binaries, tmp_path):
+    sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
+    try:
+        from rt_bundles import write_mlp_bundle
+    finally:
+        sys.path.pop(0)
+    bundle = write_mlp_bundle(tmp_path / "b", hidden=(8,), obs_dim=4, action_dim=1,
+                              control_hz=50.0, horizon=10, period_s=0.1, residual_bound=0.05)
+    res = run_hil(HilConfig(bundle=bundle, task="cartpole", max_steps=40, check_estop=False,
+                            faults=FaultSpec.parse("corrupt=0.01,seed=3"))).as_dict()
+    assert res["controller"] == str(bundle) and res["estop_ok"] is None
+    assert res["steps"] >= 1 and res["setpoints_applied"] >= 10  # EditLoop ticks reached it
+    assert res["corrupted_executed"] == 0
+    assert res["fw_bad_frames"] == res["injected"]["corrupted_frames"]

@@ -1,0 +1,68 @@
+"""Fixtures for the ROS 2 tests: real rclpy (Fast DDS) on a private domain, real bundles.
+
+Bundles reuse the runtime tests' writer (``tests/runtime/rt_bundles.py``) and then take the
+cartpole task's names, limits and rate, so the sim robot, planner and edit loop agree.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ros_bundles import write_task_bundle
+from rt_bundles import write_mlp_bundle
+
+
+@pytest.fixture(scope="session")
+def rclpy_ok() -> None:
+    """Skip (with the reason) when rclpy cannot even be imported in a fresh process."""
+    proc = subprocess.run([sys.executable, "-c", "import rclpy, sensor_msgs.msg"],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        pytest.skip(f"rclpy not importable: {proc.stderr.strip()[-300:]}")
+
+
+@pytest.fixture
+def ros_domain(monkeypatch, rclpy_ok) -> int:
+    """A random ROS_DOMAIN_ID (1..200) on loopback for this test and its child processes."""
+    domain = random.randint(1, 200)
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    monkeypatch.setenv("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+    return domain
+
+
+@pytest.fixture
+def cartpole_bundle(tmp_path) -> Path:
+    return write_task_bundle(tmp_path / "cartpole_bundle")
+
+
+@pytest.fixture
+def make_bundle_with_planner(tmp_path) -> Path:
+    """A runtime-test bundle (obs 4, action 2) with a random MLP ``planner.onnx``."""
+    return write_mlp_bundle(tmp_path / "planner_bundle", planner=True, hidden=(16,))
+
+
+@pytest.fixture(scope="session")
+def session_bundle(tmp_path_factory) -> Path:
+    """A cartpole bundle shared by the in-process tests (they never modify it)."""
+    return write_task_bundle(tmp_path_factory.mktemp("ros") / "cartpole_bundle")
+
+
+@pytest.fixture
+def rclpy_context(ros_domain):
+    """An initialised rclpy context (shut down after the test)."""
+    import rclpy
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    ctx.try_shutdown()
+

@@ -1,0 +1,156 @@
+"""Message <-> contract conversions and their checks (no ROS graph needed)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from edgerl_ros.messages import (
+    BadMessage,
+    TimeBase,
+    chunk_to_trajectory,
+    joint_state_values,
+    make_joint_state,
+    ns_to_stamp,
+    stamp_to_ns,
+    trajectory_to_chunk,
+)
+from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
+
+from edgerl.chunk import ActionChunk
+
+NAMES = ["x", "v", "th", "w"]
+
+
+class TestJointState:
+    def test_values_in_manifest_order_even_when_reordered(self):
+        msg = make_joint_state(["th", "x", "w", "v"], np.array([3.0, 1.0, 4.0, 2.0]), 5)
+        np.testing.assert_array_equal(joint_state_values(msg, NAMES), [1.0, 2.0, 3.0, 4.0])
+
+    def test_wrong_length_nan_unknown_missing(self):
+        msg = make_joint_state(NAMES, np.zeros(4), 1)
+        msg.position = [0.0] * 5
+        with pytest.raises(BadMessage, match="^wrong_length"):
+            joint_state_values(msg, NAMES)
+        with pytest.raises(BadMessage, match=r"^non_finite: position\[2\]"):
+            joint_state_values(make_joint_state(NAMES, np.array([0, 0, np.nan, 0.0]), 1), NAMES)
+        with pytest.raises(BadMessage, match="^unknown_joint"):
+            joint_state_values(make_joint_state(["x", "v", "th", "bogus"], np.zeros(4), 1),
+                               NAMES)
+        with pytest.raises(BadMessage, match="^wrong_length.*missing"):
+            joint_state_values(make_joint_state(["x", "v"], np.zeros(2), 1), NAMES)
+        with pytest.raises(BadMessage, match="^wrong_length"):
+            joint_state_values(make_joint_state(["x", "x", "v", "th"], np.zeros(4), 1), NAMES)
+
+    def test_command_field(self):
+        msg = make_joint_state(["a"], np.array([0.5]), 7, field="effort")
+        assert list(msg.position) == [] and list(msg.effort) == [0.5]
+        assert joint_state_values(msg, ["a"], "effort")[0] == pytest.approx(0.5)
+
+
+class TestTime:
+    def test_stamp_round_trip(self):
+        ns = 1_796_000_000_123_456_789
+        assert stamp_to_ns(ns_to_stamp(ns)) == ns
+
+    def test_timebase_round_trip_within_a_microsecond(self):
+        tb = TimeBase()
+        t = 12345.678901
+        assert abs(tb.to_mono(tb.to_wall_ns(t)) - t) < 1e-6
+
+
+class TestTrajectory:
+    def test_chunk_round_trip(self):
+        tb = TimeBase()
+        rows = np.arange(12, dtype=np.float32).reshape(6, 2)
+        chunk = ActionChunk(rows, t0=100.0, dt=0.02, obs_time=100.0)
+        msg = chunk_to_trajectory(chunk, ["a", "b"], tb)
+        assert [p.time_from_start.nanosec for p in msg.points[:3]] == [0, 20_000_000, 40_000_000]
+        back = trajectory_to_chunk(msg, ["a", "b"], tb)
+        np.testing.assert_array_equal(back.actions, rows)
+        assert back.dt == pytest.approx(0.02)
+        assert back.t0 == pytest.approx(100.0, abs=1e-6)
+        assert back.obs_time == pytest.approx(100.0, abs=1e-6)
+
+    def test_columns_reordered_by_joint_name(self):
+        tb = TimeBase()
+        chunk = ActionChunk(np.array([[1.0, 2.0], [3.0, 4.0]]), t0=5.0, dt=0.1, obs_time=5.0)
+        msg = chunk_to_trajectory(chunk, ["b", "a"], tb)
+        back = trajectory_to_chunk(msg, ["a", "b"], tb)
+        np.testing.assert_array_equal(back.actions, [[2.0, 1.0], [4.0, 3.0]])
+
+    def test_bad_chunks(self):
+        tb = TimeBase()
+        good = chunk_to_trajectory(ActionChunk(np.zeros((3, 1)), t0=1.0, dt=0.1, obs_time=1.0),
+                                   ["a"], tb)
+        dec = chunk_to_trajectory(ActionChunk(np.zeros((3, 1)), t0=1.0, dt=0.1, obs_time=1.0),
+                                  ["a"], tb)
+        dec.points[2].time_from_start = dec.points[0].time_from_start
+        with pytest.raises(BadMessage, match=r"^decreasing_times: time_from_start\[2\]"):
+            trajectory_to_chunk(dec, ["a"], tb)
+        with pytest.raises(BadMessage, match="^unknown_joint"):
+            trajectory_to_chunk(good, ["z"], tb)
+        good.points[1].positions = [math.nan]
+        with pytest.raises(BadMessage, match="^non_finite"):
+            trajectory_to_chunk(good, ["a"], tb)
+        good.points = []
+        with pytest.raises(BadMessage, match="^bad_chunk: no points"):
+            trajectory_to_chunk(good, ["a"], tb)
+
+
+class TestStats:
+    def test_samples_percentiles_and_ring(self):
+        s = Samples(capacity=100)
+        for v in range(200):
+            s.add(float(v))
+        assert s.count == 200 and s.values().size == 100
+        assert s.percentile(50) == pytest.approx(149.5)
+        assert math.isnan(Samples().percentile(50))
+
+    def test_interval_meter_rate_and_jitter(self):
+        m = IntervalMeter(nominal_period_s=0.01)
+        for i in range(101):
+            m.mark(i * 0.01 + (0.001 if i == 50 else 0.0))
+        assert m.rate_hz() == pytest.approx(100.0)
+        assert m.jitter_p99_s() == pytest.approx(0.001, rel=0.05)
+
+    def test_drop_counter_groups_by_kind(self):
+        d = DropCounter()
+        d.drop("s", "non_finite: position[0] = nan")
+        d.drop("s", "non_finite: position[1] = nan")
+        d.drop("c", "decreasing_times: x")
+        assert d.total == 3
+        assert d.by_key() == {"s non_finite": 2, "c decreasing_times": 1}
+
+
+class TestRealtimeThreads:
+    def _policy_of_thread_started_in(self, priority):
+        import os
+        import threading
+
+        from edgerl_ros.common import RealtimeThreads
+
+        seen = []
+        with RealtimeThreads(priority) as rt:
+            t = threading.Thread(target=lambda: seen.append(os.sched_getscheduler(0)))
+            t.start()
+        t.join()
+        return rt, seen[0], os.sched_getscheduler(0)
+
+    def test_thread_inherits_fifo_and_caller_is_restored(self):
+        import os
+
+        rt, child, caller = self._policy_of_thread_started_in(10)
+        assert caller == os.SCHED_OTHER
+        if rt.error is None:
+            assert rt.applied and child == os.SCHED_FIFO
+        else:  # no CAP_SYS_NICE: reported, nothing changed
+            assert "not permitted" in rt.error and child == os.SCHED_OTHER
+
+    def test_zero_leaves_scheduling_alone(self):
+        import os
+
+        rt, child, caller = self._policy_of_thread_started_in(0)
+        assert not rt.applied and rt.error is None
+        assert child == caller == os.SCHED_OTHER

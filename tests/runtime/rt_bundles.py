@@ -1,0 +1,148 @@
+"""Write small but real bundles for runtime tests and benchmarks (uses ``onnx``, which the
+tests may import; runtime code may not).
+
+``write_mlp_bundle(dir)`` writes ``policy.onnx`` (Gemm/Elu MLP, torch layout weights),
+``policy_mlp.npz`` (the same weights for the numpy backend), optionally ``planner.onnx``,
+and ``manifest.json`` with sha256 hashes of every file.
+
+Run as a script to make a bundle for ``edgerl bench loop``:
+``.venv/bin/python tests/runtime/rt_bundles.py /tmp/edit_bundle``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from edgerl.edit_obs import EditObsConfig
+from edgerl.runtime.inference import save_mlp_npz
+from edgerl.spec import (
+    ActionSpec,
+    ChunkSpec,
+    ObservationSpec,
+    PolicySpec,
+    RecurrentSpec,
+    TensorSpec,
+    sha256_file,
+)
+
+
+def mlp_onnx(weights: list[np.ndarray], biases: list[np.ndarray], in_name: str = "obs",
+             out_name: str = "action", activation: str = "Elu") -> bytes:
+    """ONNX bytes of ``y = W_n(...act(W_0 x + b_0)...) + b_n`` (weights ``(out, in)``)."""
+    nodes, inits, prev = [], [], in_name
+    last = len(weights) - 1
+    for i, (w, b) in enumerate(zip(weights, biases)):
+        inits += [numpy_helper.from_array(w.astype(np.float32), f"w{i}"),
+                  numpy_helper.from_array(b.astype(np.float32), f"b{i}")]
+        out = out_name if i == last else f"h{i}"
+        nodes.append(helper.make_node("Gemm", [prev, f"w{i}", f"b{i}"], [out], transB=1))
+        prev = out
+        if i < last:
+            nodes.append(helper.make_node(activation, [prev], [f"a{i}"]))
+            prev = f"a{i}"
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info(in_name, TensorProto.FLOAT,
+                                                     [1, weights[0].shape[1]])],
+        [helper.make_tensor_value_info(out_name, TensorProto.FLOAT, [1, weights[-1].shape[0]])],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+def gru_onnx(in_dim: int, hidden: int, out_dim: int, seed: int = 0) -> bytes:
+    """A one-step recurrent cell ``h' = tanh(W x + U h)``, ``y = V h'`` with state I/O
+    ``h_in`` / ``h_out`` of shape ``(1, hidden)``."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((hidden, in_dim)).astype(np.float32) * 0.3
+    u = rng.standard_normal((hidden, hidden)).astype(np.float32) * 0.3
+    v = rng.standard_normal((out_dim, hidden)).astype(np.float32) * 0.3
+    zb = numpy_helper.from_array(np.zeros(hidden, np.float32), "zb")
+    zo = numpy_helper.from_array(np.zeros(out_dim, np.float32), "zo")
+    nodes = [helper.make_node("Gemm", ["obs", "w", "zb"], ["wx"], transB=1),
+             helper.make_node("Gemm", ["h_in", "u", "zb"], ["uh"], transB=1),
+             helper.make_node("Add", ["wx", "uh"], ["s"]),
+             helper.make_node("Tanh", ["s"], ["h_out"]),
+             helper.make_node("Gemm", ["h_out", "v", "zo"], ["action"], transB=1)]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(u, "u"),
+             numpy_helper.from_array(v, "v"), zb, zo]
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes, "rnn",
+        [helper.make_tensor_value_info("obs", f, [1, in_dim]),
+         helper.make_tensor_value_info("h_in", f, [1, hidden])],
+        [helper.make_tensor_value_info("action", f, [1, out_dim]),
+         helper.make_tensor_value_info("h_out", f, [1, hidden])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    return model.SerializeToString()
+
+
+def random_mlp(sizes: list[int], seed: int = 0, scale: float = 0.3):
+    rng = np.random.default_rng(seed)
+    ws = [(rng.standard_normal((o, i)) * scale).astype(np.float32)
+          for i, o in zip(sizes[:-1], sizes[1:])]
+    bs = [(rng.standard_normal(o) * 0.1).astype(np.float32) for o in sizes[1:]]
+    return ws, bs
+
+
+def make_spec(obs_dim: int = 4, action_dim: int = 2, method: str = "edit",
+              control_hz: float = 100.0, horizon: int = 10, chunk_dt: float | None = None,
+              period_s: float = 0.05, residual_bound: float = 0.25,
+              max_rate: list[float] | None = None, lookahead: int = 2,
+              n_committed: int = 2) -> PolicySpec:
+    """A valid manifest for the given sizes (limits +-1, rates unlimited by default)."""
+    return PolicySpec(
+        task="test-task", method=method, control_hz=control_hz,
+        observation=ObservationSpec(names=[f"o{i}" for i in range(obs_dim)],
+                                    units=["1"] * obs_dim, mean=[0.0] * obs_dim,
+                                    std=[1.0] * obs_dim),
+        action=ActionSpec(names=[f"a{i}" for i in range(action_dim)], units=["1"] * action_dim,
+                          low=[-1.0] * action_dim, high=[1.0] * action_dim,
+                          max_rate=max_rate or []),
+        chunk=ChunkSpec(horizon=horizon, dt_s=chunk_dt or 1.0 / control_hz, period_s=period_s,
+                        expected_latency_s=0.03),
+        edit_obs=EditObsConfig(obs_dim=obs_dim, action_dim=action_dim, lookahead=lookahead,
+                               n_committed=n_committed),
+        residual_bound=residual_bound)
+
+
+def write_mlp_bundle(path: str | Path, *, hidden: tuple[int, ...] = (64, 64), seed: int = 0,
+                     planner: bool = False, recurrent: bool = False, npz: bool = True,
+                     raw_obs_input: bool = False, **spec_kw) -> Path:
+    """Write a complete bundle into ``path`` (created); returns the path."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    spec = make_spec(**spec_kw)
+    d_in = spec.observation.dim if raw_obs_input else spec.edit_obs.dim
+    a = spec.action.dim
+    if recurrent:
+        (path / "policy.onnx").write_bytes(gru_onnx(d_in, hidden[0], a, seed))
+        spec.recurrent = RecurrentSpec(kind="gru", state_inputs=["h_in"], state_outputs=["h_out"],
+                                       state_shapes=[[1, hidden[0]]])
+        spec.tensors = TensorSpec(inputs=["obs", "h_in"], outputs=["action", "h_out"])
+    else:
+        ws, bs = random_mlp([d_in, *hidden, a], seed)
+        (path / "policy.onnx").write_bytes(mlp_onnx(ws, bs))
+        if npz:
+            save_mlp_npz(path / "policy_mlp.npz", ws, bs, "elu")
+    if planner:
+        pw, pb = random_mlp([spec.observation.dim, 256, 256, spec.chunk.horizon * a], seed + 1)
+        (path / "planner.onnx").write_bytes(mlp_onnx(pw, pb, out_name="chunk"))
+    spec.files = {f.name: sha256_file(f) for f in sorted(path.iterdir())
+                  if f.name != "manifest.json"}
+    spec.save(path)
+    return path
+
+
+if __name__ == "__main__":
+    out = write_mlp_bundle(sys.argv[1] if len(sys.argv) > 1 else "edit_bundle", planner=True,
+                           control_hz=1000.0, horizon=50, chunk_dt=0.01, period_s=0.1,
+                           obs_dim=12, action_dim=4, hidden=(128, 128))
+    print(out)

@@ -1,0 +1,360 @@
+"""Planner serving over real TCP loopback: wire format, RemotePlanner, PlannerServer."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import threading
+import time
+
+import msgpack
+import numpy as np
+import pytest
+
+from edgerl.chunk import ActionChunk
+from edgerl.planner import Planner, PlannerHealth, PlannerInfo
+from edgerl.runtime.planner_server import PlannerServer, ServerConfig
+from edgerl.runtime.planner_wire import (
+    PROTOCOL_VERSION,
+    WireError,
+    chunk_from_msg,
+    chunk_to_msg,
+    decode_array,
+    decode_payload,
+    encode_array,
+    encode_frame,
+    recv_frame,
+)
+from edgerl.runtime.remote_planner import (
+    RemotePlanner,
+    RemotePlannerError,
+    delay_distribution,
+    latency_model_from_samples,
+    load_latency_model,
+    save_latency_model,
+)
+
+H, A, OBS_DIM = 4, 2, 3
+
+
+class AffinePlanner:
+    """A real (tiny) planner: row i = obs[:A] + i + len(instruction); optional slow calls."""
+
+    def __init__(self, sleep_s: float = 0.0, slow_from_call: int = 0) -> None:
+        self.info = PlannerInfo(horizon=H, action_dim=A, dt_s=0.1, period_s=0.2,
+                                expected_latency_s=0.001)
+        self.sleep_s = sleep_s
+        self.slow_from_call = slow_from_call
+        self.calls = 0
+        self.release = threading.Event()  # set at teardown so sleeps end early
+        self.fail_next = False
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        self.calls += 1
+        if self.fail_next:
+            self.fail_next = False
+            raise RuntimeError("model exploded")
+        if self.sleep_s and self.calls > self.slow_from_call:
+            self.release.wait(self.sleep_s)
+        rows = observation[:A][None, :] + np.arange(H, dtype=np.float32)[:, None]
+        return ActionChunk(actions=rows + len(instruction), t0=now, dt=self.info.dt_s,
+                           obs_time=now, source="affine")
+
+    def health(self) -> PlannerHealth:
+        return PlannerHealth.OK
+
+
+def expected_rows(obs: np.ndarray, instruction: str) -> np.ndarray:
+    return obs[:A][None, :] + np.arange(H, dtype=np.float32)[:, None] + len(instruction)
+
+
+@pytest.fixture
+def serve():
+    """Start a server for a planner; everything is stopped at teardown."""
+    started: list[tuple[PlannerServer, AffinePlanner]] = []
+    clients: list[RemotePlanner] = []
+
+    def _serve(planner: AffinePlanner, **cfg) -> tuple[PlannerServer, RemotePlanner]:
+        server = PlannerServer(planner, ServerConfig(port=0, obs_dim=OBS_DIM, **cfg))
+        host, port = server.start()
+        started.append((server, planner))
+        client = RemotePlanner(host=host, port=port, connect_timeout_s=3.0).start()
+        clients.append(client)
+        return server, client
+
+    yield _serve
+    for c in clients:
+        c.close()
+    for server, planner in started:
+        planner.release.set()
+        server.stop()
+
+
+def raw_connect(server: PlannerServer) -> socket.socket:
+    sock = socket.create_connection(server.address, timeout=3.0)
+    return sock
+
+
+def raw_reply(sock: socket.socket) -> dict:
+    body = recv_frame(sock)
+    assert body is not None, "server closed instead of replying"
+    return msgpack.unpackb(body, raw=False)
+
+
+def plan_msg(req_id: int, obs: np.ndarray, **extra) -> dict:
+    return {"v": PROTOCOL_VERSION, "type": "plan", "id": req_id, "obs": encode_array(obs),
+            "obs_time": 1.0, "instruction": "", "deadline_s": 0.0, **extra}
+
+
+class TestWire:
+    def test_array_round_trip_is_bitwise(self):
+        a = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+        b = decode_array(encode_array(a), "a", ndim=2)
+        assert b.dtype == np.float32 and np.array_equal(a, b)
+
+    def test_chunk_round_trip(self):
+        c = ActionChunk(actions=np.arange(8, dtype=np.float32).reshape(4, 2), t0=3.5, dt=0.05,
+                        step0=7, obs_time=3.4, source="x")
+        body = encode_frame(chunk_to_msg(9, c, 0.012))[4:]
+        back = chunk_from_msg(decode_payload(body))
+        assert np.array_equal(back.actions, c.actions)
+        assert (back.t0, back.dt, back.step0, back.obs_time, back.source) == (3.5, 0.05, 7, 3.4,
+                                                                              "x")
+        assert back.meta["latency_s"] == pytest.approx(0.012)
+
+    def test_refuses_wrong_version_ext_types_and_bad_arrays(self):
+        with pytest.raises(WireError, match="unsupported_version"):
+            decode_payload(msgpack.packb({"v": 99, "type": "plan"}))
+        with pytest.raises(WireError, match="extension type 42"):
+            decode_payload(msgpack.packb({"v": 1, "type": "plan",
+                                          "x": msgpack.ExtType(42, b"evil")}))
+        with pytest.raises(WireError, match="payload must be a map"):
+            decode_payload(msgpack.packb([1, 2]))
+        with pytest.raises(WireError, match="obs.data: 4 bytes for shape"):
+            decode_array({"dtype": "float32", "shape": [3], "data": b"\0" * 4}, "obs")
+
+
+class TestLoopback:
+    def test_plan_returns_the_chunk_in_the_clients_clock(self, serve):
+        server, client = serve(AffinePlanner())
+        assert client.info.horizon == H and client.info.action_dim == A
+        obs = np.array([0.5, -1.0, 2.0], np.float32)
+        chunk = client.plan(obs, "push", now=123.25)
+        np.testing.assert_array_equal(chunk.actions, expected_rows(obs, "push"))
+        assert chunk.t0 == 123.25 and chunk.obs_time == 123.25 and chunk.source == "affine"
+        assert client.latest() is not None and client.health() is PlannerHealth.OK
+        assert server.metrics()["served"] == 1
+
+    def test_request_never_blocks_and_latest_keeps_previous_chunk(self, serve):
+        planner = AffinePlanner(sleep_s=2.0, slow_from_call=1)  # first call fast, then 2 s
+        server, client = serve(planner)
+        first = client.plan(np.ones(OBS_DIM, np.float32), "", now=1.0)
+        worst = 0.0
+        for k in range(20):  # an edit loop at ~100 Hz asking for new chunks every tick
+            t = time.perf_counter()
+            client.request(np.full(OBS_DIM, 5.0 + k, np.float32), "", now=2.0 + k)
+            latest = client.latest()
+            worst = max(worst, time.perf_counter() - t)
+            assert latest is not None and latest.obs_time == first.obs_time
+            time.sleep(0.01)
+        assert worst < 0.05, f"request()/latest() took {worst * 1e3:.1f} ms"
+        assert np.array_equal(client.latest().actions, first.actions)
+        # health still answers while the planner sleeps; newer requests superseded older ones
+        reply = client.query_health(timeout_s=1.0)
+        assert reply["metrics"]["superseded"] >= 1
+        assert reply["info"]["horizon"] == H
+
+    def test_newest_observation_wins(self, serve):
+        planner = AffinePlanner(sleep_s=0.3, slow_from_call=0)
+        server, client = serve(planner)
+        for k in range(4):
+            client.request(np.full(OBS_DIM, float(k), np.float32), "", now=float(k))
+            time.sleep(0.02)
+        t_end = time.monotonic() + 3.0
+        while time.monotonic() < t_end:
+            c = client.latest()
+            if c is not None and c.obs_time == 3.0:
+                break
+            time.sleep(0.02)
+        assert client.latest().obs_time == 3.0
+        m = server.metrics()
+        # typically 0 served, 1 & 2 replaced, 3 served; a loaded machine may replace 0 too
+        assert m["served"] + m["superseded"] == 4 and m["superseded"] >= 2, m
+
+    def test_late_answer_is_dropped_and_counted(self, serve):
+        server, client = serve(AffinePlanner(sleep_s=0.3))
+        client.config.deadline_s = 0.1
+        with pytest.raises(RemotePlannerError, match="deadline_exceeded"):
+            client.plan(np.zeros(OBS_DIM, np.float32), "", now=0.0)
+        assert server.metrics()["late"] == 1 and server.metrics()["served"] == 0
+        assert client.latest() is None
+
+    def test_planner_exception_is_reported_and_serving_continues(self, serve):
+        planner = AffinePlanner()
+        server, client = serve(planner)
+        planner.fail_next = True
+        with pytest.raises(RemotePlannerError, match="planner_error: RuntimeError: model "
+                                                     "exploded"):
+            client.plan(np.zeros(OBS_DIM, np.float32), "", now=0.0)
+        assert client.plan(np.zeros(OBS_DIM, np.float32), "", now=1.0).obs_time == 1.0
+        assert server.metrics()["errors"] == 1
+
+    def test_unreachable_server_is_a_clear_error(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with pytest.raises(RemotePlannerError, match=f"no planner server at 127.0.0.1:{port}"):
+            RemotePlanner(port=port, connect_timeout_s=0.3).start()
+
+    def test_reconnects_after_server_restart_reports_dead_meanwhile(self, serve):
+        planner = AffinePlanner()
+        server = PlannerServer(planner, ServerConfig(port=0))
+        host, port = server.start()
+        client = RemotePlanner(host=host, port=port, reconnect_s=0.05).start()
+        try:
+            server.stop()
+            t_end = time.monotonic() + 2.0
+            while client.health() is not PlannerHealth.DEAD and time.monotonic() < t_end:
+                time.sleep(0.01)
+            assert client.health() is PlannerHealth.DEAD
+            server = PlannerServer(planner, ServerConfig(port=port))
+            server.start()
+            t_end = time.monotonic() + 3.0
+            while client.health() is PlannerHealth.DEAD and time.monotonic() < t_end:
+                time.sleep(0.02)
+            assert client.plan(np.zeros(OBS_DIM, np.float32), "", now=5.0).obs_time == 5.0
+        finally:
+            client.close()
+            server.stop()
+
+
+class TestBadInput:
+    def test_bad_clients_get_errors_while_a_good_client_keeps_being_served(self, serve, caplog):
+        caplog.set_level(logging.WARNING, logger="edgerl.runtime.planner_server")
+        server, good = serve(AffinePlanner(), max_frame=4096)
+        bad = raw_connect(server)
+        try:
+            # 1. unknown protocol version -> error reply, connection stays open
+            bad.sendall(encode_frame({"v": 7, "type": "plan", "id": 1}))
+            reply = raw_reply(bad)
+            assert reply["code"] == "unsupported_version" and "7" in reply["message"]
+            # 2. malformed payload (not msgpack) -> error reply
+            junk = b"\xc1\xc1\xc1"
+            bad.sendall(struct.pack(">I", len(junk)) + junk)
+            assert raw_reply(bad)["code"] == "malformed"
+            # 3. wrong observation size -> malformed naming the field
+            bad.sendall(encode_frame(plan_msg(5, np.zeros(OBS_DIM + 2, np.float32))))
+            reply = raw_reply(bad)
+            assert reply["id"] == 5 and reply["code"] == "malformed" and "obs" in reply["message"]
+            # 4. unknown message type
+            bad.sendall(encode_frame({"v": 1, "type": "dance", "id": 6}))
+            assert raw_reply(bad)["code"] == "unknown_type"
+            # the same connection still works for a valid request
+            bad.sendall(encode_frame(plan_msg(8, np.ones(OBS_DIM, np.float32))))
+            assert raw_reply(bad)["type"] == "chunk"
+            # the good client is unaffected
+            assert good.plan(np.ones(OBS_DIM, np.float32), "a", now=2.0).obs_time == 2.0
+            # 5. oversized frame -> error reply, then the server closes this connection
+            bad.sendall(struct.pack(">I", 10_000_000))
+            assert raw_reply(bad)["code"] == "frame_too_large"
+            assert recv_frame(bad) is None  # closed by the server
+        finally:
+            bad.close()
+        assert any("exceeds the limit" in r.getMessage() and "closing" in r.getMessage()
+                   for r in caplog.records)
+        assert any("unsupported_version" in r.getMessage() for r in caplog.records)
+        assert good.plan(np.ones(OBS_DIM, np.float32), "", now=3.0).obs_time == 3.0
+        assert server.metrics()["bad_frames"] == 5
+
+    def test_too_many_clients_are_refused(self, serve):
+        server, _good = serve(AffinePlanner(), max_clients=1)
+        extra = raw_connect(server)
+        try:
+            assert raw_reply(extra)["code"] == "overloaded"
+        finally:
+            extra.close()
+        assert server.metrics()["refused"] == 1
+
+
+def test_remote_planner_satisfies_the_planner_protocol():
+    assert isinstance(RemotePlanner(), Planner)
+
+
+class TestLatencyModel:
+    def test_delay_is_the_first_control_tick_after_the_answer(self):
+        # dt 20 ms: 1 ms and 19 ms -> usable 1 tick later, 21 ms -> 2, 50 ms -> 3, 0 -> 0
+        probs = delay_distribution(np.array([0.001, 0.019, 0.021, 0.05, 0.0, 0.02]), 0.02)
+        np.testing.assert_allclose(probs, [1 / 6, 3 / 6, 1 / 6, 1 / 6])
+
+    def test_model_round_trips_through_json(self, tmp_path):
+        model = latency_model_from_samples(np.array([0.03, 0.03, 0.05]), 0.02, period_steps=4)
+        assert model.planner_delay_steps == 2 and model.planner_period_steps == 4
+        path = save_latency_model(model, tmp_path / "lat.json")
+        assert load_latency_model(path) == model
+
+    def test_bad_samples_are_refused(self):
+        with pytest.raises(ValueError, match="finite, non-negative"):
+            delay_distribution(np.array([0.01, -1.0]), 0.02)
+        with pytest.raises(ValueError, match="control_dt must be > 0"):
+            delay_distribution(np.array([0.01]), 0.0)
+
+
+def test_blocking_plan_fails_fast_while_disconnected():
+    planner = AffinePlanner()
+    server = PlannerServer(planner, ServerConfig(port=0))
+    host, port = server.start()
+    client = RemotePlanner(host=host, port=port, reconnect_s=5.0).start()
+    try:
+        server.stop()
+        t_end = time.monotonic() + 2.0
+        while client.health() is not PlannerHealth.DEAD and time.monotonic() < t_end:
+            time.sleep(0.01)
+        t = time.monotonic()
+        with pytest.raises(RemotePlannerError, match="disconnected"):
+            client.plan(np.zeros(OBS_DIM, np.float32), "", now=0.0)
+        assert time.monotonic() - t < 0.5
+        client.request(np.zeros(OBS_DIM, np.float32), "", now=0.0)  # still never raises
+    finally:
+        client.close()
+        server.stop()
+
+
+class BatchAffinePlanner(AffinePlanner):
+    """AffinePlanner that also answers many observations at once."""
+
+    def plan_batch(self, observations: np.ndarray, instructions: list[str],
+                   now: float) -> np.ndarray:
+        return np.stack([self.plan(o, t, now).actions for o, t in zip(observations,
+                                                                       instructions)])
+
+
+class TestBatch:
+    def test_plan_batch_round_trip(self, serve):
+        _server, client = serve(BatchAffinePlanner())
+        obs = np.arange(4 * OBS_DIM, dtype=np.float32).reshape(4, OBS_DIM)
+        texts = ["a", "bb", "", "cccc"]
+        chunks = client.plan_batch(obs, texts, now=3.0)
+        assert chunks.shape == (4, H, A) and chunks.dtype == np.float32
+        for i in range(4):
+            np.testing.assert_array_equal(chunks[i], expected_rows(obs[i], texts[i]))
+
+    def test_planner_without_batching_refuses_clearly(self, serve):
+        _server, client = serve(AffinePlanner())
+        with pytest.raises(RemotePlannerError, match="unknown_type: this planner does not "
+                                                     "answer plan_batch"):
+            client.plan_batch(np.zeros((2, OBS_DIM), np.float32), ["", ""], now=0.0)
+        with pytest.raises(ValueError, match="n instructions"):
+            client.plan_batch(np.zeros((2, OBS_DIM), np.float32), [""], now=0.0)
+
+
+def test_client_refused_by_a_full_server_fails_fast_and_cleans_up(serve):
+    server, _first = serve(AffinePlanner(), max_clients=1)
+    host, port = server.address
+    before = threading.active_count()
+    t = time.monotonic()
+    with pytest.raises(RemotePlannerError, match="overloaded: too many clients"):
+        RemotePlanner(host=host, port=port, connect_timeout_s=5.0).start()
+    assert time.monotonic() - t < 3.0
+    time.sleep(0.1)
+    assert threading.active_count() <= before

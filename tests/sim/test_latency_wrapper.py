@@ -1,0 +1,308 @@
+"""Latency wrapper timing on a hand-built chunk schedule, and edit-obs parity with numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from tensordict import TensorDict
+
+from edgerl.edit_obs import build_edit_obs, select_chunk_rows
+from edgerl.sim.vec_env import ActionError, EdgeVecEnv, TaskSpec
+from edgerl.sim.wrappers import LatencyCfg, LatencyWrapper, required_horizon
+from edgerl.spec import LatencyModel
+
+DT = 0.02
+
+
+class StepEnv(EdgeVecEnv):
+    """A clock: obs = [step within episode, env index]; episodes last ``length`` steps.
+
+    Records every action it receives, so tests see exactly what was applied when.
+    """
+
+    def __init__(self, num_envs: int = 3, length: int = 1000) -> None:
+        self.num_envs, self.num_actions, self.device = num_envs, 1, torch.device("cpu")
+        self.max_episode_length, self.cfg = length, None
+        self.spec = TaskSpec("clock", ["t", "env"], ["step", "-"], ["a"], ["-"], [-1e9], [1e9],
+                             1.0 / DT, length)
+        self.episode_length_buf = torch.zeros(num_envs, dtype=torch.long)
+        self.applied: list[torch.Tensor] = []
+
+    def _obs(self) -> TensorDict:
+        obs = torch.stack([self.episode_length_buf.float(),
+                           torch.arange(self.num_envs, dtype=torch.float32)], dim=-1)
+        return TensorDict({"policy": obs}, batch_size=[self.num_envs])
+
+    def get_observations(self) -> TensorDict:
+        return self._obs()
+
+    def reset(self, env_ids: torch.Tensor | None = None) -> TensorDict:
+        self.episode_length_buf[slice(None) if env_ids is None else env_ids] = 0
+        return self._obs()
+
+    def _step(self, actions):
+        self.applied.append(actions.clone())
+        self.episode_length_buf += 1
+        dones = self.episode_length_buf >= self.max_episode_length
+        self.episode_length_buf[dones] = 0
+        return self._obs(), torch.zeros(self.num_envs), dones, {"time_outs": dones}
+
+    def expert_action(self) -> torch.Tensor:
+        return torch.zeros(self.num_envs, 1)
+
+
+class StampPlanner:
+    """Writes the step it saw into its chunk: row i = 1000 * (seen step + 1) + i."""
+
+    def __init__(self, horizon: int) -> None:
+        self.horizon = horizon
+        self.calls: list[tuple[np.ndarray, np.ndarray]] = []  # (env_ids, chunks)
+
+    def __call__(self, obs: torch.Tensor, env_ids: torch.Tensor) -> torch.Tensor:
+        rows = torch.arange(self.horizon, dtype=torch.float32)
+        chunks = (1000.0 * (obs[:, 0:1] + 1.0) + rows[None, :])[..., None]
+        self.calls.append((env_ids.numpy().copy(), chunks.numpy().copy()))
+        return chunks
+
+
+def run(method: str, latency: LatencyModel, steps: int, horizon: int = 0, length: int = 1000,
+        num_envs: int = 3, actions=None, **cfg_kwargs):
+    env = StepEnv(num_envs, length)
+    h = horizon or required_horizon(latency, cfg_kwargs.get("lookahead", 2))
+    planner = StampPlanner(h)
+    cfg = LatencyCfg(method=method, latency=latency, horizon=h, **cfg_kwargs)
+    wrapper = LatencyWrapper(env, cfg, planner)
+    commands, observations = [], [wrapper.get_observations()]
+    for t in range(steps):
+        act = torch.zeros(num_envs, 1) if actions is None else actions(t)
+        obs, _, _, _ = wrapper.step(act)
+        commands.append(wrapper.last_command[:, 0].clone())
+        observations.append(obs)
+    return wrapper, env, planner, torch.stack(commands), observations
+
+
+def expected_command(t: int, d: int, p: int, h: int, stale: int) -> float:
+    """The reference schedule: newest query k (multiple of P) with k + D <= t."""
+    if t < d:
+        return 0.0
+    k = p * ((t - d) // p)
+    if t - k >= h + stale:
+        return 0.0
+    return 1000.0 * (k + 1) + min(t - k, h - 1)
+
+
+class TestChunkSchedule:
+    @pytest.mark.parametrize("d", [0, 1, 3, 7])
+    @pytest.mark.parametrize("p", [2, 5])  # P < D and P > D (and both for D = 3)
+    def test_executed_row_each_step(self, d, p):
+        lat = LatencyModel(planner_delay_steps=d, planner_period_steps=p)
+        wrapper, env, _, cmds, _ = run("planner", lat, 30)
+        h = wrapper.horizon
+        assert h == p + d + 2
+        expected = torch.tensor([expected_command(t, d, p, h, p) for t in range(30)])
+        for e in range(3):
+            assert torch.equal(cmds[:, e], expected), (d, p)
+        # No actuator delay: the env receives the command of the same step.
+        assert torch.equal(torch.stack(env.applied)[:, :, 0], cmds)
+
+    def test_short_horizon_holds_last_row_then_goes_stale(self):
+        lat = LatencyModel(planner_delay_steps=3, planner_period_steps=8)
+        wrapper, _, _, cmds, obs = run("planner", lat, 16, horizon=2, stale_steps=2)
+        expected = torch.tensor([expected_command(t, 3, 8, 2, 2) for t in range(16)])
+        assert torch.equal(cmds[:, 0], expected)
+        assert cmds[3, 0] == 1001.0  # row index 3 > H-1: the last row holds
+        assert cmds[4, 0] == 0.0  # t - step0 = 4 >= H + stale: no chunk, zero command
+        assert wrapper.scheduler.has_chunk()[0].item() is False
+
+    def test_obs_delay_planner_sees_old_step_and_age_counts_it(self):
+        lat = LatencyModel(planner_delay_steps=1, planner_period_steps=4, obs_delay_steps=2)
+        wrapper, _, planner, cmds, obs = run("edit", lat, 12)
+        # Query at k = 4 sees step 2; its row for t = 6 is row 2.
+        assert cmds[6, 0] == 1000.0 * (2 + 1) + 2
+        # Query at 0 sees step 0 (history is filled with the first observation).
+        assert cmds[1, 0] == 1000.0 * 1 + 1
+        age = obs[6]["policy"][0, wrapper.edit_obs_cfg.layout()[3][1]].item()
+        assert age == pytest.approx((6 - (4 - 2)) * DT, rel=1e-6)
+
+    def test_jittered_delays_newest_arrived_chunk_wins(self):
+        lat = LatencyModel(planner_period_steps=1, delay_distribution=[0.4, 0.0, 0.2, 0.0, 0.4])
+        env = StepEnv(4)
+        planner = StampPlanner(required_horizon(lat, 2))
+        wrapper = LatencyWrapper(env, LatencyCfg("planner", lat, seed=3), planner)
+        delays = [wrapper.scheduler.last_delay.clone()]
+        cmds = []
+        for _ in range(40):
+            wrapper.step(torch.zeros(4, 1))
+            cmds.append(wrapper.last_command[:, 0].clone())
+            delays.append(wrapper.scheduler.last_delay.clone())
+        delays = torch.stack(delays)  # delays[k] = delay of the query made at step k
+        assert set(delays.unique().tolist()) == {0, 2, 4}
+        for e in range(4):
+            for t in range(1, 40):
+                arrived = [k for k in range(t + 1) if k + delays[k, e] <= t]
+                want = 0.0 if not arrived else 1000.0 * (max(arrived) + 1) + t - max(arrived)
+                assert cmds[t][e].item() == want, (e, t)
+
+    def test_episode_reset_restarts_schedule(self):
+        lat = LatencyModel(planner_delay_steps=2, planner_period_steps=3)
+        _, _, _, cmds, _ = run("planner", lat, 20, length=7)
+        # Episode 2 starts at wrapper step 7: no chunk for 2 steps, then the query of its t=0.
+        assert cmds[7, 0] == 0.0 and cmds[8, 0] == 0.0
+        assert cmds[9, 0] == 1000.0 * 1 + 2
+
+    def test_rtc_blends_old_and_new_over_overlap(self):
+        lat = LatencyModel(planner_delay_steps=1, planner_period_steps=4)
+        wrapper, _, _, cmds, _ = run("rtc", lat, 12, rtc_blend_steps=3)
+        h = wrapper.horizon
+        # Chunk of k=4 arrives at t=5; old chunk (k=0) rows 5,6,7 (holding its last row H-1)
+        # vs new rows 1,2,3.
+        for j, t in enumerate((5, 6, 7)):
+            w = (j + 1) / 4.0
+            old, new = 1000.0 + min(t, h - 1), 5000.0 + (t - 4)
+            assert cmds[t, 0].item() == pytest.approx((1 - w) * old + w * new, rel=1e-6)
+        assert cmds[8, 0] == 5000.0 + 4  # blend over: the new chunk alone
+
+
+    def test_random_phase_staggers_queries_per_env(self):
+        lat = LatencyModel(planner_delay_steps=0, planner_period_steps=5)
+        wrapper, _, _, cmds, _ = run("planner", lat, 12, num_envs=6, random_phase=True, seed=1)
+        phase = wrapper.scheduler.phase
+        assert len(phase.unique()) > 1 and bool(((phase >= 0) & (phase < 5)).all())
+        for e in range(6):
+            ph = int(phase[e])
+            for t in range(12):
+                want = 0.0 if t < ph else 1000.0 * (ph + 5 * ((t - ph) // 5) + 1) + (t - ph) % 5
+                assert cmds[t, e].item() == want, (e, t)
+
+
+class TestDelayedPolicies:
+    def test_naive_applies_action_d_steps_late(self):
+        lat = LatencyModel(planner_delay_steps=3)
+        _, env, _, cmds, _ = run("naive", lat, 10, actions=lambda t: torch.full((3, 1), t + 1.0))
+        applied = torch.stack(env.applied)[:, 0, 0]
+        assert applied.tolist() == [0.0, 0.0, 0.0] + [float(t + 1) for t in range(7)]
+
+    def test_edit_and_actuator_delays_add(self):
+        lat = LatencyModel(planner_delay_steps=0, edit_delay_steps=1, action_delay_steps=2)
+        _, env, _, cmds, _ = run("edit", lat, 10, edit_bound=1.0,
+                                 actions=lambda t: torch.full((3, 1), 0.5))
+        applied = torch.stack(env.applied)[:, 0, 0]
+        assert torch.equal(applied[3:], cmds[:-3, 0])
+        assert applied[:3].tolist() == [0.0, 0.0, 0.0]
+        # Edit = chunk row + bound * clip(residual): row 0 of the query at t is 1000(t+1).
+        assert cmds[4, 0].item() == 1000.0 * 5 + 0.5
+
+    def test_arli_obs_holds_mid_inference_obs_and_committed(self):
+        lat = LatencyModel(planner_delay_steps=4)
+        wrapper, env, _, cmds, obs = run("arli", lat, 10,
+                                         actions=lambda t: torch.full((3, 1), t + 1.0))
+        # m = 2: output applied D - m = 2 steps after the mid observation.
+        applied = torch.stack(env.applied)[:, 0, 0]
+        assert applied.tolist() == [0.0, 0.0] + [float(t + 1) for t in range(8)]
+        assert wrapper.policy_obs_dim == 2 * 2 + 2
+        p = obs[6]["policy"][0]  # decision at t = 6: inference started at 4
+        assert p[0].item() == 4.0 and p[2].item() == 6.0
+        assert p[4:].tolist() == [6.0, 5.0]  # queued actions of t = 5, 4, newest first
+
+    def test_bad_actions_raise_and_leave_state(self):
+        lat = LatencyModel(planner_delay_steps=1, planner_period_steps=2)
+        wrapper, env, _, _, _ = run("edit", lat, 3)
+        t_before = wrapper.scheduler.t.clone()
+        with pytest.raises(ActionError, match="not finite"):
+            wrapper.step(torch.tensor([[0.0], [float("nan")], [0.0]]))
+        with pytest.raises(ActionError, match="shape"):
+            wrapper.step(torch.zeros(3, 2))
+        assert torch.equal(wrapper.scheduler.t, t_before) and len(env.applied) == 3
+
+    def test_planner_method_needs_planner_and_checks_chunk_shape(self):
+        with pytest.raises(ValueError, match="needs a planner"):
+            LatencyWrapper(StepEnv(), LatencyCfg("edit"))
+        bad = StampPlanner(3)
+        with pytest.raises(ValueError, match="expected chunks of shape"):
+            LatencyWrapper(StepEnv(), LatencyCfg("planner", horizon=5), bad)
+
+
+def test_edit_obs_matches_numpy_builder_bitwise():
+    """The wrapper's batched edit obs == numpy build_edit_obs on single samples, bytes."""
+    lat = LatencyModel(planner_delay_steps=3, planner_period_steps=2, obs_delay_steps=1)
+    gen = torch.Generator().manual_seed(0)
+    residuals = [torch.randn(3, 1, generator=gen) for _ in range(25)]
+    wrapper, _, planner, cmds, obs = run("edit", lat, 25, actions=lambda t: residuals[t],
+                                         obs_noise_std=0.3, lookahead=3, n_committed=3,
+                                         age_scale_s=0.1)
+    cfg, h = wrapper.edit_obs_cfg, wrapper.horizon
+    chunks = {}  # (env, query step) -> chunk; queries happen at t = 0, 2, 4...
+    query_steps = iter(range(0, 100, 2))
+    for ids, ch in planner.calls:
+        k = next(query_steps)
+        for j, e in enumerate(ids):
+            chunks[(int(e), k)] = ch[j]
+    sent = cmds.numpy()[..., None].astype(np.float32)
+    for t in range(1, 26):
+        for e in range(3):
+            seen = obs[t]["robot"][e].numpy()
+            if t >= 3:
+                k = 2 * ((t - 3) // 2)
+                chunk, has = chunks[(e, k)], np.float32(1.0)
+                row_index = np.int64(t - k)
+                age_s = np.float32(np.float64(t - (k - 1)) * DT)
+            else:
+                chunk, has = np.zeros((h, 1), np.float32), np.float32(0.0)
+                row_index, age_s = np.int64(0), np.float32(0.0)
+            committed = np.zeros((3, 1), np.float32)
+            for j in range(3):
+                if t - 1 - j >= 0:
+                    committed[j] = sent[t - 1 - j, e]
+            rows = select_chunk_rows(chunk, row_index, cfg.n_rows)
+            want = build_edit_obs(seen, rows, age_s, committed, has, cfg)
+            got = obs[t]["policy"][e].numpy()
+            assert got.dtype == want.dtype == np.float32
+            assert got.tobytes() == want.tobytes(), (t, e, got, want)
+
+
+def test_same_seed_same_wrapped_trajectory_with_noise_and_jitter():
+    from edgerl.sim import make_task
+    from edgerl.sim.wrappers import make_latency_env
+
+    def traj(seed):
+        lat = LatencyModel(planner_delay_steps=3, planner_period_steps=2, delay_jitter_steps=1.5,
+                           obs_delay_steps=1)
+        env = make_latency_env(make_task("cartpole", num_envs=8, seed=seed),
+                               LatencyCfg("edit", lat, obs_noise_std=0.05, seed=seed))
+        gen = torch.Generator().manual_seed(0)
+        return torch.stack([env.step(torch.randn(8, 1, generator=gen))[0]["policy"]
+                            for _ in range(60)])
+
+    a, b, c = traj(2), traj(2), traj(3)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+class BareEnv:
+    """Only what rsl_rl's VecEnv guarantees (no spec, no reset, no expert): e.g. Isaac Lab's."""
+
+    def __init__(self) -> None:
+        self._inner = StepEnv(2)
+        self.num_envs, self.num_actions, self.device = 2, 1, "cpu"
+        self.max_episode_length, self.cfg = 1000, {}
+        self.episode_length_buf = self._inner.episode_length_buf
+
+    def get_observations(self):
+        return self._inner.get_observations()
+
+    def step(self, actions):
+        return self._inner._step(actions)
+
+
+def test_wraps_a_bare_rsl_rl_vecenv():
+    lat = LatencyModel(planner_delay_steps=3, planner_period_steps=2)
+    with pytest.raises(ValueError, match="control_dt"):
+        LatencyWrapper(BareEnv(), LatencyCfg("planner", lat), StampPlanner(7))
+    env = BareEnv()
+    wrapper = LatencyWrapper(env, LatencyCfg("planner", lat, control_dt=DT), StampPlanner(7))
+    cmds = []
+    for _ in range(12):
+        wrapper.step(torch.zeros(2, 1))
+        cmds.append(wrapper.last_command[0, 0].item())
+    assert cmds == [expected_command(t, 3, 2, 7, 2) for t in range(12)]
+    assert wrapper.max_episode_length == 1000 and wrapper.cfg == {}
