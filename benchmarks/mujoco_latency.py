@@ -2,7 +2,7 @@
 
 Prints two tables (``--json`` for machines):
 1. the PD expert acting on observations ``d`` control steps old (first episode of each env);
-2. H1's ``LatencyWrapper(method="planner")`` with the expert planner: chunks executed open
+2. The ``LatencyWrapper(method="planner")`` with the expert planner: chunks executed open
    loop, planner delay D and period P in control steps.
 
 Usage: ``.venv/bin/python benchmarks/mujoco_latency.py [--num-envs 128] [--json]``

@@ -1,7 +1,7 @@
 """A learned chunk planner: an MLP trained by behaviour cloning on scripted-expert demos.
 
 The network maps a plain vector ``x = [robot obs (O) | conditioning (C)]`` to an ``(H, A)``
-chunk; ``C = 0`` for the robot-only planner. H8's language planner appends an instruction
+chunk; ``C = 0`` for the robot-only planner. The language planner appends an instruction
 embedding as the conditioning vector (``cond_dim > 0``) and reuses :func:`fit_bc`.
 
 Demos (:func:`collect_expert_demos`): the plain task runs its scripted expert (optionally with
@@ -26,9 +26,32 @@ __all__ = [
     "chunk_labels",
     "collect_expert_demos",
     "fit_bc",
+    "init_bounded_mlp",
 ]
 
 log = logging.getLogger(__name__)
+
+
+def init_bounded_mlp(module: nn.Module, in_dim: int, hidden_dims: list[int], out_dim: int,
+                     action_low: list[float], action_high: list[float]) -> None:
+    """Give ``module`` the parts of a bounded chunk MLP, created in this order: ``mlp``
+    (``in_dim`` -> ELU hidden layers ``hidden_dims`` -> ``out_dim``), the input normalisation
+    buffers ``in_mean`` / ``in_std`` (``in_dim``; identity until set) and the action box
+    ``act_center`` / ``act_half`` (A,) from the limits, for ``act_center + act_half * tanh(.)``.
+    """
+    layers: list[nn.Module] = []
+    width = in_dim
+    for h in hidden_dims:
+        layers += [nn.Linear(width, h), nn.ELU()]
+        width = h
+    layers.append(nn.Linear(width, out_dim))
+    module.mlp = nn.Sequential(*layers)
+    low = torch.as_tensor(action_low, dtype=torch.float32)
+    high = torch.as_tensor(action_high, dtype=torch.float32)
+    module.register_buffer("in_mean", torch.zeros(in_dim))
+    module.register_buffer("in_std", torch.ones(in_dim))
+    module.register_buffer("act_center", (high + low) / 2)
+    module.register_buffer("act_half", (high - low) / 2)
 
 
 class BCChunkPlanner(nn.Module):
@@ -53,19 +76,8 @@ class BCChunkPlanner(nn.Module):
         self.obs_dim, self.action_dim, self.horizon = obs_dim, action_dim, horizon
         self.cond_dim = cond_dim
         self.hidden_dims = list(hidden_dims)
-        in_dim = obs_dim + cond_dim
-        layers: list[nn.Module] = []
-        for h in self.hidden_dims:
-            layers += [nn.Linear(in_dim, h), nn.ELU()]
-            in_dim = h
-        layers.append(nn.Linear(in_dim, horizon * action_dim))
-        self.mlp = nn.Sequential(*layers)
-        low = torch.as_tensor(action_low, dtype=torch.float32)
-        high = torch.as_tensor(action_high, dtype=torch.float32)
-        self.register_buffer("in_mean", torch.zeros(obs_dim + cond_dim))
-        self.register_buffer("in_std", torch.ones(obs_dim + cond_dim))
-        self.register_buffer("act_center", (high + low) / 2)
-        self.register_buffer("act_half", (high - low) / 2)
+        init_bounded_mlp(self, obs_dim + cond_dim, self.hidden_dims, horizon * action_dim,
+                         action_low, action_high)
 
     @property
     def input_dim(self) -> int:

@@ -6,8 +6,8 @@ each sample's conditioning is the embedding of a *training* paraphrase of that e
 instruction, drawn at random per sample, so the head learns the instruction's meaning rather
 than one phrasing. The head (:class:`GroundedChunkHead`) grounds the instruction on one of the
 observation's object slots and plans from the robot state and that object; it is trained by
-behaviour cloning (:func:`fit_grounded_head`, H3's chunk labels and loss scaling) plus an
-auxiliary grounding cross-entropy.
+behaviour cloning (:func:`fit_grounded_head`, with the BC planner's chunk labels and loss
+scaling) plus an auxiliary grounding cross-entropy.
 
 Evaluation (:func:`evaluate_language_planner`): the planner alone, no delay: every ``period``
 steps (and at each episode start) it plans from the current observation and the env's
@@ -30,7 +30,7 @@ from edgerl.chunk import ActionChunk
 from edgerl.edit_obs import EditObsConfig
 from edgerl.logs import progress
 from edgerl.planner import PlannerHealth, PlannerInfo
-from edgerl.policies.bc_planner import chunk_labels, collect_expert_demos
+from edgerl.policies.bc_planner import chunk_labels, collect_expert_demos, init_bounded_mlp
 from edgerl.policies.evaluate import EvalResult, evaluate
 from edgerl.policies.language_encoder import SentenceEncoder, load_encoder
 from edgerl.runtime.language_planner import InstructionTokenizer
@@ -209,19 +209,8 @@ class GroundedChunkHead(nn.Module):
         self.register_buffer("slot_index", torch.as_tensor(self.slot_list, dtype=torch.int64))
         n_slots, slot_dim = self.slot_index.shape
         self.ground = nn.Linear(embed_dim, n_slots)
-        in_dim = len(self.robot_list) + slot_dim
-        layers: list[nn.Module] = []
-        for h in self.hidden_dims:
-            layers += [nn.Linear(in_dim, h), nn.ELU()]
-            in_dim = h
-        layers.append(nn.Linear(in_dim, horizon * action_dim))
-        self.mlp = nn.Sequential(*layers)
-        low = torch.as_tensor(action_low, dtype=torch.float32)
-        high = torch.as_tensor(action_high, dtype=torch.float32)
-        self.register_buffer("in_mean", torch.zeros(len(self.robot_list) + slot_dim))
-        self.register_buffer("in_std", torch.ones(len(self.robot_list) + slot_dim))
-        self.register_buffer("act_center", (high + low) / 2)
-        self.register_buffer("act_half", (high - low) / 2)
+        init_bounded_mlp(self, len(self.robot_list) + slot_dim, self.hidden_dims,
+                         horizon * action_dim, action_low, action_high)
 
     def grounding_logits(self, embedding: torch.Tensor) -> torch.Tensor:
         """``(B, K)`` slot scores of the instruction."""

@@ -11,7 +11,7 @@
 ``rtc``           chunk blend over the overlap of old and new chunks (no learning)
 ================  ==========================================================================
 
-The wrappers themselves are H1's (``edgerl.sim.wrappers``); this module only chooses and
+The wrappers themselves live in ``edgerl.sim.wrappers``; this module only chooses and
 configures them from a :class:`TrainConfig`, so training, evaluation and
 :func:`edgerl.policies.runs.load_policy` build exactly the same env.
 """
@@ -97,7 +97,7 @@ def edit_obs_config(cfg: TrainConfig, obs_dim: int, action_dim: int) -> EditObsC
 
 
 def latency_cfg(cfg: TrainConfig, spec: Any, seed: int) -> LatencyCfg:
-    """H1's :class:`LatencyCfg` for ``cfg`` on a task with ``spec``."""
+    """The :class:`LatencyCfg` for ``cfg`` on a task with ``spec``."""
     return LatencyCfg(method=cfg.method, latency=latency_model(cfg),
                       horizon=cfg.resolved_horizon, lookahead=cfg.lookahead,
                       n_committed=cfg.n_committed,

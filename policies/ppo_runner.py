@@ -226,7 +226,7 @@ class EdgeRunner(OnPolicyRunner):
 
         Same ``cfg["multi_gpu"]`` as rsl_rl's; the process group is NCCL on
         ``cuda:{LOCAL_RANK}`` and gloo on the CPU (so multi-process training also runs, and
-        is tested, without GPUs); an already-initialised group is reused. Added by H9.
+        is tested, without GPUs); an already-initialised group is reused.
         """
         rank, world, local = distributed_env()
         if world <= 1:

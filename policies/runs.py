@@ -1,4 +1,4 @@
-"""Reload a training run: the stable API the exporter (H4) and ``edgerl eval`` use.
+"""Reload a training run: the stable API the exporter and ``edgerl eval`` use.
 
 >>> pol = load_policy("runs/cartpole__edit__d5__s0__20261130-013000")
 >>> action = pol.actor(obs)            # (B, D) float32 policy obs -> (B, A), normalisation baked in

@@ -206,6 +206,7 @@ class EditLoop:
         self._std = np.asarray(spec.observation.std, np.float32)
         self._normalize = not spec.observation.normalized_in_graph
         self._last_t: float | None = None
+        self._reset_pending = False
         self.state = "no_chunk"
         self.transport_ok = True
         self.last_chunk_age_s = float("nan")
@@ -245,6 +246,9 @@ class EditLoop:
 
     def _step(self, t: float, overrun: bool) -> int:
         """Compute and send the command for time ``t``; returns the state index."""
+        if self._reset_pending:
+            self._reset_pending = False
+            self.reset()
         dt = self.period if self._last_t is None else t - self._last_t
         self._last_t = t
         safety = self.safety
@@ -376,6 +380,11 @@ class EditLoop:
         self.safety.reset()
         if self.backend is not None:
             self.backend.reset_state()
+
+    def request_reset(self) -> None:
+        """Thread-safe :meth:`reset`: the next tick starts a new episode (for an episode
+        boundary announced from another thread while the loop runs)."""
+        self._reset_pending = True
 
     # --- real-time thread --------------------------------------------------------------------
     def run_for(self, seconds: float | None = None, ticks: int | None = None) -> None:

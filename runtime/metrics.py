@@ -48,14 +48,8 @@ class LoopMetrics:
         self._late = np.zeros(capacity, np.float64)
         self._compute = np.zeros(capacity, np.float64)
         self._age = np.zeros(capacity, np.float64)
-        self._i = 0
-        self.ticks = 0
-        self.deadline_misses = 0
-        self.skipped = 0
-        self.max_late_s = 0.0
-        self.max_compute_s = 0.0
-        self.state_counts = [0] * len(STATES)
         self.planner_latency_s: deque[float] = deque(maxlen=4096)
+        self.reset()
 
     def reset(self) -> None:
         """Forget everything recorded so far (e.g. after warm-up); buffers are reused, so a

@@ -176,6 +176,11 @@ class _ProcessPlanner:
         self.info = PlannerInfo(horizon=h, action_dim=a, dt_s=dt, period_s=period,
                                 expected_latency_s=lat)
 
+    def replan_now(self) -> None:
+        """Start the next request without waiting for the period (e.g. at an episode reset):
+        at once when the worker is waiting, else as soon as the call in flight returns."""
+        self._wake.set()
+
     @property
     def pid(self) -> int | None:
         return self.proc.pid
@@ -245,6 +250,7 @@ class PlannerClient:
         self.clock: Clock = clock or MonotonicClock()
         self._planner: Any = None if isinstance(planner, str) else planner
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._obs = np.zeros(obs.dim, np.float32)
         self._backoff = self.cfg.backoff_initial_s
@@ -267,6 +273,7 @@ class PlannerClient:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the worker and the planner process (if any)."""
         self._stop.set()
+        self._wake.set()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout)
@@ -346,7 +353,10 @@ class PlannerClient:
                     self._count("restarts")
                 first_start = False
                 self._ensure_planner()
-                self._stop.wait(max(0.0, next_t - time.monotonic()))
+                delay = next_t - time.monotonic()
+                if delay > 0:
+                    self._wake.wait(delay)
+                self._wake.clear()
                 if self._stop.is_set():
                     break
                 if self.step() is None:  # no observation yet

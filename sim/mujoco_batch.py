@@ -41,8 +41,8 @@ from tensordict import TensorDict
 from edgerl.sim.randomization import DomainRandomizer
 from edgerl.sim.vec_env import EdgeVecEnv
 
-__all__ = ["ASSETS_DIR", "BACKENDS", "MujocoBatch", "MujocoTaskEnv", "WarpBatch", "load_model",
-           "raw_steps_per_s"]
+__all__ = ["ASSETS_DIR", "BACKENDS", "RAND_FIELDS", "InstructedTaskEnv", "MujocoBatch",
+           "MujocoTaskEnv", "WarpBatch", "control_substeps", "load_model", "raw_steps_per_s"]
 
 log = logging.getLogger(__name__)
 
@@ -340,6 +340,26 @@ def raw_steps_per_s(model: mujoco.MjModel, num_envs: int, steps: int, nsubsteps:
 
 # --- the shared vectorized-task base --------------------------------------------------------
 
+#: The usual :attr:`MujocoTaskEnv._rand_fields`: each randomization scale and the MjModel
+#: fields (column or None = all) it multiplies.
+RAND_FIELDS: dict[str, list[tuple[str, int | None]]] = {
+    "mass_scale": [("body_mass", None), ("body_inertia", None)],
+    "friction_scale": [("geom_friction", 0)],
+    "damping_scale": [("dof_damping", None)],
+    "actuator_gain": [("actuator_gainprm", 0)],
+}
+
+
+def control_substeps(task: str, control_hz: float, model: mujoco.MjModel) -> int:
+    """Physics steps per control step of ``task`` at ``control_hz``; a ``ValueError`` naming
+    ``task`` unless ``control_hz`` divides the model's physics rate."""
+    steps = 1.0 / (control_hz * model.opt.timestep)
+    if abs(steps - round(steps)) > 1e-9 or round(steps) < 1:
+        raise ValueError(f"{task}: control_hz {control_hz} must divide the "
+                         f"physics rate {1.0 / model.opt.timestep:g} Hz")
+    return int(round(steps))
+
+
 
 class MujocoTaskEnv(EdgeVecEnv):
     """Base of edgerl's MuJoCo tasks: the MDP step around a :class:`MujocoBatch`.
@@ -536,6 +556,39 @@ class MujocoTaskEnv(EdgeVecEnv):
 
     def close(self) -> None:
         self.sim.close()
+
+
+class InstructedTaskEnv(MujocoTaskEnv):
+    """A :class:`MujocoTaskEnv` with one instruction per env (``spec.instructions``).
+
+    Subclasses keep :attr:`instruction_id` (int64 (N,), index into ``spec.instructions``)
+    and may react to :meth:`set_instruction` in :meth:`_instruction_changed`.
+    """
+
+    instruction_id: np.ndarray
+
+    def instruction(self, env_id: int) -> str:
+        """The canonical instruction text of env ``env_id``."""
+        return self.spec.instructions[int(self.instruction_id[int(env_id)])]
+
+    def instruction_ids(self) -> torch.Tensor:
+        """int64 (N,) instruction ids on ``device``."""
+        return self._tensor(self.instruction_id)
+
+    def set_instruction(self, env_ids: torch.Tensor | np.ndarray, ids: torch.Tensor | np.ndarray
+                        ) -> None:
+        """Override the instruction of ``env_ids`` (e.g. to evaluate one instruction)."""
+        env_ids = np.asarray(torch.as_tensor(env_ids).cpu(), dtype=np.int64).reshape(-1)
+        ids = np.asarray(torch.as_tensor(ids).cpu(), dtype=np.int64).reshape(-1)
+        if ids.size and (ids.min() < 0 or ids.max() >= len(self.spec.instructions)):
+            raise ValueError(f"instruction ids must be in [0, {len(self.spec.instructions)}), "
+                             f"got {ids.tolist()}")
+        self.instruction_id[env_ids] = ids
+        self._instruction_changed(env_ids)
+
+    def _instruction_changed(self, env_ids: np.ndarray) -> None:
+        """Hook after :meth:`set_instruction` wrote ``instruction_id[env_ids]`` (default none)."""
+        return None
 
 
 # --- backend comparison (python -m edgerl.sim.mujoco_batch) ---------------------------------

@@ -14,6 +14,7 @@ device.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 
@@ -54,6 +55,14 @@ class DomainRandConfig:
         if any(int(v) != v for v in self.latency_steps):
             raise ValueError(f"randomization.latency_steps: need integers, got "
                              f"{self.latency_steps}")
+
+    @classmethod
+    def coerce(cls, value: DomainRandConfig | dict[str, Any]) -> DomainRandConfig:
+        """``value`` as a config: a dict (e.g. from YAML or CLI kwargs) becomes
+        ``DomainRandConfig(**value)``; anything else is returned unchanged."""
+        if isinstance(value, dict):
+            return cls(**value)
+        return value
 
     @property
     def enabled(self) -> bool:

@@ -183,7 +183,7 @@ class LqrHoldPlanner:
 
 
 class BundleController:
-    """The deployed runtime as the host side: H5's ``EditLoop`` over the bundle's policy,
+    """The deployed runtime as the host side: the runtime's ``EditLoop`` over the bundle's policy,
     fed by STATE echoes, commanding through the serial sink, with a ``PlannerClient`` running
     ``planner.onnx`` (or :class:`LqrHoldPlanner` when the bundle has none)."""
 

@@ -34,6 +34,7 @@ from tensordict import TensorDict
 
 from edgerl.sim.registry import TaskInfo
 from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
+from edgerl.sim.wrappers.base import forwarded_property
 
 __all__ = ["ISAACLAB_PREFIX", "MJLAB_PREFIX", "FrameworkUnavailable", "RslRlEnvAdapter",
            "TaskLayout", "describe_isaaclab_task", "describe_mjlab_task", "extract_layout",
@@ -208,13 +209,7 @@ class RslRlEnvAdapter(EdgeVecEnv):
     def unwrapped(self) -> Any:
         return getattr(self.env, "unwrapped", self.env)
 
-    @property
-    def episode_length_buf(self) -> torch.Tensor:
-        return self.env.episode_length_buf
-
-    @episode_length_buf.setter
-    def episode_length_buf(self, value: torch.Tensor) -> None:
-        self.env.episode_length_buf = value
+    episode_length_buf = forwarded_property("episode_length_buf")
 
     def _remap(self, obs: Any) -> TensorDict:
         groups = {k: v for k, v in obs.items() if k != self.policy_group}

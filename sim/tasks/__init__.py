@@ -29,6 +29,6 @@ register_task(TaskInfo(
     description="multi-agent bicycle-model driving, curved 3-lane road, dry/wet/ice, "
                 "kinematic|dynamic (torch)",
     entry_point="edgerl.sim.tasks.driving:make_driving"))
-register_task_family("gym:", "edgerl.sim.adapters.gymnasium:describe_gym_task")  # H9: gym:<EnvId>
-register_task_family("mjlab:", "edgerl.sim.adapters.rsl_rl_wrapper:describe_mjlab_task")  # H9
-register_task_family("isaaclab:", "edgerl.sim.adapters.rsl_rl_wrapper:describe_isaaclab_task")  # H9
+register_task_family("gym:", "edgerl.sim.adapters.gymnasium:describe_gym_task")  # gym:<EnvId>
+register_task_family("mjlab:", "edgerl.sim.adapters.rsl_rl_wrapper:describe_mjlab_task")
+register_task_family("isaaclab:", "edgerl.sim.adapters.rsl_rl_wrapper:describe_isaaclab_task")

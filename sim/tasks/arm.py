@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from edgerl.sim.mujoco_batch import MujocoTaskEnv, load_model
+from edgerl.sim.mujoco_batch import RAND_FIELDS, InstructedTaskEnv, control_substeps, load_model
 from edgerl.sim.randomization import DomainRandConfig
 from edgerl.sim.tasks.arm_language import COLORS, INSTRUCTIONS
 from edgerl.sim.vec_env import TaskSpec
@@ -62,8 +62,7 @@ class ArmReachCfg:
     randomization: DomainRandConfig = field(default_factory=DomainRandConfig)
 
     def __post_init__(self) -> None:
-        if isinstance(self.randomization, dict):
-            self.randomization = DomainRandConfig(**self.randomization)
+        self.randomization = DomainRandConfig.coerce(self.randomization)
         lo, hi = self.target_radius
         if not (abs(LINK1 - LINK2) < lo <= hi < LINK1 + LINK2):
             raise ValueError(f"arm_reach: target_radius {self.target_radius} must lie inside "
@@ -94,7 +93,7 @@ def _wrap(angle: np.ndarray) -> np.ndarray:
     return (angle + np.pi) % (2 * np.pi) - np.pi
 
 
-class ArmReachEnv(MujocoTaskEnv):
+class ArmReachEnv(InstructedTaskEnv):
     """Vectorized language-conditioned reaching; ``{"policy": (N, 16), "critic": (N, 22)}``.
 
     Attributes:
@@ -103,21 +102,14 @@ class ArmReachEnv(MujocoTaskEnv):
     """
 
     n_targets = len(COLORS)
-    _rand_fields = {
-        "mass_scale": [("body_mass", None), ("body_inertia", None)],
-        "damping_scale": [("dof_damping", None)],
-        "actuator_gain": [("actuator_gainprm", 0)],
-    }
+    #: no contacts, so no friction scale
+    _rand_fields = {k: v for k, v in RAND_FIELDS.items() if k != "friction_scale"}
 
     def __init__(self, num_envs: int = 64, device: str | torch.device = "cpu", seed: int = 0,
                  cfg: ArmReachCfg | None = None) -> None:
         self.cfg = cfg or ArmReachCfg()
         model = load_model("arm_planar.xml")
-        steps = 1.0 / (self.cfg.control_hz * model.opt.timestep)
-        if abs(steps - round(steps)) > 1e-9 or round(steps) < 1:
-            raise ValueError(f"arm_reach: control_hz {self.cfg.control_hz} must divide the "
-                             f"physics rate {1.0 / model.opt.timestep:g} Hz")
-        self.substeps = int(round(steps))
+        self.substeps = control_substeps("arm_reach", self.cfg.control_hz, model)
         v = self.cfg.max_joint_vel
         obs_names = (["cos_shoulder", "sin_shoulder", "cos_elbow", "sin_elbow",
                       "shoulder_vel", "elbow_vel", "tip_x", "tip_y"]
@@ -138,25 +130,7 @@ class ArmReachEnv(MujocoTaskEnv):
         self._rows = np.arange(self.num_envs)
         self.reset()
 
-    # --- language -----------------------------------------------------------------------------
-    def instruction(self, env_id: int) -> str:
-        """The canonical instruction text of env ``env_id``."""
-        return self.spec.instructions[int(self.instruction_id[int(env_id)])]
-
-    def instruction_ids(self) -> torch.Tensor:
-        """int64 (N,) instruction ids on ``device``."""
-        return self._tensor(self.instruction_id)
-
-    def set_instruction(self, env_ids: torch.Tensor | np.ndarray, ids: torch.Tensor | np.ndarray
-                        ) -> None:
-        """Override the instruction of ``env_ids`` (e.g. to evaluate one instruction)."""
-        env_ids = np.asarray(torch.as_tensor(env_ids).cpu(), dtype=np.int64).reshape(-1)
-        ids = np.asarray(torch.as_tensor(ids).cpu(), dtype=np.int64).reshape(-1)
-        if ids.size and (ids.min() < 0 or ids.max() >= len(self.spec.instructions)):
-            raise ValueError(f"instruction ids must be in [0, {len(self.spec.instructions)}), "
-                             f"got {ids.tolist()}")
-        self.instruction_id[env_ids] = ids
-
+    # --- language (instruction / instruction_ids / set_instruction: InstructedTaskEnv) ---------
     def goal(self) -> np.ndarray:
         """float64 (N, 2) position of the instructed target (m)."""
         return self.targets[self._rows, self.instruction_id]

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from edgerl.sim.mujoco_batch import MujocoTaskEnv, load_model
+from edgerl.sim.mujoco_batch import RAND_FIELDS, InstructedTaskEnv, control_substeps, load_model
 from edgerl.sim.randomization import DomainRandConfig
 from edgerl.sim.tasks.arm import _wrap, arm_fk, arm_ik
 from edgerl.sim.tasks.arm_push_language import COLORS, DIRECTIONS, INSTRUCTIONS
@@ -64,8 +64,7 @@ class ArmPushCfg:
     randomization: DomainRandConfig = field(default_factory=DomainRandConfig)
 
     def __post_init__(self) -> None:
-        if isinstance(self.randomization, dict):
-            self.randomization = DomainRandConfig(**self.randomization)
+        self.randomization = DomainRandConfig.coerce(self.randomization)
         lo, hi = self.puck_radius
         contact = PUCK_RADIUS + TIP_RADIUS
         # the fingertip's radius range over a push: behind the start or at the goal
@@ -75,7 +74,7 @@ class ArmPushCfg:
                              f"{self.push_dist} m inside the arm's reach")
 
 
-class ArmPushEnv(MujocoTaskEnv):
+class ArmPushEnv(InstructedTaskEnv):
     """Vectorized language-conditioned pushing; ``{"policy": (N, 15), "critic": (N, 29)}``.
 
     Attributes:
@@ -84,22 +83,13 @@ class ArmPushEnv(MujocoTaskEnv):
     """
 
     n_pucks = len(COLORS)
-    _rand_fields = {
-        "mass_scale": [("body_mass", None), ("body_inertia", None)],
-        "friction_scale": [("geom_friction", 0)],
-        "damping_scale": [("dof_damping", None)],
-        "actuator_gain": [("actuator_gainprm", 0)],
-    }
+    _rand_fields = RAND_FIELDS
 
     def __init__(self, num_envs: int = 64, device: str | torch.device = "cpu", seed: int = 0,
                  cfg: ArmPushCfg | None = None) -> None:
         self.cfg = cfg or ArmPushCfg()
         model = load_model("arm_push.xml")
-        steps = 1.0 / (self.cfg.control_hz * model.opt.timestep)
-        if abs(steps - round(steps)) > 1e-9 or round(steps) < 1:
-            raise ValueError(f"arm_push: control_hz {self.cfg.control_hz} must divide the "
-                             f"physics rate {1.0 / model.opt.timestep:g} Hz")
-        self.substeps = int(round(steps))
+        self.substeps = control_substeps("arm_push", self.cfg.control_hz, model)
         v = self.cfg.max_joint_vel
         obs_names = (["cos_shoulder", "sin_shoulder", "cos_elbow", "sin_elbow",
                       "shoulder_vel", "elbow_vel", "finger_z", "tip_x", "tip_y"]
@@ -119,25 +109,10 @@ class ArmPushEnv(MujocoTaskEnv):
         self._rows = np.arange(self.num_envs)
         self.reset()
 
-    # --- language -----------------------------------------------------------------------------
-    def instruction(self, env_id: int) -> str:
-        """The canonical instruction text of env ``env_id``."""
-        return self.spec.instructions[int(self.instruction_id[int(env_id)])]
-
-    def instruction_ids(self) -> torch.Tensor:
-        """int64 (N,) instruction ids on ``device``."""
-        return self._tensor(self.instruction_id)
-
-    def set_instruction(self, env_ids: torch.Tensor | np.ndarray, ids: torch.Tensor | np.ndarray
-                        ) -> None:
-        """Override the instruction of ``env_ids``; the goal moves with it (from the named
+    # --- language (instruction / instruction_ids / set_instruction: InstructedTaskEnv) ---------
+    def _instruction_changed(self, env_ids: np.ndarray) -> None:
+        """After ``set_instruction``: the goal moves with the instruction (from the named
         puck's current position)."""
-        env_ids = np.asarray(torch.as_tensor(env_ids).cpu(), dtype=np.int64).reshape(-1)
-        ids = np.asarray(torch.as_tensor(ids).cpu(), dtype=np.int64).reshape(-1)
-        if ids.size and (ids.min() < 0 or ids.max() >= len(self.spec.instructions)):
-            raise ValueError(f"instruction ids must be in [0, {len(self.spec.instructions)}), "
-                             f"got {ids.tolist()}")
-        self.instruction_id[env_ids] = ids
         self._set_goal(env_ids)
 
     # --- state helpers ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from edgerl.sim.mujoco_batch import MujocoTaskEnv, load_model
+from edgerl.sim.mujoco_batch import RAND_FIELDS, MujocoTaskEnv, control_substeps, load_model
 from edgerl.sim.randomization import DomainRandConfig
 from edgerl.sim.vec_env import TaskSpec
 
@@ -80,8 +80,7 @@ class BallBalanceCfg:
     randomization: DomainRandConfig = field(default_factory=DomainRandConfig)
 
     def __post_init__(self) -> None:
-        if isinstance(self.randomization, dict):
-            self.randomization = DomainRandConfig(**self.randomization)
+        self.randomization = DomainRandConfig.coerce(self.randomization)
         if not 0.0 < self.success_window <= 1.0 or not 0.0 < self.success_fraction <= 1.0:
             raise ValueError("ball_balance: success_window and success_fraction must be in (0, 1]")
         if self.init_pos >= PLATE_HALF or self.target_center + self.target_amp >= PLATE_HALF:
@@ -113,22 +112,13 @@ class BallBalanceEnv(MujocoTaskEnv):
     margin (distance from the nearest edge), both in metres.
     """
 
-    _rand_fields = {
-        "mass_scale": [("body_mass", None), ("body_inertia", None)],
-        "friction_scale": [("geom_friction", 0)],
-        "damping_scale": [("dof_damping", None)],
-        "actuator_gain": [("actuator_gainprm", 0)],
-    }
+    _rand_fields = RAND_FIELDS
 
     def __init__(self, num_envs: int = 64, device: str | torch.device = "cpu", seed: int = 0,
                  cfg: BallBalanceCfg | None = None) -> None:
         self.cfg = cfg or BallBalanceCfg()
         model = load_model("ball_plate.xml")
-        steps = 1.0 / (self.cfg.control_hz * model.opt.timestep)
-        if abs(steps - round(steps)) > 1e-9 or round(steps) < 1:
-            raise ValueError(f"ball_balance: control_hz {self.cfg.control_hz} must divide the "
-                             f"physics rate {1.0 / model.opt.timestep:g} Hz")
-        self.substeps = int(round(steps))
+        self.substeps = control_substeps("ball_balance", self.cfg.control_hz, model)
         t = self.cfg.max_tilt
         self.spec = TaskSpec(
             name="ball_balance",

@@ -64,8 +64,7 @@ class CartpoleCfg:
     def __post_init__(self) -> None:
         if self.control_hz <= 0 or self.substeps < 1 or self.max_episode_steps < 1:
             raise ValueError("cartpole: control_hz > 0, substeps >= 1 and max_episode_steps >= 1")
-        if isinstance(self.randomization, dict):
-            self.randomization = DomainRandConfig(**self.randomization)
+        self.randomization = DomainRandConfig.coerce(self.randomization)
 
 
 def cartpole_dynamics(state: torch.Tensor, force: torch.Tensor, cfg: CartpoleCfg,

@@ -100,8 +100,7 @@ class DrivingCfg:
                              f"'mixed', got {self.surface!r}")
         if self.n_agents < 1 or self.n_lanes < 1 or self.substeps < 1:
             raise ValueError("driving: n_agents, n_lanes and substeps must be >= 1")
-        if isinstance(self.randomization, dict):
-            self.randomization = DomainRandConfig(**self.randomization)
+        self.randomization = DomainRandConfig.coerce(self.randomization)
         self.other_speed = tuple(self.other_speed)
 
 

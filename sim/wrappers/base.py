@@ -15,12 +15,25 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
-__all__ = ["DelayLine", "VecEnvWrapper", "done_ids"]
+__all__ = ["DelayLine", "VecEnvWrapper", "done_ids", "forwarded_property"]
 
 
 def done_ids(dones: torch.Tensor) -> torch.Tensor:
     """Indices (int64 (n,)) of the envs flagged in ``dones`` (N,) of any dtype."""
     return dones.to(torch.bool).nonzero().squeeze(-1)
+
+
+def forwarded_property(name: str) -> property:
+    """A read / write property that forwards attribute ``name`` to the wrapped ``self.env``
+    (``episode_length_buf``: rsl_rl's runner reads it and assigns it for random starts)."""
+
+    def fget(self: Any) -> Any:
+        return getattr(self.env, name)
+
+    def fset(self: Any, value: Any) -> None:
+        setattr(self.env, name, value)
+
+    return property(fget, fset)
 
 
 class VecEnvWrapper:
@@ -51,13 +64,7 @@ class VecEnvWrapper:
     def max_episode_length(self) -> int | torch.Tensor:
         return self.env.max_episode_length
 
-    @property
-    def episode_length_buf(self) -> torch.Tensor:
-        return self.env.episode_length_buf
-
-    @episode_length_buf.setter
-    def episode_length_buf(self, value: torch.Tensor) -> None:
-        self.env.episode_length_buf = value
+    episode_length_buf = forwarded_property("episode_length_buf")
 
     @property
     def cfg(self) -> Any:

@@ -30,7 +30,7 @@ def bundle_copy(bundle_dir, tmp_path):
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    """Cartpole trained for one PPO iteration through H3's ``edgerl train``."""
+    """Cartpole trained for one PPO iteration through ``edgerl train``."""
     run = tmp_path_factory.mktemp("runs") / "cartpole_edit"
     rc = main([*QUIET, "train", "cartpole", "--method", "edit", "--delay-steps", "2",
                "--num-envs", "4", "--iterations", "1", "--steps-per-env", "4", "--out",

@@ -90,7 +90,7 @@ def test_lstm_bundle_runs_without_torch(lstm_bundle):
                              str(lstm_bundle.parent / "y.npy")))
     assert doc["torch_loaded"] is False
     assert doc["direct_err"] <= 1e-5
-    assert doc["runtime_err"] <= 1e-5  # through H5's edgerl.runtime.bundle.load_bundle
+    assert doc["runtime_err"] <= 1e-5  # through edgerl.runtime.bundle.load_bundle
 
 
 def test_runtime_loader_rejects_tampered_and_newer(lstm_bundle, tmp_path):

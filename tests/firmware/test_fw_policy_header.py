@@ -1,4 +1,4 @@
-"""The firmware built with a policy.h exported by edgerl.export (H4's C header) runs it on
+"""The firmware built with a policy.h exported by edgerl.export (the exported C header) runs it on
 the MCU side: output equals onnxruntime's on the same observation."""
 
 from __future__ import annotations

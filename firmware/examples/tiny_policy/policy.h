@@ -1,4 +1,4 @@
-/* A tiny example on-MCU policy in the shape of H4's exported policy.h (C99, no malloc):
+/* A tiny example on-MCU policy in the shape of the exported policy.h (C99, no malloc):
  * out = W2 * tanh(W1 * in + b1) + b2 with 2 inputs, 4 hidden units, 1 output.
  * Built into the `edgerl_fw_host_policy` binary so the EDGERL_WITH_POLICY path is tested. */
 #ifndef EDGERL_EXAMPLE_POLICY_H

@@ -12,6 +12,8 @@ QoS choices (see docs/ros2.md):
   keeps only the newest, so a slow reader never receives an old chunk after a new one.
 * instruction (``String``): RELIABLE + TRANSIENT_LOCAL depth 1, so a planner that starts
   late still gets the current instruction.
+* episode (``std_msgs/Header``, sim robots only): RELIABLE + TRANSIENT_LOCAL depth 1. A
+  reset is a rare event that must not be lost, and only the newest boundary matters.
 * ``/diagnostics``: RELIABLE depth 10 (what diagnostic_aggregator and rqt expect).
 """
 
@@ -39,6 +41,7 @@ __all__ = [
     "CHUNK_QOS",
     "COMMAND_QOS",
     "DIAG_QOS",
+    "EPISODE_QOS",
     "INSTRUCTION_QOS",
     "STATE_QOS",
     "TOPICS",
@@ -58,6 +61,7 @@ TOPICS = {
     "chunk": "planner/chunk",
     "instruction": "planner/instruction",
     "expert": "sim/expert_chunk",
+    "episode": "robot/episode",
     "diagnostics": "/diagnostics",
 }
 
@@ -70,6 +74,7 @@ CHUNK_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPo
 INSTRUCTION_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
                              history=HistoryPolicy.KEEP_LAST, depth=1,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
+EPISODE_QOS = INSTRUCTION_QOS
 DIAG_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
                       depth=10)
 

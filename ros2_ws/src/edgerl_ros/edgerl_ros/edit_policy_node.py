@@ -15,6 +15,13 @@ manifest's observation names in any order, values in ``position``) is written in
 time, strictly increasing ``time_from_start``, names = action names) is pushed into the
 :class:`ChunkBuffer`. Malformed messages are dropped, counted by reason and reported.
 
+Episode resets (optional; sim robots): a ``std_msgs/Header`` on ``robot/episode`` whose
+stamp is the new episode's first state stamp clears the ChunkBuffer, resets the loop's
+history (committed actions, recurrent state, rate-limit reference; :meth:`EditLoop.reset` at
+the next tick) and from then on drops chunks whose observation stamp predates it (counted as
+``chunks_dropped_pre_reset``), as the training wrappers do at reset. Without reset messages
+(real robots) nothing changes.
+
 Output: ``robot/command`` as ``sensor_msgs/JointState`` -- named per element (the receiver
 checks names, no positional guessing), one message per tick, ``header.stamp`` = the stamp of
 the state the command was computed from (so anyone downstream measures state -> command
@@ -32,6 +39,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory
 
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
@@ -39,6 +47,7 @@ from edgerl_ros.common import (
     CHUNK_QOS,
     COMMAND_QOS,
     DIAG_QOS,
+    EPISODE_QOS,
     STATE_QOS,
     TOPICS,
     ParamSpec,
@@ -124,6 +133,9 @@ class EditPolicyNode(LifecycleNode):
         self._subs: list[Any] = []
         self._timer = None
         self.commands_sent = 0
+        self.reset_stamp_ns = 0  # newest announced episode start (0: none)
+        self.episode_resets = 0
+        self.chunks_dropped_pre_reset = 0
         self.rt_applied = False
         self.state_age = Samples()
 
@@ -166,6 +178,7 @@ class EditPolicyNode(LifecycleNode):
             self.create_subscription(JointState, TOPICS["state"], self._on_state, STATE_QOS),
             self.create_subscription(JointTrajectory, TOPICS["chunk"], self._on_chunk,
                                      CHUNK_QOS),
+            self.create_subscription(Header, TOPICS["episode"], self._on_episode, EPISODE_QOS),
         ]
         self._timer = self.create_timer(float(p["diagnostics_period_s"]),
                                         self._publish_diagnostics)
@@ -253,6 +266,9 @@ class EditPolicyNode(LifecycleNode):
         spec, loop = self.spec, self.loop
         if spec is None or loop is None:
             return
+        if stamp_to_ns(msg.header.stamp) < self.reset_stamp_ns:  # planned in an old episode
+            self.chunks_dropped_pre_reset += 1
+            return
         try:
             chunk = trajectory_to_chunk(msg, spec.action.names, self.timebase)
             now = time.perf_counter()
@@ -261,6 +277,18 @@ class EditPolicyNode(LifecycleNode):
             self.drops.drop(TOPICS["chunk"], str(exc))
             return
         loop.metrics.planner_latency_s.append(now - chunk.obs_time)
+
+    def _on_episode(self, msg: Header) -> None:
+        """Episode reset: forget the old episode's chunk and history (see the module doc)."""
+        loop = self.loop
+        stamp = stamp_to_ns(msg.header.stamp) if hasattr(msg, "header") else stamp_to_ns(
+            msg.stamp)
+        if loop is None or stamp <= self.reset_stamp_ns:  # duplicate / out of order
+            return
+        self.reset_stamp_ns = stamp
+        self.episode_resets += 1
+        loop.buffer.clear()
+        loop.request_reset()
 
     def _send(self, command: np.ndarray, t: float) -> bool:
         """CommandSink: one JointState per tick, stamped with the state it answers."""
@@ -289,6 +317,8 @@ class EditPolicyNode(LifecycleNode):
                 "rt_priority_applied": self.rt_applied,
                 "ticks": m["ticks"],
                 "commands_sent": self.commands_sent,
+                "episode_resets": self.episode_resets,
+                "chunks_dropped_pre_reset": self.chunks_dropped_pre_reset,
                 "tick_compute_p50_us": m["tick_compute_p50_us"],
                 "tick_compute_p99_us": m["tick_compute_p99_us"],
                 "jitter_p50_us": m["jitter_p50_us"],

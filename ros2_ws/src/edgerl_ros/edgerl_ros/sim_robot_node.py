@@ -10,6 +10,11 @@ the task's privileged scripted expert as a ``JointTrajectory`` chunk on ``sim/ex
 (stamp = the state's stamp; ``expert_horizon`` rows from the task's ``expert_chunk`` when it
 has one, else its ``expert_action`` held), which ``planner_node`` in ``expert`` mode serves.
 
+Episode resets are announced on ``robot/episode`` (``std_msgs/Header``; RELIABLE,
+TRANSIENT_LOCAL depth 1; ``announce_resets``): ``stamp`` = the stamp of the new episode's first
+state (everything stamped earlier belongs to the previous episode), ``frame_id`` = the episode
+index (decimal). The edit and planner nodes then drop what they hold from the old episode.
+
 End-to-end latency is measured here: a command's ``header.stamp`` carries the stamp of the
 state it was computed from, so ``receive time - stamp`` is state-out -> command-in across
 processes. Diagnostics: step rate and jitter, episodes, successes, latency, dropped commands.
@@ -26,6 +31,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory
 
 from edgerl.chunk import ActionChunk
@@ -34,6 +40,7 @@ from edgerl_ros.common import (
     CHUNK_QOS,
     COMMAND_QOS,
     DIAG_QOS,
+    EPISODE_QOS,
     STATE_QOS,
     TOPICS,
     ParamSpec,
@@ -50,6 +57,7 @@ from edgerl_ros.messages import (
     chunk_to_trajectory,
     joint_state_values,
     make_joint_state,
+    ns_to_stamp,
     stamp_to_ns,
 )
 from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
@@ -70,6 +78,7 @@ PARAMS = [
     ParamSpec("publish_expert", True, "publish the privileged expert chunk (sim only)"),
     ParamSpec("expert_horizon", 10, "rows of the expert chunk", 1, 10000),
     ParamSpec("expert_every", 1, "publish the expert chunk every N steps", 1, 100000),
+    ParamSpec("announce_resets", True, "publish each episode reset on robot/episode"),
     ParamSpec("wait_for_command", True, "do not step the sim before the first command"),
     ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the stepping thread (0 = normal)",
               0, 99),
@@ -99,6 +108,7 @@ class SimRobotNode(Node):
         self.expert_horizon = int(p["expert_horizon"])
         self.expert_every = int(p["expert_every"])
         self.wait_for_command = bool(p["wait_for_command"])
+        self.announce_resets = bool(p["announce_resets"])
         self.timebase = TimeBase()
         self.obs = self.env.reset()["policy"]
 
@@ -118,6 +128,8 @@ class SimRobotNode(Node):
         self.state_pub = self.create_publisher(JointState, TOPICS["state"], STATE_QOS)
         self.expert_pub = self.create_publisher(JointTrajectory, TOPICS["expert"], CHUNK_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
+        self.episode_pub = (self.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
+                            if self.announce_resets else None)
         self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
         self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
         self._stop = threading.Event()
@@ -162,8 +174,9 @@ class SimRobotNode(Node):
         action = self.env.expert_action()[0].numpy()
         return np.repeat(action[None], self.expert_horizon, axis=0)
 
-    def _publish_state(self, step: int) -> None:
-        stamp = time.time_ns()
+    def _publish_state(self, step: int, stamp: int | None = None) -> None:
+        """Publish the current state (and expert chunk) stamped ``stamp`` (ns; default now)."""
+        stamp = time.time_ns() if stamp is None else stamp
         obs = self.obs[0].numpy()
         self.state_pub.publish(make_joint_state(self.spec.obs_names, obs, stamp))
         if self.publish_expert and step % self.expert_every == 0:
@@ -172,6 +185,13 @@ class SimRobotNode(Node):
                                 obs_time=t_obs, source="expert")
             self.expert_pub.publish(chunk_to_trajectory(chunk, self.spec.action_names,
                                                         self.timebase, stamp))
+
+    def _announce_reset(self, stamp_ns: int) -> None:
+        """``robot/episode``: the new episode starts with the state stamped ``stamp_ns``."""
+        if self.episode_pub is not None:
+            msg = Header(frame_id=str(self.episodes))
+            msg.stamp = ns_to_stamp(stamp_ns)
+            self.episode_pub.publish(msg)
 
     def _run(self) -> None:
         clock = MonotonicClock()
@@ -192,13 +212,17 @@ class SimRobotNode(Node):
                 action = torch.as_tensor(self._current_action(now), dtype=torch.float32)[None]
                 obs, _rew, dones, extras = self.env.step(action)
                 self.obs = obs["policy"]
-                if bool(dones.any()):
+                reset = bool(dones.any())
+                if reset:
                     self.episodes += 1
                 success = extras.get("success") if isinstance(extras, dict) else None
                 if success is not None and bool(torch.as_tensor(success).any()):
                     self.successes += 1
                 step += 1
-                self._publish_state(step)
+                stamp = time.time_ns()
+                if reset:  # announced first, so receivers drop the old episode before its
+                    self._announce_reset(stamp)  # first state (stamp) arrives
+                self._publish_state(step, stamp)
                 t_next += period
                 late = clock.now() - t_next
                 if late > 0:
