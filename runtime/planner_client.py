@@ -176,11 +176,6 @@ class _ProcessPlanner:
         self.info = PlannerInfo(horizon=h, action_dim=a, dt_s=dt, period_s=period,
                                 expected_latency_s=lat)
 
-    def replan_now(self) -> None:
-        """Start the next request without waiting for the period (e.g. at an episode reset):
-        at once when the worker is waiting, else as soon as the call in flight returns."""
-        self._wake.set()
-
     @property
     def pid(self) -> int | None:
         return self.proc.pid
@@ -285,6 +280,11 @@ class PlannerClient:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def replan_now(self) -> None:
+        """Start the next request without waiting for the period (e.g. at an episode reset):
+        at once when the worker is waiting, else as soon as the call in flight returns."""
+        self._wake.set()
 
     @property
     def pid(self) -> int | None:

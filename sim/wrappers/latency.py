@@ -167,9 +167,11 @@ class LatencyWrapper(VecEnvWrapper):
         self.obs_dim = int(robot0.shape[-1])
         self.edit_obs_cfg = EditObsConfig(self.obs_dim, a, cfg.lookahead, cfg.n_committed,
                                           cfg.age_scale_s, cfg.age_clip)
-        self.horizon = (cfg.horizon or int(getattr(planner, "horizon", 0) or 0)
-                        or required_horizon(lat, cfg.lookahead, extra_max))
         self.blend_steps = cfg.rtc_blend_steps or lat.planner_period_steps
+        # rtc blends the replaced chunk's rows after the new one arrives: it needs them to exist
+        rows_ahead = max(cfg.lookahead, self.blend_steps) if cfg.method == "rtc" else cfg.lookahead
+        self.horizon = (cfg.horizon or int(getattr(planner, "horizon", 0) or 0)
+                        or required_horizon(lat, rows_ahead, extra_max))
         stale = lat.planner_period_steps if cfg.stale_steps < 0 else cfg.stale_steps
 
         # Per-env method delay (policy -> command queue), resampled at episode start.
@@ -289,7 +291,10 @@ class LatencyWrapper(VecEnvWrapper):
         row = select_chunk_rows(s.cur, s.row_index(), 1)[:, 0]
         if self.method == "rtc":
             since = s.t - s.arrived_at
-            blend = s.prev_valid & (since < self.blend_steps)
+            # blend only over the true overlap: rows the replaced chunk still has (never its
+            # held last row, which is older than anything it planned)
+            in_overlap = s.prev_row_index() < s.prev.shape[1]
+            blend = s.prev_valid & (since < self.blend_steps) & in_overlap
             w = ((since + 1).float() / float(self.blend_steps + 1))[:, None]
             old = select_chunk_rows(s.prev, s.prev_row_index(), 1)[:, 0]
             row = torch.where(blend[:, None], (1.0 - w) * old + w * row, row)

@@ -252,3 +252,71 @@ class TestBadInput:
         assert int(last["dropped robot/joint_states non_finite"]) >= 3
         # the NaN state never reached the loop: no non-finite-observation fallback
         assert node.loop.metrics.state_counts[states.index("nonfinite_obs")] == nonfinite0
+
+
+def _wait_for(cond, timeout=5.0):
+    t_end = time.monotonic() + timeout
+    while not cond() and time.monotonic() < t_end:
+        time.sleep(0.005)
+    return cond()
+
+
+class TestEpisodeReset:
+    def test_chunks_planned_before_a_reset_are_not_executed_after_it(self, graph):
+        from edgerl_ros.common import EPISODE_QOS, TOPICS
+        from edgerl_ros.messages import chunk_to_trajectory, ns_to_stamp
+        from rclpy.lifecycle import TransitionCallbackReturn as R
+        from std_msgs.msg import Header
+
+        from edgerl.chunk import ActionChunk
+
+        node, probe = graph
+        assert node.call(node.trigger_configure) == R.SUCCESS
+        assert node.call(node.trigger_activate) == R.SUCCESS
+        episode_pub = probe.node.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
+        states = list(node.loop.metrics.summary()["states"])
+        ok = states.index("ok")
+
+        def old_chunk(value):  # planned from a state of the episode about to end
+            t_obs = time.perf_counter()
+            chunk = ActionChunk(np.full((200, 1), value), t0=t_obs, dt=0.02, obs_time=t_obs)
+            return chunk_to_trajectory(chunk, ["cart_force"], probe.tb)
+
+        _drive(probe, 0.6)  # the old episode: states and fresh chunks, loop ok
+        assert node.loop.state == "ok"
+        # an in-flight chunk of the old episode covering the next 4 s: only the reset can
+        # make it unusable (without the reset the loop would execute it)
+        stale = old_chunk(0.7)
+        time.sleep(0.005)
+        reset = Header(frame_id="1")
+        reset.stamp = ns_to_stamp(time.time_ns())
+        episode_pub.publish(reset)
+        assert _wait_for(lambda: node.episode_resets == 1), "reset not received"
+        assert node.loop.buffer.latest() is None  # the old episode's chunk is gone
+        probe.chunk_pub.publish(stale)  # arrives after the reset
+        assert _wait_for(lambda: node.chunks_dropped_pre_reset == 1), "stale chunk not dropped"
+        probe.publish_state()
+        time.sleep(0.1)  # a few ticks: the loop has applied the reset
+        ok0, t_cut = node.loop.metrics.state_counts[ok], time.perf_counter()
+        for _ in range(25):  # the new episode's states, no new chunk yet
+            probe.publish_state()
+            time.sleep(0.02)
+        assert node.loop.buffer.latest() is None
+        assert node.loop.state == "no_chunk"
+        assert node.loop.metrics.state_counts[ok] == ok0  # never ran on the stale chunk
+        after = [m.effort[0] for t, m in probe.commands if t > t_cut]
+        assert len(after) >= 15
+        assert all(abs(v - 0.7) > 0.3 for v in after), after
+        assert node.values()["chunks_dropped_pre_reset"] == 1
+
+        # a chunk planned from a post-reset state is taken and executed
+        fresh = old_chunk(0.7)
+        probe.chunk_pub.publish(fresh)
+        assert _wait_for(lambda: node.loop.state == "ok"), node.loop.state
+        t_new = time.perf_counter()
+        for _ in range(10):
+            probe.publish_state()
+            time.sleep(0.02)
+        followed = [m.effort[0] for t, m in probe.commands if t > t_new + 0.05]
+        assert followed and all(abs(v - 0.7) < 0.3 for v in followed), followed
+        assert node.chunks_dropped_pre_reset == 1

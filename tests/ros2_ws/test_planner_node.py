@@ -69,6 +69,16 @@ def test_delayed_planner_and_publishing_buffer(session_bundle):
     buf.push(chunk, now=1.0)
     assert sent == [chunk] and buf.latest() is chunk and buf.pushes == 1
 
+    # after an episode reset (planner_node sets reset_t), results planned before it are
+    # neither published nor stored
+    buf.reset_t = 2.0
+    old_chunk = ActionChunk(np.ones((10, 1)), t0=1.5, dt=0.02, obs_time=1.5)
+    buf.push(old_chunk, now=2.1)
+    assert sent == [chunk] and buf.latest() is chunk and buf.dropped_pre_reset == 1
+    new_chunk = ActionChunk(np.ones((10, 1)), t0=2.0, dt=0.02, obs_time=2.0)
+    buf.push(new_chunk, now=2.1)
+    assert sent == [chunk, new_chunk] and buf.latest() is new_chunk
+
 
 class _EchoPlanner:
     """A planner whose chunk rows are ``obs[0] + i`` and which records the instruction."""
@@ -150,3 +160,70 @@ def test_remote_mode_over_a_planner_server(rclpy_context, make_bundle_with_plann
         ex.shutdown()
         probe.destroy_node()
         server.stop()
+
+
+@pytest.mark.ros
+def test_episode_reset_drops_in_flight_result_and_replans_at_once(rclpy_context,
+                                                                   make_bundle_with_planner):
+    """A plan in flight at a reset (from the old episode's state) is not published; the next
+    request starts on the first post-reset state instead of a period (1 s) later."""
+    import rclpy
+    from edgerl_ros.common import CHUNK_QOS, EPISODE_QOS, STATE_QOS, TOPICS
+    from edgerl_ros.messages import make_joint_state, ns_to_stamp, stamp_to_ns
+    from edgerl_ros.planner_node import PlannerNode
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from std_msgs.msg import Header
+    from trajectory_msgs.msg import JointTrajectory
+
+    bundle = make_bundle_with_planner
+    spec = PolicySpec.load(bundle)
+    probe = rclpy.create_node("probe", context=rclpy_context)
+    chunks: list[tuple[float, int]] = []
+    probe.create_subscription(JointTrajectory, TOPICS["chunk"], lambda m: chunks.append(
+        (time.monotonic(), stamp_to_ns(m.header.stamp))), CHUNK_QOS)
+    state_pub = probe.create_publisher(type(make_joint_state([], np.zeros(0), 1)),
+                                       TOPICS["state"], STATE_QOS)
+    episode_pub = probe.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
+    ex = SingleThreadedExecutor(context=rclpy_context)
+    node = None
+
+    def spin_for(seconds, until=lambda: False):
+        t_end = time.monotonic() + seconds
+        while time.monotonic() < t_end and not until():
+            state_pub.publish(make_joint_state(spec.observation.names,
+                                               np.zeros(spec.observation.dim), time.time_ns()))
+            for _ in range(3):
+                ex.spin_once(timeout_sec=0.003)
+
+    try:
+        node = PlannerNode(context=rclpy_context, parameter_overrides=[
+            Parameter("bundle", value=str(bundle)), Parameter("mode", value="onnx"),
+            Parameter("period_s", value=1.0), Parameter("extra_latency_s", value=0.3)])
+        ex.add_node(node)
+        ex.add_node(probe)
+        spin_for(3.0, until=lambda: len(chunks) >= 1)  # discovery, first chunk
+        assert chunks, "no chunk from the planner"
+        spin_for(2.0, until=lambda: node.client.stats()["requests"] >= 2)
+        assert node.client.stats()["requests"] == 2  # in flight, planned from an old state
+        reset_ns = time.time_ns()
+        msg = Header(frame_id="1")
+        msg.stamp = ns_to_stamp(reset_ns)
+        episode_pub.publish(msg)
+        t_reset = time.monotonic()
+        n_before = len(chunks)
+        spin_for(1.5, until=lambda: len(chunks) > n_before)
+        after = chunks[n_before:]
+        assert after, "no chunk after the reset"
+        # the in-flight result was dropped; the first chunk out is from the new episode and
+        # came well before the 1 s period (0.3 s in flight + 0.3 s replan + slack)
+        assert after[0][1] >= reset_ns
+        assert after[0][0] - t_reset < 0.9, after[0][0] - t_reset
+        vals = node.values()
+        assert vals["chunks_dropped_pre_reset"] == 1 and vals["episode_resets"] == 1
+    finally:
+        if node is not None:
+            node.shutdown()
+            node.destroy_node()
+        ex.shutdown()
+        probe.destroy_node()

@@ -270,3 +270,18 @@ def test_realtime_thread_keeps_rate(mlp_bundle, rt_priority):
     gaps = np.diff(sent)
     assert np.all(np.abs(np.round(gaps / 0.005) * 0.005 - gaps) < 1e-9)  # on the 5 ms grid
     assert loop.state == "no_chunk" and not loop.running
+
+
+def test_request_reset_clears_history_at_the_next_tick():
+    loop = planner_loop()
+    loop.buffer.push(ramp_chunk(t0=0.0, start=50.0))
+    for i in range(3):
+        loop.tick(i * DT)
+    assert np.abs(loop._committed).max() > 0.0
+    loop.request_reset()  # e.g. from a ROS callback thread: applied by the loop itself
+    assert np.abs(loop._committed).max() > 0.0
+    loop.buffer.clear()
+    loop.tick(3 * DT)
+    assert loop.state == "no_chunk"
+    # the reset ran before this tick: the history holds only its (hold -> safe) command
+    np.testing.assert_array_equal(loop._committed[1:], 0.0)

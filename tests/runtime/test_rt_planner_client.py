@@ -201,3 +201,23 @@ def test_onnx_chunk_planner_reshapes_output(make_bundle):
     assert chunk.t0 == 2.0 and chunk.obs_time == 2.0 and chunk.dt == 0.01
     with pytest.raises(ValueError, match="expected horizon\\*action_dim = 10"):
         OnnxChunkPlanner(bundle / "planner.onnx", PlannerInfo(5, 2, 0.01, 0.05, 0.0))
+
+
+def test_replan_now_starts_the_next_request_without_waiting_for_the_period():
+    slot = ObservationSlot(3)
+    slot.write(np.ones(3, np.float32), time.perf_counter())
+    planner = Flaky()
+    client = PlannerClient(planner, ChunkBuffer(), slot, PlannerClientConfig(period_s=5.0))
+    client.start()
+    try:
+        t_end = time.monotonic() + 2.0
+        while planner.calls < 1 and time.monotonic() < t_end:
+            time.sleep(0.005)
+        assert planner.calls == 1  # the first request; the next is 5 s away
+        t0 = time.monotonic()
+        client.replan_now()
+        while planner.calls < 2 and time.monotonic() < t0 + 2.0:
+            time.sleep(0.005)
+        assert planner.calls == 2 and time.monotonic() - t0 < 1.0
+    finally:
+        client.stop()

@@ -153,16 +153,25 @@ class TestChunkSchedule:
 
     def test_rtc_blends_old_and_new_over_overlap(self):
         lat = LatencyModel(planner_delay_steps=1, planner_period_steps=4)
-        wrapper, _, _, cmds, _ = run("rtc", lat, 12, rtc_blend_steps=3)
-        h = wrapper.horizon
-        # Chunk of k=4 arrives at t=5; old chunk (k=0) rows 5,6,7 (holding its last row H-1)
-        # vs new rows 1,2,3.
+        # H covers the blend window (P + D + 3 rows), as the wrapper sizes it for rtc
+        _, _, _, cmds, _ = run("rtc", lat, 12, horizon=required_horizon(lat, 3),
+                               rtc_blend_steps=3)
+        # Chunk of k=4 arrives at t=5; old chunk (k=0) rows 5,6,7 vs new rows 1,2,3.
         for j, t in enumerate((5, 6, 7)):
             w = (j + 1) / 4.0
-            old, new = 1000.0 + min(t, h - 1), 5000.0 + (t - 4)
+            old, new = 1000.0 + t, 5000.0 + (t - 4)
             assert cmds[t, 0].item() == pytest.approx((1 - w) * old + w * new, rel=1e-6)
         assert cmds[8, 0] == 5000.0 + 4  # blend over: the new chunk alone
 
+    def test_rtc_never_blends_with_rows_past_the_old_chunks_end(self):
+        lat = LatencyModel(planner_delay_steps=1, planner_period_steps=4)
+        h = required_horizon(lat, 2)  # 7 rows: the old chunk (k=0) ends before t=7
+        _, _, _, cmds, _ = run("rtc", lat, 12, horizon=h, rtc_blend_steps=3)
+        for j, t in enumerate((5, 6)):
+            w = (j + 1) / 4.0
+            old, new = 1000.0 + t, 5000.0 + (t - 4)
+            assert cmds[t, 0].item() == pytest.approx((1 - w) * old + w * new, rel=1e-6)
+        assert cmds[7, 0] == 5000.0 + 3  # no old row 7: the new chunk alone, not a held row
 
     def test_random_phase_staggers_queries_per_env(self):
         lat = LatencyModel(planner_delay_steps=0, planner_period_steps=5)

@@ -281,14 +281,13 @@ class EditPolicyNode(LifecycleNode):
     def _on_episode(self, msg: Header) -> None:
         """Episode reset: forget the old episode's chunk and history (see the module doc)."""
         loop = self.loop
-        stamp = stamp_to_ns(msg.header.stamp) if hasattr(msg, "header") else stamp_to_ns(
-            msg.stamp)
+        stamp = stamp_to_ns(msg.stamp)
         if loop is None or stamp <= self.reset_stamp_ns:  # duplicate / out of order
             return
-        self.reset_stamp_ns = stamp
-        self.episode_resets += 1
+        self.reset_stamp_ns = stamp  # first: later chunks of the old episode are dropped
         loop.buffer.clear()
         loop.request_reset()
+        self.episode_resets += 1
 
     def _send(self, command: np.ndarray, t: float) -> bool:
         """CommandSink: one JointState per tick, stamped with the state it answers."""

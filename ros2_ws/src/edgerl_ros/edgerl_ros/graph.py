@@ -189,6 +189,7 @@ class _Monitor:
         "command": "sensor_msgs/msg/JointState",
         "chunk": "trajectory_msgs/msg/JointTrajectory",
         "instruction": "std_msgs/msg/String",
+        "episode": "std_msgs/msg/Header",
         "diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
     }
 
@@ -197,7 +198,14 @@ class _Monitor:
         from rclpy.serialization import deserialize_message
         from sensor_msgs.msg import JointState
 
-        from edgerl_ros.common import CHUNK_QOS, DIAG_QOS, INSTRUCTION_QOS, STATE_QOS, TOPICS
+        from edgerl_ros.common import (
+            CHUNK_QOS,
+            DIAG_QOS,
+            EPISODE_QOS,
+            INSTRUCTION_QOS,
+            STATE_QOS,
+            TOPICS,
+        )
         from edgerl_ros.recording import McapRecorder
 
         self.node = node
@@ -211,7 +219,8 @@ class _Monitor:
         self.diag: dict[str, dict[str, str]] = {}
         self.lock = threading.Lock()
         qos = {"state": STATE_QOS, "command": STATE_QOS, "chunk": CHUNK_QOS,
-               "instruction": INSTRUCTION_QOS, "diagnostics": DIAG_QOS}
+               "instruction": INSTRUCTION_QOS, "episode": EPISODE_QOS,
+               "diagnostics": DIAG_QOS}
         from rclpy.qos import QoSProfile
 
         for key, datatype in self.RECORDED.items():

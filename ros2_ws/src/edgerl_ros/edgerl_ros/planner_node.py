@@ -19,6 +19,12 @@ Modes (``mode`` parameter):
   RemotePlanner`; the instruction topic's text goes with every request.
 * ``auto``: ``onnx`` when the bundle has ``planner.onnx``, else ``expert``.
 
+Episode resets (optional; ``robot/episode``, ``std_msgs/Header`` stamped with the new
+episode's first state): a result planned from an older observation is not published
+(``chunks_dropped_pre_reset``) and the next request starts on the first post-reset input (the
+state; in ``expert`` mode the expert chunk) instead of waiting for the period. A call already
+in flight cannot be interrupted; its result is dropped.
+
 ``extra_latency_s`` adds a fixed delay before publishing, to emulate a slow foundation model.
 """
 
@@ -34,7 +40,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
+from std_msgs.msg import Header, String
 from trajectory_msgs.msg import JointTrajectory
 
 from edgerl.chunk import ActionChunk
@@ -44,6 +50,7 @@ from edgerl.spec import PolicySpec, load_bundle_manifest
 from edgerl_ros.common import (
     CHUNK_QOS,
     DIAG_QOS,
+    EPISODE_QOS,
     INSTRUCTION_QOS,
     STATE_QOS,
     TOPICS,
@@ -184,13 +191,19 @@ class DelayedPlanner:
 
 class PublishingBuffer(ChunkBuffer):
     """A :class:`ChunkBuffer` that also publishes every pushed chunk (as planned, unmerged):
-    the PlannerClient's output goes onto the ROS graph."""
+    the PlannerClient's output goes onto the ROS graph. Chunks whose observation time is
+    before ``reset_t`` (the last episode reset, monotonic s) are dropped (counted)."""
 
     def __init__(self, publish: Any, action_dim: int) -> None:
         super().__init__("replace", action_dim)
         self._publish = publish
+        self.reset_t = -np.inf
+        self.dropped_pre_reset = 0
 
     def push(self, chunk: ActionChunk, now: float = -np.inf) -> ActionChunk:
+        if chunk.obs_time < self.reset_t:  # planned from the previous episode
+            self.dropped_pre_reset += 1
+            return chunk
         merged = super().push(chunk, now)
         self._publish(chunk)
         return merged
@@ -237,14 +250,19 @@ class PlannerNode(Node):
         self.chunk_pub = self.create_publisher(JointTrajectory, TOPICS["chunk"], CHUNK_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
         self.slot = ObservationSlot(self.spec.observation.dim)
-        self.client = PlannerClient(planner, PublishingBuffer(self._publish, self.spec.action.dim),
-                                    self.slot, PlannerClientConfig(period_s=self.period_s))
+        self.out = PublishingBuffer(self._publish, self.spec.action.dim)
+        self.client = PlannerClient(planner, self.out, self.slot,
+                                    PlannerClientConfig(period_s=self.period_s))
+        self.episode_resets = 0
+        self._replan_pending = False
+        self._last_input_t = -np.inf  # newest state (expert mode: expert chunk) time
         self.create_subscription(JointState, TOPICS["state"], self._on_state, STATE_QOS)
         self.create_subscription(String, TOPICS["instruction"], self._on_instruction,
                                  INSTRUCTION_QOS)
         if self.expert is not None:
             self.create_subscription(JointTrajectory, TOPICS["expert"], self._on_expert,
                                      CHUNK_QOS)
+        self.create_subscription(Header, TOPICS["episode"], self._on_episode, EPISODE_QOS)
         self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
         self.client.start()
         self.get_logger().info(f"planner: mode {mode}, period {self.period_s:g} s, "
@@ -263,6 +281,27 @@ class PlannerNode(Node):
         t = self.timebase.to_mono(stamp)
         self.stamps.remember(t, stamp)
         self.slot.write(obs, t)
+        if self.expert is None:
+            self._new_input(t)
+
+    def _new_input(self, t: float) -> None:
+        """The planner's input advanced to time ``t``: replan at once if it is the first
+        input of a new episode."""
+        self._last_input_t = max(self._last_input_t, t)
+        if self._replan_pending and t >= self.out.reset_t:
+            self._replan_pending = False
+            self.client.replan_now()
+
+    def _on_episode(self, msg: Header) -> None:
+        """Episode reset: drop results planned before it; replan on the first new input."""
+        t = self.timebase.to_mono(stamp_to_ns(msg.stamp))
+        if t <= self.out.reset_t:  # duplicate / out of order
+            return
+        self.out.reset_t = t
+        self.episode_resets += 1
+        self._replan_pending = True
+        if self._last_input_t >= t:  # the new episode's input is already here
+            self._new_input(self._last_input_t)
 
     def _on_expert(self, msg: JointTrajectory) -> None:
         try:
@@ -272,6 +311,7 @@ class PlannerNode(Node):
             return
         assert self.expert is not None
         self.expert.offer(chunk)
+        self._new_input(chunk.obs_time)
 
     def _on_instruction(self, msg: String) -> None:
         self.client.cfg.instruction = str(msg.data)
@@ -299,6 +339,8 @@ class PlannerNode(Node):
             "planner_latency_p99_ms": self.latency.percentile(99) * 1e3,
             "last_plan_call_ms": stats.pop("last_latency_s") * 1e3,
             **stats,
+            "episode_resets": self.episode_resets,
+            "chunks_dropped_pre_reset": self.out.dropped_pre_reset,
             "dropped_bad_msgs": self.drops.total,
             **{f"dropped {k}": v for k, v in self.drops.by_key().items()},
         }
