@@ -25,6 +25,7 @@ import socket
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -250,17 +251,25 @@ class RemotePlanner:
             req_id = self.request(observation, instruction, now)
             self._waiters[req_id] = waiter
         timeout = self.config.deadline_s + 1.0 if self.config.deadline_s > 0 else 10.0
+        return chunk_from_msg(self._await_reply(req_id, waiter, timeout, "request"))
+
+    def _await_reply(self, req_id: int, waiter: _Waiter, timeout_s: float, what: str,
+                     send: Callable[[], None] | None = None) -> dict:
+        """Wait for the reply to ``req_id`` (after ``send()``, if given); always unregisters
+        the waiter. Raises :class:`RemotePlannerError` on a timeout or an error reply."""
         try:
-            if not waiter.event.wait(timeout) or waiter.reply is None:
-                raise RemotePlannerError("timeout", f"no answer to request {req_id} within "
-                                                    f"{timeout:.2f} s")
+            if send is not None:
+                send()
+            if not waiter.event.wait(timeout_s) or waiter.reply is None:
+                raise RemotePlannerError("timeout", f"no answer to {what} {req_id} within "
+                                                    f"{timeout_s:.2f} s")
         finally:
             with self._cv:
                 self._waiters.pop(req_id, None)
         reply = waiter.reply
         if reply["type"] == "error":
             raise RemotePlannerError(reply["code"], reply["message"])
-        return chunk_from_msg(reply)
+        return reply
 
     def plan_batch(self, observations: np.ndarray, instructions: list[str], now: float,
                    timeout_s: float = 30.0) -> np.ndarray:
@@ -275,19 +284,11 @@ class RemotePlanner:
         req_id = next(self._ids)
         with self._cv:
             self._waiters[req_id] = waiter
-        try:
-            self._send_now({"v": PROTOCOL_VERSION, "type": "plan_batch", "id": req_id,
-                            "obs": encode_array(obs), "instructions": list(instructions),
-                            "obs_time": float(now), "deadline_s": self.config.deadline_s})
-            if not waiter.event.wait(timeout_s) or waiter.reply is None:
-                raise RemotePlannerError("timeout", f"no answer to batch {req_id} within "
-                                                    f"{timeout_s} s")
-        finally:
-            with self._cv:
-                self._waiters.pop(req_id, None)
-        reply = waiter.reply
-        if reply["type"] == "error":
-            raise RemotePlannerError(reply["code"], reply["message"])
+        message = {"v": PROTOCOL_VERSION, "type": "plan_batch", "id": req_id,
+                   "obs": encode_array(obs), "instructions": list(instructions),
+                   "obs_time": float(now), "deadline_s": self.config.deadline_s}
+        reply = self._await_reply(req_id, waiter, timeout_s, "batch",
+                                  send=lambda: self._send_now(message))
         actions = decode_array(reply.get("actions"), "actions", ndim=3)
         if actions.shape[0] != obs.shape[0]:
             raise RemotePlannerError("malformed", f"{actions.shape[0]} chunks for "

@@ -63,7 +63,10 @@ def run(args: argparse.Namespace) -> int:
                 seq = t.send_setpoint([0.5])
                 t.wait_state(seq, 0.5)
                 t_last = t.sent_times()[seq]
-                a = fw.wait_actuator(lambda a: a.mode == Mode.SAFE, 2.0 + args.watchdog_ms / 1e3)
+                # the SAFE output that follows this setpoint (not the previous trial's, which
+                # may still be the newest sample when the wait starts)
+                a = fw.wait_actuator(lambda a, t0=t_last: a.mode == Mode.SAFE and a.t_host > t0,
+                                     2.0 + args.watchdog_ms / 1e3)
                 if a is not None:
                     entry_ms.append((a.t_host - t_last) * 1e3)
                     fw_entry_ms.append(t.request_status()["safe_entry_us"] / 1e3)

@@ -62,9 +62,9 @@ from edgerl_ros.messages import (
     BadMessage,
     StampMemo,
     TimeBase,
-    joint_state_values,
     make_joint_state,
     stamp_to_ns,
+    stamped_state,
     trajectory_to_chunk,
 )
 from edgerl_ros.stats import DropCounter, Samples
@@ -252,13 +252,9 @@ class EditPolicyNode(LifecycleNode):
         if spec is None or slot is None:
             return
         try:
-            obs = joint_state_values(msg, spec.observation.names)
+            obs, stamp = stamped_state(msg, spec.observation.names)
         except BadMessage as exc:
             self.drops.drop(TOPICS["state"], str(exc))
-            return
-        stamp = stamp_to_ns(msg.header.stamp)
-        if stamp <= 0:
-            self.drops.drop(TOPICS["state"], "no_stamp: header.stamp is zero")
             return
         slot.write_stamped(obs, self.timebase.to_mono(stamp), stamp)
 

@@ -140,6 +140,19 @@ def joint_state_values(msg: JointState, names: Sequence[str], field: str = "posi
     return values[[index[n] for n in names]].astype(np.float32)
 
 
+def stamped_state(msg: JointState, names: Sequence[str]) -> tuple[np.ndarray, int]:
+    """A robot state's observation (``names`` order, float32) and header stamp (ns).
+
+    Raises :class:`BadMessage` for what :func:`joint_state_values` rejects and for a zero
+    stamp (nothing infers time from arrival order).
+    """
+    obs = joint_state_values(msg, names)
+    stamp = stamp_to_ns(msg.header.stamp)
+    if stamp <= 0:
+        raise BadMessage("no_stamp: header.stamp is zero")
+    return obs, stamp
+
+
 def make_joint_state(names: Sequence[str], values: np.ndarray, stamp_ns: int,
                      field: str = "position", frame_id: str = "") -> JointState:
     """A JointState with ``values`` in ``field`` (the other fields empty)."""

@@ -65,8 +65,8 @@ from edgerl_ros.messages import (
     StampMemo,
     TimeBase,
     chunk_to_trajectory,
-    joint_state_values,
     stamp_to_ns,
+    stamped_state,
     trajectory_to_chunk,
 )
 from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
@@ -270,13 +270,9 @@ class PlannerNode(Node):
 
     def _on_state(self, msg: JointState) -> None:
         try:
-            obs = joint_state_values(msg, self.obs_names)
+            obs, stamp = stamped_state(msg, self.obs_names)
         except BadMessage as exc:
             self.drops.drop(TOPICS["state"], str(exc))
-            return
-        stamp = stamp_to_ns(msg.header.stamp)
-        if stamp <= 0:
-            self.drops.drop(TOPICS["state"], "no_stamp: header.stamp is zero")
             return
         t = self.timebase.to_mono(stamp)
         self.stamps.remember(t, stamp)

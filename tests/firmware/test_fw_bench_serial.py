@@ -1,0 +1,26 @@
+"""``edgerl bench serial``: round trips over the pty and the watchdog's safe-entry latency."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.hil
+
+
+def test_bench_serial_json_reports_round_trips_and_watchdog_latency(fw_binaries):
+    res = subprocess.run([sys.executable, "-m", "edgerl", "bench", "serial", "--count", "100",
+                          "--watchdog-ms", "30", "--watchdog-trials", "4", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout)
+    assert out["round_trips"] == 100 and out["lost"] == 0
+    assert 0 < out["cmd_rtt_p50_us"] <= out["cmd_rtt_p99_us"] <= out["cmd_rtt_max_us"]
+    # every trial's safe state comes after the watchdog period, never before (a stale SAFE
+    # sample from the previous trial would give a negative latency)
+    assert out["watchdog_trials"] == 4
+    assert 30.0 <= out["safe_entry_ms_p50"] <= out["safe_entry_ms_max"] < 30.0 + 250.0
+    assert 30.0 <= out["fw_safe_entry_ms_max"] < 30.0 + 250.0
