@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 #: Per-task training presets for the grid (modest: 2 shared CPU cores).
 TASK_PRESETS: dict[str, dict[str, Any]] = {
     "cartpole": {"iterations": 60, "num_envs": 64},
-    "ball_balance": {"iterations": 80, "num_envs": 64},
+    "ball_balance": {"iterations": 200, "num_envs": 64},
     "driving": {"iterations": 70, "num_envs": 64},
 }
 DEFAULT_PRESET = {"iterations": 100, "num_envs": 64}
