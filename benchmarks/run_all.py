@@ -80,7 +80,7 @@ def main() -> int:
             "150 us, 50 us, 0.1 %")),
         ("serial pty round trip", ["bench", "serial", "--count", "1000" if args.quick else "5000",
                                    "--rt-priority", "10"], lambda r: (
-            f"p50 {r['rtt_p50_us']:.0f} us, p99 {r['rtt_p99_us']:.0f} us", "p99 1 ms")),
+            f"p50 {r['cmd_rtt_p50_us']:.0f} us, p99 {r['cmd_rtt_p99_us']:.0f} us", "p99 1 ms")),
         ("planner (language)", ["bench", "planner", "--requests", "50" if args.quick else "200"],
          lambda r: (f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, "
                     f"{r['throughput_rps']:.0f} req/s (loopback)", "report")),
