@@ -89,6 +89,9 @@ class ChunkBuffer:
     Attributes:
         version: Incremented on every push (the loop uses it to notice a new chunk).
         pushes: Chunks received.
+        reset_t: Start of the current episode (monotonic s; -inf: none). Chunks planned from
+            an observation taken before it are refused (see :meth:`reset`).
+        dropped_pre_reset: Chunks refused for that reason.
     """
 
     def __init__(self, merge: MergeConfig | str = "replace", action_dim: int | None = None) -> None:
@@ -98,13 +101,19 @@ class ChunkBuffer:
         self._chunk: ActionChunk | None = None
         self.version = 0
         self.pushes = 0
+        self.reset_t = -np.inf
+        self.dropped_pre_reset = 0
 
     def push(self, chunk: ActionChunk, now: float = -np.inf) -> ActionChunk:
-        """Store ``chunk`` merged with the current one (``now``: the push time, s)."""
+        """Store ``chunk`` merged with the current one (``now``: the push time, s); a chunk
+        planned before the last :meth:`reset` is refused and returned unstored."""
         if self.action_dim is not None and chunk.action_dim != self.action_dim:
             raise ValueError(f"chunk has {chunk.action_dim} action columns, the buffer "
                              f"expects {self.action_dim}")
         with self._lock:
+            if chunk.obs_time < self.reset_t:  # planned in the previous episode
+                self.dropped_pre_reset += 1
+                return chunk
             merged = merge_chunks(self._chunk, chunk, self.merge, now)
             self._chunk = merged
             self.version += 1
@@ -119,4 +128,13 @@ class ChunkBuffer:
         """Forget the current chunk (the loop then sees "no chunk")."""
         with self._lock:
             self._chunk = None
+            self.version += 1
+
+    def reset(self, t: float) -> None:
+        """An episode restarted at monotonic time ``t``: forget the chunk and refuse chunks
+        planned from observations taken before ``t`` (a planner call in flight across the
+        reset), as training does at an episode reset."""
+        with self._lock:
+            self._chunk = None
+            self.reset_t = float(t)
             self.version += 1

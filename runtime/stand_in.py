@@ -5,7 +5,8 @@ returns a smooth chunk (sines clipped into the action limits). ``gil="release"``
 ``hashlib.sha256`` over a 256 KiB buffer, which releases the GIL as onnxruntime or torch
 inference does; ``gil="hold"`` burns in Python bytecode (the worst case for a loop thread in
 the same process). :class:`OnnxChunkPlanner` runs a bundle's ``planner.onnx``
-(observation in, ``H x A`` chunk out) on one onnxruntime thread.
+(observation in, ``H x A`` chunk out) on one onnxruntime thread. :class:`DelayedPlanner`
+adds a fixed latency to any planner (a fast network standing in for a slow foundation model).
 
 Both can be built in a planner subprocess from a ``"module:function"`` factory name (see
 :func:`burn_planner`, :func:`onnx_planner`).
@@ -23,7 +24,7 @@ import numpy as np
 from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 
-__all__ = ["BurnPlanner", "OnnxChunkPlanner", "burn_planner", "onnx_planner"]
+__all__ = ["BurnPlanner", "DelayedPlanner", "OnnxChunkPlanner", "burn_planner", "onnx_planner"]
 
 log = logging.getLogger(__name__)
 _BLOCK = bytes(256 * 1024)
@@ -139,9 +140,34 @@ class _Crashing:
         return PlannerHealth.OK
 
 
+class DelayedPlanner:
+    """Wraps a planner and sleeps ``delay_s`` after each plan: its chunks arrive as late as a
+    slow model's would (the chunk keeps the observation time it was planned from)."""
+
+    def __init__(self, inner: object, delay_s: float) -> None:
+        if not delay_s >= 0:
+            raise ValueError(f"planner delay must be >= 0 s, got {delay_s}")
+        self.inner, self.delay_s = inner, float(delay_s)
+        info = inner.info  # type: ignore[attr-defined]
+        self.info = PlannerInfo(horizon=info.horizon, action_dim=info.action_dim,
+                                dt_s=info.dt_s, period_s=info.period_s,
+                                expected_latency_s=info.expected_latency_s + self.delay_s)
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        chunk = self.inner.plan(observation, instruction, now)  # type: ignore[attr-defined]
+        time.sleep(self.delay_s)
+        return chunk
+
+    def health(self) -> PlannerHealth:
+        return self.inner.health()  # type: ignore[attr-defined]
+
+
 def onnx_planner(model: str, horizon: int, action_dim: int, dt_s: float,
-                 period_s: float) -> OnnxChunkPlanner:
-    """Factory (``edgerl.runtime.stand_in:onnx_planner``) for a planner subprocess."""
+                 period_s: float, extra_latency_s: float = 0.0
+                 ) -> OnnxChunkPlanner | DelayedPlanner:
+    """Factory (``edgerl.runtime.stand_in:onnx_planner``) for a planner subprocess;
+    ``extra_latency_s > 0`` wraps it in a :class:`DelayedPlanner`."""
     info = PlannerInfo(horizon=horizon, action_dim=action_dim, dt_s=dt_s, period_s=period_s,
                        expected_latency_s=0.0)
-    return OnnxChunkPlanner(model, info)
+    planner = OnnxChunkPlanner(model, info)
+    return DelayedPlanner(planner, extra_latency_s) if extra_latency_s > 0 else planner

@@ -23,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--safe", choices=("zero", "hold"), default="zero",
                    help="firmware safe action on watchdog")
     p.add_argument("--no-estop-check", action="store_true", help="skip the e-stop self-test")
+    p.add_argument("--planner-latency-ms", type=float, default=0.0,
+                   help="added to every planner call (emulate a slow foundation model; "
+                        "bundle mode)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -44,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--max-steps must be >= 1")
     if not 1 <= args.watchdog_ms <= 60000:
         raise CliError("--watchdog-ms must be in 1..60000")
+    if not 0.0 <= args.planner_latency_ms <= 10_000.0:
+        raise CliError("--planner-latency-ms must be in 0..10000")
     try:
         faults = FaultSpec.parse(args.faults)
     except ValueError as exc:
@@ -53,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = HilConfig(bundle=args.bundle, task=args.task, episodes=args.episodes,
                     max_steps=args.max_steps, faults=faults,
                     firmware=FirmwareConfig(watchdog_ms=args.watchdog_ms, safe=args.safe),
-                    check_estop=not args.no_estop_check, seed=args.seed)
+                    check_estop=not args.no_estop_check, seed=args.seed,
+                    planner_latency_s=args.planner_latency_ms / 1e3)
     bar = tqdm(total=args.episodes, desc="hil episodes", unit="ep",
                disable=args.json or not sys.stderr.isatty())
     try:

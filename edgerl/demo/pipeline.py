@@ -275,15 +275,16 @@ def stage_deploy(cfg: DemoConfig, bundle_dir: Path, out: Path, delay_s: float,
                        {**res, "planner_extra_latency_s": delay_s})
 
 
-def stage_hil(cfg: DemoConfig, bundle_dir: Path) -> StageResult:
-    """Drive the simulated plant through the host firmware on a pty with the bundle."""
+def stage_hil(cfg: DemoConfig, bundle_dir: Path, delay_s: float = 0.0) -> StageResult:
+    """Drive the simulated plant through the host firmware on a pty with the bundle, its
+    planner slowed by ``delay_s`` as in training and in the ROS 2 stage."""
     from edgerl.hil.firmware import FirmwareError
     from edgerl.hil.harness import HilConfig, run_hil
 
     t0 = time.perf_counter()
     try:
         res = run_hil(HilConfig(bundle=bundle_dir, task=cfg.task, episodes=cfg.hil_episodes,
-                                seed=cfg.seed)).as_dict()
+                                seed=cfg.seed, planner_latency_s=delay_s)).as_dict()
     except (FirmwareError, OSError, ValueError) as exc:
         return StageResult("HIL (firmware on pty)", False, f"error: {str(exc)[:200]}",
                            time.perf_counter() - t0, {"error": str(exc)})
@@ -391,7 +392,7 @@ def run_demo(cfg: DemoConfig,
     export_res = done(stage_export(edit_run, bundle, cfg.seed))
     delay_s = cfg.delay_steps / _control_hz(edit_run)
     deploy_res = done(stage_deploy(cfg, bundle, out, delay_s))
-    hil_res = done(stage_hil(cfg, bundle))
+    hil_res = done(stage_hil(cfg, bundle, delay_s))
     eval_res = done(stage_eval(cfg, edit_run, naive_run if naive is not None else None))
 
     mcap = out / "deploy.mcap"

@@ -53,6 +53,8 @@ class HilConfig:
         firmware: Firmware options (``n_cmd`` is set from the task).
         check_estop: Run :func:`estop_check` after the episodes.
         seed: Plant seed.
+        planner_latency_s: Added to each planner call (emulates a slow foundation model, as
+            the training delay did); bundle mode only.
     """
 
     bundle: Path | None = None
@@ -63,6 +65,7 @@ class HilConfig:
     firmware: FirmwareConfig = field(default_factory=FirmwareConfig)
     check_estop: bool = True
     seed: int = 0
+    planner_latency_s: float = 0.0
 
 
 @dataclass
@@ -188,11 +191,14 @@ class BundleController:
     ``planner.onnx`` (or :class:`LqrHoldPlanner` when the bundle has none)."""
 
     def __init__(self, bundle: Path, rate_hz: float, sink: Sink, transport: SerialTransport,
-                 obs_dim: int, n_cmd: int, gain: np.ndarray | None) -> None:
+                 obs_dim: int, n_cmd: int, gain: np.ndarray | None,
+                 planner_latency_s: float = 0.0) -> None:
         from edgerl.runtime.bundle import load_bundle
         from edgerl.runtime.chunk_buffer import ChunkBuffer
         from edgerl.runtime.edit_loop import EditLoop, LoopConfig
         from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
+        from edgerl.runtime.safety import SafetyConfig
+        from edgerl.runtime.stand_in import DelayedPlanner
 
         spec, net = load_bundle(bundle)
         if spec.observation.dim > obs_dim or spec.action.dim != n_cmd:
@@ -200,9 +206,12 @@ class BundleController:
                              f"{spec.action.dim} do not fit the plant (obs {obs_dim}, "
                              f"action {n_cmd})")
         self.spec = spec
-        buffer = ChunkBuffer("blend" if spec.method == "rtc" else "replace", spec.action.dim)
+        self.buffer = buffer = ChunkBuffer("blend" if spec.method == "rtc" else "replace",
+                                           spec.action.dim)
+        # an edit policy runs on zero rows until the first chunk arrives, as in training
+        safety = SafetyConfig(stale_policy="policy" if spec.method == "edit" else "hold")
         self.loop = EditLoop(spec, net, buffer, sink=sink,
-                             cfg=LoopConfig(rate_hz=rate_hz, gc_freeze=False))
+                             cfg=LoopConfig(rate_hz=rate_hz, gc_freeze=False, safety=safety))
         self._obs_dim = spec.observation.dim
         transport.on_state = self._on_state
         ch = spec.chunk
@@ -214,11 +223,21 @@ class BundleController:
                                                 "model": str(Path(bundle) / "planner.onnx"),
                                                 "horizon": ch.horizon,
                                                 "action_dim": spec.action.dim,
-                                                "dt_s": ch.dt_s, "period_s": ch.period_s}))
+                                                "dt_s": ch.dt_s, "period_s": ch.period_s,
+                                                "extra_latency_s": planner_latency_s}))
         elif gain is not None and spec.action.dim == 1:
-            self.client = PlannerClient(LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s),
+            planner = LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)
+            self.client = PlannerClient(DelayedPlanner(planner, planner_latency_s),
                                         buffer, self.loop.obs,
                                         PlannerClientConfig(period_s=ch.period_s))
+
+    def episode_reset(self, t: float) -> None:
+        """The plant restarted an episode at monotonic time ``t`` (as ``robot/episode`` does
+        on ROS 2): drop the old episode's chunks and history, replan at once."""
+        self.buffer.reset(t)
+        self.loop.request_reset()
+        if self.client is not None:
+            self.client.replan_now()
 
     def _on_state(self, s: StateSample) -> None:
         if s.state.shape[0] >= self._obs_dim:  # no plant state before the first SENSOR
@@ -326,11 +345,13 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
                 gain = getattr(plant, "_lqr", None)
                 controller = BundleController(
                     cfg.bundle, rate, sink, transport, obs_dim, n_cmd,
-                    None if gain is None else gain.detach().cpu().numpy())
+                    None if gain is None else gain.detach().cpu().numpy(),
+                    planner_latency_s=cfg.planner_latency_s)
             obs = plant.get_observations()["policy"][0].numpy()
             fw.send_sensor(obs, 0.0)
             t0 = time.perf_counter() + 2 * period
             controller.start(t0)
+            on_reset = getattr(controller, "episode_reset", None)
             clock = MonotonicClock()
             k = 0
             unplugged = froze = False
@@ -350,15 +371,20 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
                     cmd = np.zeros(n_cmd, np.float32) if act is None else act.cmd[:n_cmd]
                     _, _, dones, extras = plant.step(torch.as_tensor(cmd[None, :]))
                     obs = plant.get_observations()["policy"][0].numpy()
+                    done = bool(dones[0])  # the plant reset itself: obs is the next episode's
+                    if done and on_reset is not None:
+                        on_reset(time.perf_counter())  # before its first state goes out
                     fw.send_sensor(obs, t_run)
                     k += 1
                     steps_total += 1
-                    if bool(dones[0]):
+                    if done:
                         successes += int(bool(extras["success"][0]))
                         break
                 else:
                     successes += 1  # reached max_steps without failing
                     plant.reset()
+                    if on_reset is not None:
+                        on_reset(time.perf_counter())
                 if progress is not None:
                     progress(ep + 1, cfg.episodes)
             controller.stop()

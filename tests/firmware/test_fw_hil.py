@@ -77,6 +77,11 @@ def test_hil_cli_rejects_bad_faults(capsys):
     assert "corrupt=abc" in capsys.readouterr().err
 
 
+def test_hil_cli_rejects_a_negative_planner_latency(capsys):
+    assert main(["hil", "--planner-latency-ms", "-5"]) == 1
+    assert "--planner-latency-ms must be in 0..10000" in capsys.readouterr().err
+
+
 def test_hil_drives_the_plant_with_a_bundle_through_the_edit_loop(fw_binaries, tmp_path):
     sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
     try:

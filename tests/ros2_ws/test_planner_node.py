@@ -7,7 +7,6 @@ import time
 import numpy as np
 import pytest
 from edgerl_ros.planner_node import (
-    DelayedPlanner,
     ExpertTopicPlanner,
     OnnxChunkPlanner,
     PublishingBuffer,
@@ -16,6 +15,7 @@ from edgerl_ros.planner_node import (
 
 from edgerl.chunk import ActionChunk
 from edgerl.planner import Planner, PlannerHealth
+from edgerl.runtime.stand_in import DelayedPlanner
 from edgerl.spec import PolicySpec
 
 

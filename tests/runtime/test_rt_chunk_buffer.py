@@ -92,3 +92,15 @@ def test_readers_always_see_whole_chunks():
         stop.set()
         t.join()
     assert len(seen) >= 50
+
+
+def test_reset_forgets_the_chunk_and_refuses_chunks_planned_before_it():
+    buf = ChunkBuffer("replace")
+    buf.push(chunk(1.0, 0.0))
+    buf.reset(1.0)  # an episode restarted at t = 1.0
+    assert buf.latest() is None and buf.reset_t == 1.0
+    late = chunk(2.0, 0.9)  # a planner call in flight across the reset (obs at 0.9)
+    assert buf.push(late, now=1.1) is late
+    assert buf.latest() is None and buf.dropped_pre_reset == 1
+    fresh = chunk(3.0, 1.0)  # planned from the new episode's first observation
+    assert buf.push(fresh, now=1.2) is fresh and buf.latest() is fresh

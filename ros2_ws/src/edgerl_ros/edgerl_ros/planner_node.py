@@ -46,6 +46,7 @@ from trajectory_msgs.msg import JointTrajectory
 from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.runtime.stand_in import DelayedPlanner
 from edgerl.spec import PolicySpec, load_bundle_manifest
 from edgerl_ros.common import (
     CHUNK_QOS,
@@ -71,7 +72,7 @@ from edgerl_ros.messages import (
 )
 from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
 
-__all__ = ["PARAMS", "DelayedPlanner", "ExpertTopicPlanner", "OnnxChunkPlanner", "PlannerNode",
+__all__ = ["PARAMS", "ExpertTopicPlanner", "OnnxChunkPlanner", "PlannerNode",
            "PublishingBuffer", "fit_horizon", "main"]
 
 log = logging.getLogger(__name__)
@@ -172,21 +173,6 @@ class ExpertTopicPlanner:
 
     def health(self) -> PlannerHealth:
         return PlannerHealth.OK if self._latest is not None else PlannerHealth.STARTING
-
-
-class DelayedPlanner:
-    """Wraps a planner and sleeps ``delay_s`` after each plan (emulates a slow model)."""
-
-    def __init__(self, inner: Any, delay_s: float) -> None:
-        self.inner, self.delay_s, self.info = inner, delay_s, inner.info
-
-    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
-        chunk = self.inner.plan(observation, instruction, now)
-        time.sleep(self.delay_s)
-        return chunk
-
-    def health(self) -> PlannerHealth:
-        return self.inner.health()
 
 
 class PublishingBuffer(ChunkBuffer):
