@@ -177,21 +177,18 @@ class ExpertTopicPlanner:
 
 class PublishingBuffer(ChunkBuffer):
     """A :class:`ChunkBuffer` that also publishes every pushed chunk (as planned, unmerged):
-    the PlannerClient's output goes onto the ROS graph. Chunks whose observation time is
-    before ``reset_t`` (the last episode reset, monotonic s) are dropped (counted)."""
+    the PlannerClient's output goes onto the ROS graph. Chunks the base buffer refuses
+    (planned before ``reset_t``, the last episode reset, monotonic s) are not published."""
 
     def __init__(self, publish: Any, action_dim: int) -> None:
         super().__init__("replace", action_dim)
         self._publish = publish
-        self.reset_t = -np.inf
-        self.dropped_pre_reset = 0
 
     def push(self, chunk: ActionChunk, now: float = -np.inf) -> ActionChunk:
-        if chunk.obs_time < self.reset_t:  # planned from the previous episode
-            self.dropped_pre_reset += 1
-            return chunk
+        refused = self.dropped_pre_reset
         merged = super().push(chunk, now)
-        self._publish(chunk)
+        if self.dropped_pre_reset == refused:
+            self._publish(chunk)
         return merged
 
 
