@@ -3,8 +3,15 @@
 
 The fast edit policy sees the newest robot observation together with the planner's chunk::
 
-    [ obs (O) | chunk row for now (A) | next L rows (L*A) | chunk age (1) |
+    [ fast obs (F) | chunk row for now (A) | next L rows (L*A) | chunk age (1) |
       K committed actions, newest first (K*A) | has_chunk (1) ]
+
+* **Information split.** The builder takes the whole robot observation ``(..., O)`` and keeps
+  only the elements ``EditObsConfig.obs_indices`` names: the *fast* subset a robot reads at the
+  control rate (proprioception). Elements only the planner sees (the instruction's goal, a
+  camera's target, privileged state) never reach the edit policy; they reach it only through
+  the chunk. An empty ``obs_indices`` keeps every element: the *full-observation* setting, in
+  which the edit policy is a bounded no-delay policy that needs no planner.
 
 * Rows past the chunk's end repeat its last row (hold), so lookahead never reads garbage.
 * Chunk age is ``clip(age_s / age_scale_s, 0, age_clip)``: seconds since the planner's
@@ -18,19 +25,30 @@ is elementwise float32 or a copy, so numpy and torch give bitwise-identical resu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["EditObsConfig", "build_edit_obs", "compose_edit_action", "select_chunk_rows"]
+__all__ = ["EditObsConfig", "build_edit_obs", "compose_edit_action", "select_chunk_rows",
+           "select_fast_obs"]
 
 Array = Any  # numpy.ndarray or torch.Tensor
 
 
 @dataclass
 class EditObsConfig:
-    """Sizes and scales of the edit observation (stored in the manifest as ``edit_obs``)."""
+    """Sizes and scales of the edit observation (stored in the manifest as ``edit_obs``).
+
+    Attributes:
+        obs_dim: Size O of the robot observation given to :func:`build_edit_obs`.
+        action_dim: Size A of an action.
+        lookahead: Chunk rows after the current one (L).
+        n_committed: Last commands sent (K).
+        age_scale_s / age_clip: Chunk age scaling (seconds) and clip.
+        obs_indices: Indices (into the robot observation, ascending) the edit policy reads:
+            the task's fast subset. Empty = every element (the full-observation setting).
+    """
 
     obs_dim: int
     action_dim: int
@@ -38,6 +56,7 @@ class EditObsConfig:
     n_committed: int = 2
     age_scale_s: float = 1.0
     age_clip: float = 4.0
+    obs_indices: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         from edgerl.serde import SchemaError
@@ -50,6 +69,21 @@ class EditObsConfig:
                 raise SchemaError(f"edit_obs.{key}: must be >= 0, got {getattr(self, key)}")
         if not (self.age_scale_s > 0 and self.age_clip > 0):
             raise SchemaError("edit_obs.age_scale_s and edit_obs.age_clip: must be > 0")
+        self.obs_indices = [int(i) for i in self.obs_indices]
+        idx = self.obs_indices
+        if idx and (sorted(set(idx)) != idx or idx[0] < 0 or idx[-1] >= self.obs_dim):
+            raise SchemaError(f"edit_obs.obs_indices: must be ascending, unique and within "
+                              f"[0, {self.obs_dim - 1}], got {idx}")
+
+    @property
+    def fast_dim(self) -> int:
+        """Size F of the observation segment the edit policy reads."""
+        return len(self.obs_indices) if self.obs_indices else self.obs_dim
+
+    @property
+    def full_observation(self) -> bool:
+        """Whether the edit policy reads every observation element (no information split)."""
+        return len(self.obs_indices) in (0, self.obs_dim)
 
     @property
     def n_rows(self) -> int:
@@ -59,11 +93,11 @@ class EditObsConfig:
     @property
     def dim(self) -> int:
         """Total size D of the edit observation."""
-        return self.obs_dim + (self.n_rows + self.n_committed) * self.action_dim + 2
+        return self.fast_dim + (self.n_rows + self.n_committed) * self.action_dim + 2
 
     def layout(self) -> list[tuple[str, int, int]]:
         """``(name, start, stop)`` of each segment, in order."""
-        sizes = [("obs", self.obs_dim), ("chunk_now", self.action_dim),
+        sizes = [("obs", self.fast_dim), ("chunk_now", self.action_dim),
                  ("chunk_next", self.lookahead * self.action_dim), ("chunk_age", 1),
                  ("committed", self.n_committed * self.action_dim), ("has_chunk", 1)]
         out, start = [], 0
@@ -101,12 +135,25 @@ def select_chunk_rows(chunk_actions: Array, row_index: Array, n_rows: int) -> Ar
     return np.take_along_axis(np.asarray(chunk_actions), idx[..., None], axis=-2)
 
 
+def select_fast_obs(obs: Array, cfg: EditObsConfig) -> Array:
+    """The fast subset ``(..., F)`` of a robot observation ``(..., O)`` (a copy when split)."""
+    if cfg.full_observation:
+        return obs
+    if _is_torch(obs):
+        import torch
+
+        idx = torch.as_tensor(cfg.obs_indices, dtype=torch.long, device=obs.device)
+        return obs.index_select(-1, idx)
+    return np.take(np.asarray(obs), cfg.obs_indices, axis=-1)
+
+
 def build_edit_obs(obs: Array, chunk_rows: Array, chunk_age_s: Array, committed: Array,
                    has_chunk: Array, cfg: EditObsConfig, out: Array | None = None) -> Array:
     """Assemble the edit observation.
 
     Args:
-        obs: ``(..., O)`` newest robot observation.
+        obs: ``(..., O)`` newest robot observation (the whole of it: the builder keeps only
+            ``cfg.obs_indices``).
         chunk_rows: ``(..., 1 + L, A)`` chunk rows from "now" on (see :func:`select_chunk_rows`).
         chunk_age_s: ``(...,)`` seconds since the chunk's planner observation.
         committed: ``(..., K, A)`` last K commands sent, newest first.
@@ -155,7 +202,12 @@ def build_edit_obs(obs: Array, chunk_rows: Array, chunk_age_s: Array, committed:
     g0, _ = seg["chunk_age"]
     k0, k1 = seg["committed"]
     h0, _ = seg["has_chunk"]
-    out[..., o0:o1] = obs
+    if cfg.full_observation:
+        out[..., o0:o1] = obs
+    elif torch_mode:
+        out[..., o0:o1] = select_fast_obs(obs, cfg)
+    else:
+        np.take(obs, cfg.obs_indices, axis=-1, out=out[..., o0:o1], mode="clip")
     out[..., c0:c1] = chunk_rows.reshape(*batch, n_rows * a_dim)
     out[..., c0:c1] *= has[..., None]
     out[..., g0] = age * has

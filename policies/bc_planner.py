@@ -8,6 +8,11 @@ Demos (:func:`collect_expert_demos`): the plain task runs its scripted expert (o
 DART-style noise on the executed action); the label for the observation at step ``k`` is the
 expert's actions at steps ``k .. k+H-1`` of the same episode (the last one held past the
 episode's end), i.e. the open-loop chunk the expert actually executed.
+
+Real-time chunking (``rtc``): the planner is also given the *committed prefix*, the D actions
+the robot executes while the planner thinks. :func:`prefix_inputs` takes them from the demos'
+executed (noisy) actions, so the planner learns the continuation of a prefix it did not choose
+(the label rows after the prefix are the expert's actions in the states that prefix led to).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ __all__ = [
     "collect_expert_demos",
     "fit_bc",
     "init_bounded_mlp",
+    "prefix_inputs",
 ]
 
 log = logging.getLogger(__name__)
@@ -98,10 +104,22 @@ class BCChunkPlanner(nn.Module):
         """Chunk ``(B, H, A)`` inside the action limits from input ``(B, O + C)``."""
         return self.act_center + self.act_half * torch.tanh(self.raw(x))
 
-    def plan(self, obs: torch.Tensor, env_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Batched planner callable for the sim wrappers: ``(N, O) -> (N, H, A)`` (no grad)."""
+    def plan(self, obs: torch.Tensor, env_ids: torch.Tensor | None = None,
+             prefix: torch.Tensor | None = None) -> torch.Tensor:
+        """Batched planner callable for the sim wrappers: ``(N, O) -> (N, H, A)`` (no grad).
+
+        ``prefix`` ``(N, D, A)``: the committed prefix of a real-time-chunking planner
+        (``cond_dim = D * A``), flattened into the conditioning vector.
+        """
+        x = obs.to(self.in_mean.device, torch.float32)
+        if prefix is not None:
+            x = torch.cat([x, prefix.reshape(x.shape[0], -1).to(x)], dim=-1)
+        if x.shape[-1] != self.input_dim:
+            raise ValueError(f"planner input has {x.shape[-1]} features, expected "
+                             f"{self.input_dim} (obs {self.obs_dim} + conditioning "
+                             f"{self.cond_dim})")
         with torch.no_grad():
-            return self(obs.to(self.in_mean.device, torch.float32))
+            return self(x)
 
     def config(self) -> dict:
         """Constructor arguments (JSON), saved next to the weights."""
@@ -119,11 +137,13 @@ class ExpertDemos:
         obs: ``(T, N, O)`` robot observations.
         actions: ``(T, N, A)`` expert labels (the noise-free expert action).
         dones: ``(T, N)`` True where the episode ended after that step.
+        executed: ``(T, N, A)`` the actions really applied (labels + DART noise, clipped).
     """
 
     obs: torch.Tensor
     actions: torch.Tensor
     dones: torch.Tensor
+    executed: torch.Tensor | None = None
 
 
 def collect_expert_demos(env, steps: int, noise: float = 0.0, seed: int = 0,
@@ -138,7 +158,7 @@ def collect_expert_demos(env, steps: int, noise: float = 0.0, seed: int = 0,
     low = torch.as_tensor(spec.action_low, dtype=torch.float32, device=device)
     high = torch.as_tensor(spec.action_high, dtype=torch.float32, device=device)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
-    obs_l, act_l, done_l = [], [], []
+    obs_l, act_l, done_l, exe_l = [], [], [], []
     obs = env.get_observations()["policy"]
     for _ in progress(range(steps), total=steps, desc="expert demos", disable=not show_progress
                       or None):
@@ -149,10 +169,29 @@ def collect_expert_demos(env, steps: int, noise: float = 0.0, seed: int = 0,
             executed = torch.clamp(expert + noise * (high - low) * eps, low, high)
         obs_l.append(obs.clone())
         act_l.append(expert.clone())
+        exe_l.append(executed.clone())
         td, _, dones, _ = env.step(executed)
         obs = td["policy"]
         done_l.append(dones.bool().clone())
-    return ExpertDemos(torch.stack(obs_l), torch.stack(act_l), torch.stack(done_l))
+    return ExpertDemos(torch.stack(obs_l), torch.stack(act_l), torch.stack(done_l),
+                       torch.stack(exe_l))
+
+
+def prefix_inputs(executed: torch.Tensor, dones: torch.Tensor, length: int) -> torch.Tensor:
+    """Committed prefixes ``(T, N, length * A)``: at step ``k``, the actions executed at
+    ``k .. k+length-1``, zero from the episode's end (or the data's) on."""
+    steps, n, a = executed.shape
+    out = torch.zeros(steps, n, length, a, dtype=executed.dtype, device=executed.device)
+    for k in range(steps):
+        alive = torch.ones(n, dtype=torch.bool, device=executed.device)
+        for i in range(length):
+            t = k + i
+            if t >= steps:
+                break
+            if i:
+                alive = alive & ~dones[t - 1]
+            out[k, :, i] = executed[t] * alive[:, None]
+    return out.reshape(steps, n, length * a)
 
 
 def chunk_labels(actions: torch.Tensor, dones: torch.Tensor, horizon: int) -> torch.Tensor:

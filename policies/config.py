@@ -13,6 +13,8 @@ from typing import Any
 from edgerl.serde import SchemaError, from_dict, to_dict
 
 __all__ = [
+    "EDIT_INPUTS",
+    "EDIT_METHODS",
     "LEARNED_METHODS",
     "METHODS",
     "PLANNERS",
@@ -22,10 +24,15 @@ __all__ = [
     "TrainConfig",
 ]
 
-#: Methods trained with PPO.
-LEARNED_METHODS = ("nodelay", "naive", "arli", "edit")
-#: Every method the eval code understands (``planner`` and ``rtc`` do not learn).
-METHODS = (*LEARNED_METHODS, "planner", "rtc")
+#: Methods trained with PPO. ``edit_zero_chunks`` is ``edit``'s ablation: the same network and
+#: budget with every planner chunk replaced by zeros.
+LEARNED_METHODS = ("nodelay", "naive", "arli", "edit", "edit_zero_chunks")
+#: Methods whose policy is a bounded residual on a chunk row.
+EDIT_METHODS = ("edit", "edit_zero_chunks")
+#: What the edit policy reads of the robot observation (``edgerl.sim.wrappers.EDIT_INPUTS``).
+EDIT_INPUTS = ("fast", "full")
+#: Every method the eval code understands (``planner``, ``blend`` and ``rtc`` do not learn).
+METHODS = (*LEARNED_METHODS, "planner", "blend", "rtc")
 #: Planner kinds: the task's scripted expert rolled into chunks, or a behaviour-cloned MLP.
 PLANNERS = ("expert", "bc")
 
@@ -90,7 +97,7 @@ class TrainConfig:
     Attributes:
         task: Registered task name.
         method: One of :data:`METHODS`.
-        delay_steps: Planner (``edit``/``planner``/``rtc``) or action (``naive``/``arli``)
+        delay_steps: Planner (``edit``/``planner``/``blend``/``rtc``) or action (``naive``/``arli``)
             delay D in control steps. ``nodelay`` always runs with D = 0.
         seed: Seeds torch and the env.
         num_envs: Parallel environments.
@@ -100,13 +107,19 @@ class TrainConfig:
         horizon: Planner chunk rows H (0 = automatic: ``max(8, D + period + 4)``).
         period_steps: Planner query period P (0 = automatic: ``max(1, D)``).
         residual_bound: ``edit``: the residual moves the chunk row by at most this much
-            (action units) per element; 0 = automatic (25% of the action range).
+            (action units) per element; 0 = automatic (half the action range: a late chunk
+            can be far off, so the fast policy needs the authority to correct it).
         lookahead / n_committed: Edit observation sizes (:class:`edgerl.EditObsConfig`).
         num_steps_per_env: Rollout length per PPO iteration.
         save_interval: Checkpoint every N iterations (the final one is always saved).
         stop_at_success: Stop once the training success rate (last 100 episodes) reaches
             this (0 = run all iterations).
         task_kwargs: Extra keyword arguments for the task factory.
+        edit_inputs: ``fast``: the edit policy reads the task's fast observation subset (the
+            planner-only fields hidden, as on a robot); ``full``: every field (the edit policy
+            is then a bounded no-delay policy).
+        privileged: ``nodelay`` only: read the task's privileged observation (the goal the
+            planner knows), the upper bound of the result tables.
     """
 
     task: str
@@ -130,6 +143,8 @@ class TrainConfig:
     critic: ModelConfig = field(default_factory=ModelConfig)
     bc: BCConfig = field(default_factory=BCConfig)
     task_kwargs: dict[str, Any] = field(default_factory=dict)
+    edit_inputs: str = "fast"
+    privileged: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -138,6 +153,12 @@ class TrainConfig:
         if self.planner not in PLANNERS:
             raise SchemaError(f"planner: unknown planner {self.planner!r}; choose one of "
                               f"{', '.join(PLANNERS)}")
+        if self.edit_inputs not in EDIT_INPUTS:
+            raise SchemaError(f"edit_inputs: unknown value {self.edit_inputs!r}; choose one of "
+                              f"{', '.join(EDIT_INPUTS)}")
+        if self.privileged and self.method != "nodelay":
+            raise SchemaError(f"privileged: only the nodelay upper bound reads privileged "
+                              f"observations, not {self.method!r}")
         for key in ("delay_steps", "horizon", "period_steps", "lookahead", "n_committed"):
             if getattr(self, key) < 0:
                 raise SchemaError(f"{key}: must be >= 0, got {getattr(self, key)}")
@@ -150,7 +171,7 @@ class TrainConfig:
             raise SchemaError(f"residual_bound: must be >= 0, got {self.residual_bound}")
         if self.method == "nodelay":
             self.delay_steps = 0
-        edit = self.method == "edit"
+        edit = self.method in EDIT_METHODS
         if self.actor.init_std is None:
             self.actor.init_std = 0.3 if edit else 1.0
         if self.actor.output_scale is None:
@@ -164,8 +185,13 @@ class TrainConfig:
 
     @property
     def uses_planner(self) -> bool:
-        """Whether the method runs a chunk planner."""
-        return self.method in ("edit", "planner", "rtc")
+        """Whether the method runs a chunk planner (``edit_zero_chunks`` runs none)."""
+        return self.method in ("edit", "planner", "blend", "rtc")
+
+    @property
+    def is_edit(self) -> bool:
+        """Whether the policy is a bounded residual on a chunk row."""
+        return self.method in EDIT_METHODS
 
     @property
     def resolved_period(self) -> int:
@@ -178,24 +204,29 @@ class TrainConfig:
         return self.horizon or max(8, self.delay_steps + self.resolved_period + self.lookahead + 2)
 
     def resolved_residual_bound(self, action_low: list[float], action_high: list[float]) -> float:
-        """``residual_bound`` or 25% of the smallest action range."""
+        """``residual_bound`` or half of the smallest action range."""
         if self.residual_bound > 0:
             return float(self.residual_bound)
-        return 0.25 * min(h - lo for lo, h in zip(action_low, action_high))
+        return 0.5 * min(h - lo for lo, h in zip(action_low, action_high))
 
     def run_name(self, stamp: str) -> str:
         """``{task}__{method}__d{D}__s{S}__{stamp}``."""
         return f"{self.task}__{self.method}__d{self.delay_steps}__s{self.seed}__{stamp}"
 
     # --- rsl_rl -----------------------------------------------------------------------------
-    def rsl_rl_cfg(self) -> dict[str, Any]:
-        """The ``train_cfg`` dict rsl-rl-lib 5.5.1's ``OnPolicyRunner`` takes (fresh copy)."""
+    def rsl_rl_cfg(self, critic_groups: list[str] | None = None) -> dict[str, Any]:
+        """The ``train_cfg`` dict rsl-rl-lib 5.5.1's ``OnPolicyRunner`` takes (fresh copy).
+
+        ``critic_groups``: observation groups the critic reads (default ``["policy"]``);
+        training passes the privileged ones the env has (asymmetric actor-critic: the critic
+        is not deployed, so it may know the goal the fast policy does not see).
+        """
         dist = {"class_name": "GaussianDistribution", "init_std": self.actor.init_std,
                 "std_type": "scalar"}
         return {
             "num_steps_per_env": self.num_steps_per_env,
             "save_interval": self.save_interval,
-            "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
+            "obs_groups": {"actor": ["policy"], "critic": list(critic_groups or ["policy"])},
             "actor": {"class_name": "MLPModel", "hidden_dims": list(self.actor.hidden_dims),
                       "activation": self.actor.activation,
                       "obs_normalization": self.actor.obs_normalization,

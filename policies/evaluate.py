@@ -1,7 +1,7 @@
 """Evaluate any method on its (wrapped) env: success rate and return over N episodes.
 
 The same code evaluates PPO policies (``nodelay``/``naive``/``arli``/``edit``) and the
-non-learning baselines (``planner``/``rtc``, whose wrappers ignore the action they get).
+non-learning baselines (``planner``/``blend``/``rtc``, whose wrappers ignore the action they get).
 """
 
 from __future__ import annotations

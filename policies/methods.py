@@ -6,9 +6,14 @@
 ``arli``          delayed like ``naive``; obs augmented with the committed actions and the
                   mid-inference observation
 ``edit``          planner chunk (available D steps after its query) + bounded residual from
-                  the newest observation (EXPO-FT style); obs = ``edgerl.build_edit_obs``
+                  the newest fast observation (EXPO-FT style); obs = ``edgerl.build_edit_obs``
+``edit_zero_chunks``  ablation: ``edit`` with every chunk zero (the planner's information
+                  removed, everything else equal)
 ``planner``       the planner's chunk rows executed open loop (no learning)
-``rtc``           chunk blend over the overlap of old and new chunks (no learning)
+``blend``         chunk blend over the overlap of old and new chunks (no learning)
+``rtc``           real-time chunking: the planner is asked with the committed prefix (the rows
+                  executed during its delay) and continues from it; a prefix-conditioned BC
+                  planner (``--planner bc``)
 ================  ==========================================================================
 
 The wrappers themselves live in ``edgerl.sim.wrappers``; this module only chooses and
@@ -21,12 +26,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import torch
+
 from edgerl.edit_obs import EditObsConfig
 from edgerl.policies.bc_planner import (
     BCChunkPlanner,
     chunk_labels,
     collect_expert_demos,
     fit_bc,
+    prefix_inputs,
 )
 from edgerl.policies.config import TrainConfig
 from edgerl.sim.wrappers import ExpertPlanner, LatencyCfg, LatencyWrapper
@@ -68,8 +76,14 @@ def build_planner(cfg: TrainConfig, show_progress: bool = True
     demo_env.close()
     horizon = cfg.resolved_horizon
     labels = chunk_labels(demos.actions, demos.dones, horizon)
-    net = make_bc_planner(cfg, demo_env.spec).to(cfg.device)
-    inputs = demos.obs.reshape(-1, demos.obs.shape[-1])
+    inputs = demos.obs
+    cond_dim = 0
+    if cfg.method == "rtc":  # condition on the committed prefix (real-time chunking)
+        prefix = prefix_inputs(demos.executed, demos.dones, cfg.delay_steps)
+        inputs = torch.cat([inputs, prefix], dim=-1)
+        cond_dim = prefix.shape[-1]
+    net = make_bc_planner(cfg, demo_env.spec, cond_dim).to(cfg.device)
+    inputs = inputs.reshape(-1, inputs.shape[-1])
     targets = labels.reshape(-1, horizon, labels.shape[-1])
     losses = fit_bc(net, inputs, targets, epochs=cfg.bc.epochs, batch_size=cfg.bc.batch_size,
                     learning_rate=cfg.bc.learning_rate, seed=cfg.seed,
@@ -89,11 +103,15 @@ def latency_model(cfg: TrainConfig) -> LatencyModel:
                         planner_period_steps=cfg.resolved_period)
 
 
-def edit_obs_config(cfg: TrainConfig, obs_dim: int, action_dim: int) -> EditObsConfig:
-    """The edit observation layout for ``cfg`` (the wrapper builds the same one)."""
+def edit_obs_config(cfg: TrainConfig, obs_names: list[str], planner_only: list[str],
+                    action_dim: int) -> EditObsConfig:
+    """The edit observation layout for ``cfg`` on a task with these observation names (the
+    wrapper builds the same one): the fast subset unless ``cfg.edit_inputs == "full"``."""
     d = LatencyCfg()
-    return EditObsConfig(obs_dim, action_dim, cfg.lookahead, cfg.n_committed, d.age_scale_s,
-                         d.age_clip)
+    hidden = set(planner_only) if cfg.edit_inputs == "fast" else set()
+    fast = [i for i, n in enumerate(obs_names) if n not in hidden]
+    return EditObsConfig(len(obs_names), action_dim, cfg.lookahead, cfg.n_committed,
+                         d.age_scale_s, d.age_clip, fast if hidden else [])
 
 
 def latency_cfg(cfg: TrainConfig, spec: Any, seed: int) -> LatencyCfg:
@@ -102,7 +120,7 @@ def latency_cfg(cfg: TrainConfig, spec: Any, seed: int) -> LatencyCfg:
                       horizon=cfg.resolved_horizon, lookahead=cfg.lookahead,
                       n_committed=cfg.n_committed,
                       edit_bound=cfg.resolved_residual_bound(spec.action_low, spec.action_high),
-                      seed=seed)
+                      seed=seed, edit_inputs=cfg.edit_inputs, privileged=cfg.privileged)
 
 
 def make_method_env(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | None = None,
@@ -118,7 +136,11 @@ def make_method_env(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | N
 
 def planner_callable(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | None) -> Any:
     """The batched planner ``plan(obs (n, O), env_ids (n,)) -> (n, H, A)`` for the wrapper:
-    the BC network when given, else the task's ``expert_chunk`` rollout."""
+    the BC network when given, else the task's ``expert_chunk`` rollout. ``rtc`` needs a
+    planner that reads the committed prefix: a prefix-conditioned BC network."""
+    if cfg.method == "rtc" and (planner_net is None or planner_net.cond_dim == 0):
+        raise ValueError("method 'rtc' needs a planner that reads the committed prefix: use "
+                         "--planner bc (the scripted expert cannot continue a given prefix)")
     if planner_net is not None:
         return planner_net.plan
     return ExpertPlanner(base, cfg.resolved_horizon)

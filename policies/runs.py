@@ -8,7 +8,7 @@
 ``actor`` is a plain, stateless ``nn.Module`` (all methods here are feed-forward MLPs; the
 ``recurrent`` field of the spec is ``none``). For ``edit`` it outputs the raw residual; the
 applied action is ``edgerl.compose_edit_action(chunk_row, residual, spec.residual_bound)``
-clipped to the action limits. For ``planner``/``rtc`` (no learning) ``actor`` is ``None``.
+clipped to the action limits. For ``planner``/``blend``/``rtc`` (no learning) ``actor`` is ``None``.
 """
 
 from __future__ import annotations
@@ -75,10 +75,10 @@ class LoadedPolicy:
     Attributes:
         run_dir: The run directory.
         config: Its :class:`TrainConfig`.
-        actor: :class:`PolicyActor` in eval mode on ``device`` (``None`` for planner/rtc).
+        actor: :class:`PolicyActor` in eval mode on ``device`` (``None`` for planner/blend/rtc).
         spec: :class:`edgerl.PolicySpec` (``files`` empty: the exporter fills the hashes).
         planner: The BC planner network (``--planner bc``) in eval mode, else ``None``.
-        checkpoint: The rsl_rl checkpoint loaded (``None`` for planner/rtc).
+        checkpoint: The rsl_rl checkpoint loaded (``None`` for planner/blend/rtc).
         document: The whole ``config.json``.
     """
 
@@ -104,7 +104,7 @@ class LoadedPolicy:
         return make_method_env(base, cfg, self.planner, seed=seed)
 
     def act(self, obs: torch.Tensor) -> torch.Tensor:
-        """Deterministic action for a batch of policy observations (zeros for planner/rtc)."""
+        """Deterministic action for a batch of policy observations (zeros for planner/blend/rtc)."""
         if self.actor is None:
             return torch.zeros(obs.shape[0], self.spec.action.dim, device=obs.device)
         return self.actor(obs)
@@ -182,7 +182,9 @@ def _load_planner(document: dict[str, Any], run_dir: Path, device: str) -> nn.Mo
 def _edit_obs_config(cfg: TrainConfig, task_spec: dict[str, Any]) -> EditObsConfig:
     from edgerl.policies.methods import edit_obs_config
 
-    return edit_obs_config(cfg, len(task_spec["obs_names"]), len(task_spec["action_names"]))
+    return edit_obs_config(cfg, list(task_spec["obs_names"]),
+                           list(task_spec.get("planner_only", [])),
+                           len(task_spec["action_names"]))
 
 
 def build_spec(cfg: TrainConfig, document: dict[str, Any], actor: PolicyActor | None,
@@ -191,11 +193,14 @@ def build_spec(cfg: TrainConfig, document: dict[str, Any], actor: PolicyActor | 
     ts = document["task_spec"]
     res = document["resolved"]
     obs_dim = len(ts["obs_names"])
-    if actor is not None:
+    edit_obs = _edit_obs_config(cfg, ts)
+    mean_l, std_l = [0.0] * obs_dim, [1.0] * obs_dim
+    if actor is not None:  # the normaliser's leading entries belong to the observation read
         mean, std = actor.normalizer_stats()
-        mean_l, std_l = mean[:obs_dim].tolist(), std[:obs_dim].tolist()
-    else:
-        mean_l, std_l = [0.0] * obs_dim, [1.0] * obs_dim
+        read = (edit_obs.obs_indices or list(range(obs_dim))) if cfg.is_edit else \
+            list(range(min(obs_dim, actor.input_dim)))
+        for k, i in enumerate(read):
+            mean_l[i], std_l[i] = float(mean[k]), float(std[k])
     dt = 1.0 / float(ts["control_hz"])
     from edgerl.policies.methods import latency_model
 
@@ -210,10 +215,10 @@ def build_spec(cfg: TrainConfig, document: dict[str, Any], actor: PolicyActor | 
         chunk=ChunkSpec(horizon=int(res["horizon"]), dt_s=dt,
                         period_s=int(res["period_steps"]) * dt,
                         expected_latency_s=cfg.delay_steps * dt if cfg.uses_planner else 0.0),
-        edit_obs=_edit_obs_config(cfg, ts),
+        edit_obs=edit_obs,
         latency=latency,
         tensors=TensorSpec(inputs=["obs"], outputs=["action"]),
-        residual_bound=float(res["residual_bound"]) if cfg.method == "edit" else 0.0,
+        residual_bound=float(res["residual_bound"]) if cfg.is_edit else 0.0,
         files={},
         extra={"run_dir": str(document.get("_run_dir", "")), "seed": cfg.seed,
                "delay_steps": cfg.delay_steps, "delay_ms": res.get("delay_ms"),

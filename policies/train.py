@@ -88,6 +88,14 @@ def _resolved(cfg: TrainConfig, spec: Any) -> dict[str, Any]:
             "control_hz": spec.control_hz}
 
 
+def critic_groups(env: Any) -> list[str]:
+    """The critic's observation groups: the policy's own, plus the robot observation and the
+    task's privileged ``"critic"`` group when the wrapped env has them (the planner-only goal
+    reaches the value function, never the deployed actor)."""
+    groups = set(env.get_observations().keys())
+    return ["policy"] + [g for g in ("robot", "critic") if g in groups]
+
+
 def _rank_config(cfg: TrainConfig, local_rank: int) -> TrainConfig:
     """``cfg`` for one torchrun process: ``cuda`` becomes ``cuda:{LOCAL_RANK}``."""
     dev = torch.device(cfg.device)
@@ -137,9 +145,9 @@ def train(cfg: TrainConfig, out: str | Path | None = None, root: str | Path = "r
         if planner_net is not None and lead:
             torch.save(planner_net.state_dict(), run_dir / PLANNER_NAME)
     env = make_method_env(base, cfg, planner_net)
+    rsl_cfg = cfg.rsl_rl_cfg(critic_groups(env)) if cfg.learned else None
     document = {"train": cfg.to_dict(), "resolved": _resolved(cfg, spec),
-                "task_spec": to_dict(spec), "planner": planner_info,
-                "rsl_rl": cfg.rsl_rl_cfg() if cfg.learned else None}
+                "task_spec": to_dict(spec), "planner": planner_info, "rsl_rl": rsl_cfg}
     if lead:
         (run_dir / CONFIG_NAME).write_text(json.dumps(document, indent=2) + "\n")
     result = TrainResult(run_dir=run_dir)
@@ -147,7 +155,7 @@ def train(cfg: TrainConfig, out: str | Path | None = None, root: str | Path = "r
         if cfg.learned:
             from edgerl.policies.ppo_runner import EdgeRunner
 
-            runner = EdgeRunner(env, cfg.rsl_rl_cfg(), log_dir=run_dir if lead else None,
+            runner = EdgeRunner(env, rsl_cfg, log_dir=run_dir if lead else None,
                                 device=cfg.device,
                                 total_iterations=cfg.iterations, show_progress=show_progress,
                                 stop_at_success=cfg.stop_at_success)

@@ -39,6 +39,9 @@ class TaskSpec:
         control_hz: Policy rate (Hz); one ``step`` is ``1 / control_hz`` seconds.
         max_episode_steps: Episode length limit in control steps.
         instructions: For language-conditioned tasks, the instruction templates (else empty).
+        planner_only: Observation names only the slow planner sees (the goal an instruction
+            names, what a camera shows, privileged state); the fast edit policy reads the
+            others (:attr:`fast_obs_indices`). Empty = no split: the fast policy sees it all.
     """
 
     name: str
@@ -51,6 +54,21 @@ class TaskSpec:
     control_hz: float
     max_episode_steps: int
     instructions: list[str] = field(default_factory=list)
+    planner_only: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        unknown = [n for n in self.planner_only if n not in self.obs_names]
+        if unknown:
+            raise ValueError(f"{self.name}: planner_only names {unknown} are not observation "
+                             f"names ({', '.join(self.obs_names)})")
+        if len(self.planner_only) >= len(self.obs_names):
+            raise ValueError(f"{self.name}: planner_only leaves the fast policy no observation")
+
+    @property
+    def fast_obs_indices(self) -> list[int]:
+        """Indices of the observation elements the fast policy reads (all when no split)."""
+        hidden = set(self.planner_only)
+        return [i for i, n in enumerate(self.obs_names) if n not in hidden]
 
     @property
     def obs_dim(self) -> int:

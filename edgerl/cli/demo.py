@@ -9,7 +9,8 @@ HELP = ("the main job: train a latency-aware edit policy, export it, deploy it o
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", default="cartpole", help="task (default cartpole)")
+    p.add_argument("--task", default="cartpole_goal",
+                   help="task (default cartpole_goal: the goal is known to the planner only)")
     p.add_argument("--fast", action="store_true",
                    help="smaller budget: training <= 2 min on 2 cores, shorter deploy/eval")
     p.add_argument("--out", default="runs/demo",
@@ -22,10 +23,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--planner", default="bc", choices=("bc", "expert"),
                    help="chunk planner (default bc: learned, exported as planner.onnx)")
     p.add_argument("--iterations", type=int, default=None,
-                   help="PPO iteration cap for the edit policy (default 150, --fast 110)")
-    p.add_argument("--naive-iterations", type=int, default=None,
-                   help="PPO iteration cap of the naive baseline, 0 = skip it (default 150, "
-                        "--fast 110)")
+                   help="PPO iteration cap for the edit policy (default 250, --fast 160)")
+    p.add_argument("--naive-iterations", "--control-iterations", type=int, default=None,
+                   dest="naive_iterations",
+                   help="PPO iteration cap of the trained controls (naive, edit_zero_chunks), "
+                        "0 = skip them (default 250, --fast 160)")
     p.add_argument("--episodes", type=int, default=None,
                    help="evaluation episodes per method (default 100, --fast 50)")
     p.add_argument("--deploy-s", type=float, default=None,

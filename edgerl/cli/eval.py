@@ -14,7 +14,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="parallel envs (default min(episodes, 256))")
     p.add_argument("--seed", type=int, default=None,
                    help="eval seed (default: the run's seed + 1000, unseen in training)")
-    p.add_argument("--checkpoint", default=None, help="model_*.pt to load (default newest)")
+    p.add_argument("--checkpoint", default=None,
+                   help="checkpoint to load (default model_best.pt, the best training success "
+                        "rate; else the newest model_*.pt)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1: small MLPs run fastest single-threaded)")

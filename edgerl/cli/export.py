@@ -59,6 +59,15 @@ def run(args: argparse.Namespace) -> int:
     if loaded.actor is None:
         raise CliError(f"run {args.run} (method {loaded.spec.method}) has no learned policy "
                        "network to export")
+    not_deployable = {
+        "edit_zero_chunks": "an ablation trained on all-zero chunks; a robot's planner would "
+                            "feed it real ones",
+    }.get(loaded.spec.method)
+    if loaded.config.privileged:
+        not_deployable = ("the privileged upper bound: it reads the task's privileged "
+                          "observation (the goal), which a robot's fast loop does not have")
+    if not_deployable:
+        raise CliError(f"run {args.run} is not deployable: {not_deployable}")
     try:
         env = loaded.make_env(args.num_envs, seed=args.seed) if args.recorded > 0 else None
     except Exception as exc:  # the task or its wrappers cannot be built here

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-HELP = "train a latency-aware policy (nodelay/naive/arli/edit) or set up a planner/rtc baseline"
+HELP = ("train a latency-aware policy (nodelay/naive/arli/edit/edit_zero_chunks) or set up a "
+        "planner/blend/rtc baseline")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from edgerl.policies.config import METHODS, PLANNERS
+    from edgerl.policies.config import EDIT_INPUTS, METHODS, PLANNERS
 
     p.add_argument("task", help="registered task name (see `edgerl tasks`)")
     p.add_argument("--method", default="edit", choices=METHODS, help="method (default edit)")
@@ -29,7 +30,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--period-steps", type=int, default=0,
                    help="planner query period P in steps (0 = max(1, D))")
     p.add_argument("--residual-bound", type=float, default=0.0,
-                   help="edit: max residual per action element (0 = 25%% of the range)")
+                   help="edit: max residual per action element (0 = half the range)")
+    p.add_argument("--edit-inputs", default="fast", choices=EDIT_INPUTS,
+                   help="edit methods: fast = the task's fast observation only (the planner-only "
+                        "goal hidden, as on a robot; default); full = every observation field "
+                        "(a bounded no-delay policy that may not need the planner)")
+    p.add_argument("--privileged", action="store_true",
+                   help="nodelay only: read the task's privileged observation (the goal the "
+                        "planner knows): the upper bound of the result tables")
     p.add_argument("--stop-at-success", type=float, default=0.0,
                    help="stop once the training success rate (last 100 episodes) reaches this "
                         "(default 0 = run all iterations)")
@@ -88,6 +96,8 @@ def config_from_args(args: argparse.Namespace):
                            period_steps=args.period_steps, residual_bound=args.residual_bound,
                            num_steps_per_env=args.steps_per_env,
                            stop_at_success=args.stop_at_success,
+                           edit_inputs=getattr(args, "edit_inputs", "fast"),
+                           privileged=bool(getattr(args, "privileged", False)),
                            task_kwargs=parse_task_args(getattr(args, "task_arg", [])))
     except SchemaError as exc:
         raise CliError(str(exc)) from exc

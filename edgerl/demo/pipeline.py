@@ -3,7 +3,8 @@
 Every stage calls the project's own API (``edgerl.policies.train.train``,
 ``edgerl.export.bundle.export_bundle``, ``edgerl_ros.graph.deploy``, ``edgerl.hil.run_hil``,
 ``edgerl.policies.evaluate.evaluate``); the naive baseline trains in a child ``edgerl train``
-process so it uses the second core while the edit policy trains here. The ROS 2 nodes and the
+process and the ``edit_zero_chunks`` ablation in another, so they use the second core while
+the edit policy trains here. The ROS 2 nodes and the
 firmware run as separate processes, as they are designed to.
 """
 
@@ -39,14 +40,16 @@ class DemoConfig:
     """What the demo runs.
 
     Attributes:
-        task: Registered task (the plant for training, deploy and HIL).
-        delay_steps: Planner delay D in control steps (cartpole: 10 steps = 200 ms at 50 Hz).
+        task: Registered task (the plant for training, deploy and HIL). The default,
+            ``cartpole_goal``, hides the goal from the fast policy: only the planner knows it.
+        delay_steps: Planner delay D in control steps (10 steps = 200 ms at 50 Hz).
         delay_jitter_steps: Extra planner delay drawn per episode in ``0..J`` steps during
             training and evaluation (the ROS 2 planner's latency is not a constant).
         planner: Chunk planner for training (``bc``: a learned MLP, exported as
             ``planner.onnx`` and run by the ROS planner node and the HIL host).
         iterations: PPO iteration cap for the edit policy.
-        naive_iterations: PPO iterations of the naive baseline (0: skip the naive baseline).
+        naive_iterations: PPO iterations of the two trained controls, ``naive`` and
+            ``edit_zero_chunks`` (0: skip both).
         stop_at_success: End training once the training success rate reaches this.
         num_envs: Parallel training envs.
         eval_episodes: Episodes per method in the success-rate comparison.
@@ -57,12 +60,12 @@ class DemoConfig:
         show_progress: Progress bars on stderr.
     """
 
-    task: str = "cartpole"
+    task: str = "cartpole_goal"
     delay_steps: int = 10
     delay_jitter_steps: int = 4
     planner: str = "bc"
-    iterations: int = 150
-    naive_iterations: int = 150
+    iterations: int = 250
+    naive_iterations: int = 250
     stop_at_success: float = 0.98
     num_envs: int = 64
     eval_episodes: int = 100
@@ -75,7 +78,7 @@ class DemoConfig:
     @classmethod
     def preset(cls, fast: bool, **overrides: Any) -> DemoConfig:
         """The default (<= 10 min CPU) or ``--fast`` (<= 2 min training) budget."""
-        base: dict[str, Any] = dict(iterations=110, naive_iterations=110, eval_episodes=50,
+        base: dict[str, Any] = dict(iterations=160, naive_iterations=160, eval_episodes=50,
                                     deploy_s=8.0, hil_episodes=1) if fast else {}
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
@@ -145,23 +148,27 @@ def _train_config(cfg: DemoConfig, method: str, iterations: int):
                        stop_at_success=cfg.stop_at_success, task_kwargs=_task_kwargs(cfg))
 
 
-def start_naive(cfg: DemoConfig, run_dir: Path) -> subprocess.Popen | None:
-    """Start ``edgerl train TASK --method naive`` as a child process (None when skipped)."""
+#: The controls the demo trains beside ``edit``, each in its own child process.
+CONTROLS = ("naive", "edit_zero_chunks")
+
+
+def start_control(cfg: DemoConfig, method: str, run_dir: Path) -> subprocess.Popen | None:
+    """Start ``edgerl train TASK --method METHOD`` as a child process (None when skipped)."""
     if cfg.naive_iterations == 0:
         return None
     cmd = [sys.executable, "-m", "edgerl", "--log-level", "WARNING", "train", cfg.task,
-           "--method", "naive", "--delay-steps", str(cfg.delay_steps), "--seed", str(cfg.seed),
+           "--method", method, "--delay-steps", str(cfg.delay_steps), "--seed", str(cfg.seed),
            "--num-envs", str(cfg.num_envs), "--iterations", str(cfg.naive_iterations),
            "--stop-at-success", str(cfg.stop_at_success), "--out", str(run_dir),
            "--no-progress", "--json"]
     for key, value in _task_kwargs(cfg).items():
         cmd += ["--task-arg", f"{key}={json.dumps(value)}"]
-    log.info("naive baseline: %s", " ".join(cmd[1:]))
+    log.info("%s control: %s", method, " ".join(cmd[1:]))
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def finish_naive(proc: subprocess.Popen | None, timeout_s: float) -> dict[str, Any] | None:
-    """Wait for the naive child; its ``--json`` summary (DemoError if it failed)."""
+def finish_control(proc: subprocess.Popen | None, timeout_s: float) -> dict[str, Any] | None:
+    """Wait for a control's child; its ``--json`` summary (DemoError if it failed)."""
     if proc is None:
         return None
     try:
@@ -169,9 +176,9 @@ def finish_naive(proc: subprocess.Popen | None, timeout_s: float) -> dict[str, A
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        raise DemoError(f"naive baseline training did not finish in {timeout_s:.0f} s") from None
+        raise DemoError(f"control training did not finish in {timeout_s:.0f} s") from None
     if proc.returncode != 0:
-        raise DemoError(f"naive baseline training failed (exit {proc.returncode}):\n"
+        raise DemoError(f"control training failed (exit {proc.returncode}):\n"
                         f"{stderr[-1500:]}")
     return json.loads(stdout)
 
@@ -319,13 +326,16 @@ def _evaluate(run_dir: Path, episodes: int, zero_residual: bool,
     return {**res.summary(), "eval_seed": seed, "run": str(run_dir)}
 
 
-def stage_eval(cfg: DemoConfig, edit_run: Path, naive_run: Path | None) -> StageResult:
-    """Success rate of edit vs planner-only (the same planner, residual 0) vs naive."""
+def stage_eval(cfg: DemoConfig, edit_run: Path, controls: dict[str, Path]) -> StageResult:
+    """Success rate of edit vs its controls: ``edit_zero_chunks`` (no planner information),
+    planner-only (the same planner, residual 0) and ``naive``."""
     t0 = time.perf_counter()
     delay_ms = 1000.0 * cfg.delay_steps / _control_hz(edit_run)
     rows = []
-    for method, run, zero in (("edit", edit_run, False), ("planner", edit_run, True),
-                              ("naive", naive_run, False)):
+    for method, run, zero in (("edit", edit_run, False),
+                              ("edit_zero_chunks", controls.get("edit_zero_chunks"), False),
+                              ("planner", edit_run, True),
+                              ("naive", controls.get("naive"), False)):
         if run is None:
             continue
         r = _evaluate(run, cfg.eval_episodes, zero, cfg.show_progress)
@@ -343,6 +353,7 @@ def stage_eval(cfg: DemoConfig, edit_run: Path, naive_run: Path | None) -> Stage
 
 _METHOD_TEXT = {
     "edit": "{planner} planner chunks + learned edit residual every tick",
+    "edit_zero_chunks": "the same edit network and budget, every chunk zero (no planner)",
     "planner": "the same {planner} planner's chunks, open loop (residual 0)",
     "naive": "PPO policy, action applied D steps late",
 }
@@ -367,7 +378,8 @@ def run_demo(cfg: DemoConfig,
     cfg.validate()
     t_start = time.perf_counter()
     out = prepare_out(cfg.out)
-    edit_run, naive_run = out / "edit_run", out / "naive_run"
+    edit_run = out / "edit_run"
+    control_runs = {m: out / f"{m}_run" for m in CONTROLS}
     bundle = out / "bundle"
     stages: list[StageResult] = []
 
@@ -377,23 +389,25 @@ def run_demo(cfg: DemoConfig,
             on_stage(s)
         return s
 
-    naive = start_naive(cfg, naive_run)
+    children = {m: start_control(cfg, m, run) for m, run in control_runs.items()}
     try:
         train_res = done(stage_train(cfg, edit_run))
-        t_wait = time.perf_counter()
-        naive_summary = finish_naive(naive, timeout_s=1800.0)
-        if naive_summary is not None:
-            done(StageResult("train naive (2nd process)", True,
-                             f"{naive_summary['iterations']} it, train success "
-                             f"{naive_summary['success_rate']:.2f}",
-                             time.perf_counter() - t_wait, naive_summary))
+        for method, child in children.items():
+            summary = finish_control(child, timeout_s=1800.0)
+            if summary is not None:  # its own training time, not the wait for it
+                done(StageResult(f"train {method} (child process)", True,
+                                 f"{summary['iterations']} it, train success "
+                                 f"{summary['success_rate']:.2f}", summary["wall_s"],
+                                 summary))
     finally:
-        stop_process(naive)
+        for child in children.values():
+            stop_process(child)
+    trained = {m: run for m, run in control_runs.items() if children[m] is not None}
     export_res = done(stage_export(edit_run, bundle, cfg.seed))
     delay_s = cfg.delay_steps / _control_hz(edit_run)
     deploy_res = done(stage_deploy(cfg, bundle, out, delay_s))
     hil_res = done(stage_hil(cfg, bundle, delay_s))
-    eval_res = done(stage_eval(cfg, edit_run, naive_run if naive is not None else None))
+    eval_res = done(stage_eval(cfg, edit_run, trained))
 
     mcap = out / "deploy.mcap"
     timing = collect_loop_timing(mcap) if mcap.exists() else {}
@@ -414,8 +428,10 @@ def run_demo(cfg: DemoConfig,
         "train": train_res.data, "export": export_res.data,
         "deploy": {k: v for k, v in deploy_res.data.items() if k != "robot"},
         "hil": hil_res.data,
-        "artifacts": {"edit_run": str(edit_run), "naive_run": str(naive_run)
-                      if naive is not None else None, "bundle": str(bundle),
+        "artifacts": {"edit_run": str(edit_run),
+                      **{f"{m}_run": str(r) if m in trained else None
+                         for m, r in control_runs.items()},
+                      "bundle": str(bundle),
                       "recording": str(mcap) if mcap.exists() else None,
                       "png": str(png) if png is not None else None,
                       "report": str(out / "report.json")},

@@ -10,6 +10,12 @@ register_task(TaskInfo(
     entry_point="edgerl.sim.tasks.cartpole:make_cartpole"))
 
 register_task(TaskInfo(
+    name="cartpole_goal", backend="torch", obs_dim=5, action_dim=1, control_hz=50.0,
+    description="cart-pole to a goal position only the planner sees (torch, planner-needed "
+                "demo task)",
+    entry_point="edgerl.sim.tasks.cartpole:make_cartpole_goal"))
+
+register_task(TaskInfo(
     name="arm_reach", backend="mujoco", obs_dim=16, action_dim=2, control_hz=50.0,
     description="language-conditioned planar-arm reaching, 4 coloured targets (MuJoCo, VLA task)",
     entry_point="edgerl.sim.tasks.arm:make_arm_reach"))

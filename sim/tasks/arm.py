@@ -119,7 +119,9 @@ class ArmReachEnv(InstructedTaskEnv):
             name="arm_reach", obs_names=obs_names, obs_units=obs_units,
             action_names=["shoulder_vel_cmd", "elbow_vel_cmd"], action_units=["rad/s", "rad/s"],
             action_low=[-v, -v], action_high=[v, v], control_hz=self.cfg.control_hz,
-            max_episode_steps=self.cfg.max_episode_steps, instructions=list(INSTRUCTIONS))
+            max_episode_steps=self.cfg.max_episode_steps, instructions=list(INSTRUCTIONS),
+            # the targets come from a camera and the goal from the instruction: planner only
+            planner_only=[f"{c}_target_{a}" for c in COLORS for a in "xy"])
         self._init_task(model, num_envs, device, seed, self.cfg.backend, self.cfg.nthread)
         self._qpos, self._qvel, self._ctrl = self.sim.qpos, self.sim.qvel, self.sim.ctrl
         self._kin: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None

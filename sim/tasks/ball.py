@@ -129,7 +129,9 @@ class BallBalanceEnv(MujocoTaskEnv):
                        "m/s"],
             action_names=["tilt_x_cmd", "tilt_y_cmd"], action_units=["rad", "rad"],
             action_low=[-t, -t], action_high=[t, t], control_hz=self.cfg.control_hz,
-            max_episode_steps=self.cfg.max_episode_steps)
+            max_episode_steps=self.cfg.max_episode_steps,
+            # a camera sees the moving target; the touch panel and the encoders are fast
+            planner_only=["target_x", "target_y", "target_vx", "target_vy"])
         self._init_task(model, num_envs, device, seed, self.cfg.backend, self.cfg.nthread)
         n = self.num_envs
         self._center = np.zeros((n, 2))

@@ -10,6 +10,13 @@ An episode fails when ``|theta| > theta_limit`` or ``|x| > x_limit``; it succeed
 reaches ``max_episode_steps`` without failing (``extras["success"]``, and a time-out in
 ``extras["time_outs"]``). The expert is an LQR controller on the linearized nominal model,
 which balances every initial state of the reset distribution.
+
+``cartpole_goal`` (``goal_range > 0``): each episode draws a goal cart position in
+``[-goal_range, goal_range]``. The observation gains ``goal_x``, which only the planner sees
+(``TaskSpec.planner_only``): the fast policy reads the cart and pole state, as a robot's
+encoders give them at the control rate, and learns where to go only from the planner's chunk.
+Success additionally needs the cart within ``goal_tol`` of the goal at the end. The expert is
+the same LQR regulating ``x - goal``.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from tensordict import TensorDict
 from edgerl.sim.randomization import DomainRandConfig, DomainRandomizer
 from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
 
-__all__ = ["CartpoleCfg", "CartpoleEnv", "make_cartpole"]
+__all__ = ["CARTPOLE_GOAL_DEFAULTS", "CartpoleCfg", "CartpoleEnv", "make_cartpole",
+           "make_cartpole_goal"]
 
 
 @dataclass
@@ -42,6 +50,9 @@ class CartpoleCfg:
         init_theta / init_x / init_vel: Half-widths of the uniform reset distribution
             (rad, m, and m/s or rad/s for both velocities).
         randomization: Per-env physical randomization at reset.
+        goal_range: Goal cart positions are drawn in ``[-goal_range, goal_range]`` (m);
+            0 = the classic task without a goal (and without the ``goal_x`` observation).
+        goal_tol: ``|x - goal|`` (m) at the end of the episode that counts as reached.
     """
 
     control_hz: float = 50.0
@@ -60,11 +71,21 @@ class CartpoleCfg:
     init_x: float = 0.5
     init_vel: float = 0.5
     randomization: DomainRandConfig = field(default_factory=DomainRandConfig)
+    goal_range: float = 0.0
+    goal_tol: float = 0.15
 
     def __post_init__(self) -> None:
         if self.control_hz <= 0 or self.substeps < 1 or self.max_episode_steps < 1:
             raise ValueError("cartpole: control_hz > 0, substeps >= 1 and max_episode_steps >= 1")
+        if not 0.0 <= self.goal_range < self.x_limit or self.goal_tol <= 0:
+            raise ValueError(f"cartpole: goal_range must be in [0, x_limit={self.x_limit}) m and "
+                             f"goal_tol > 0, got {self.goal_range} and {self.goal_tol}")
         self.randomization = DomainRandConfig.coerce(self.randomization)
+
+    @property
+    def has_goal(self) -> bool:
+        """Whether episodes carry a planner-only goal position."""
+        return self.goal_range > 0
 
 
 def cartpole_dynamics(state: torch.Tensor, force: torch.Tensor, cfg: CartpoleCfg,
@@ -119,7 +140,8 @@ def lqr_gain(cfg: CartpoleCfg, q: tuple[float, ...] = (1.0, 0.5, 20.0, 1.0),
 
 
 class CartpoleEnv(EdgeVecEnv):
-    """Vectorized cart-pole; observations ``{"policy": (N, 4)}`` = [x, x_dot, theta, theta_dot].
+    """Vectorized cart-pole; observations ``{"policy": (N, 4)}`` = [x, x_dot, theta, theta_dot]
+    (``(N, 5)`` with ``goal_x`` appended when ``cfg.goal_range > 0``).
 
     Args:
         num_envs: Number of environments N.
@@ -137,11 +159,16 @@ class CartpoleEnv(EdgeVecEnv):
         self.num_actions = 1
         self.device = torch.device(device)
         self.max_episode_length = self.cfg.max_episode_steps
+        goal = self.cfg.has_goal
         self.spec = TaskSpec(
-            name="cartpole", obs_names=["cart_x", "cart_vel", "pole_angle", "pole_vel"],
-            obs_units=["m", "m/s", "rad", "rad/s"], action_names=["cart_force"],
+            name="cartpole_goal" if goal else "cartpole",
+            obs_names=["cart_x", "cart_vel", "pole_angle", "pole_vel"] + ["goal_x"] * goal,
+            obs_units=["m", "m/s", "rad", "rad/s"] + ["m"] * goal, action_names=["cart_force"],
             action_units=["normalized"], action_low=[-1.0], action_high=[1.0],
-            control_hz=self.cfg.control_hz, max_episode_steps=self.cfg.max_episode_steps)
+            control_hz=self.cfg.control_hz, max_episode_steps=self.cfg.max_episode_steps,
+            planner_only=["goal_x"] * goal)
+        #: (N,) goal cart position (m); zeros without a goal.
+        self.goal = torch.zeros(self.num_envs, device=self.device)
         self.seed(seed)
         self.randomizer = DomainRandomizer(self.cfg.randomization, self.num_envs, self.device)
         gain = lqr_gain(self.cfg)
@@ -160,8 +187,16 @@ class CartpoleEnv(EdgeVecEnv):
                                  sel(r.friction_scale), sel(r.damping_scale))
 
     def _obs(self) -> TensorDict:
-        return TensorDict({"policy": self.state.clone()}, batch_size=[self.num_envs],
-                          device=self.device)
+        obs = torch.cat((self.state, self.goal[:, None]), -1) if self.cfg.has_goal else \
+            self.state.clone()
+        return TensorDict({"policy": obs}, batch_size=[self.num_envs], device=self.device)
+
+    def _error(self, state: torch.Tensor, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """State relative to the goal (N, 4): the LQR regulates it to zero."""
+        goal = self.goal if env_ids is None else self.goal[env_ids]
+        err = state.clone()
+        err[:, 0] -= goal
+        return err
 
     # --- VecEnv -------------------------------------------------------------------------------
     def get_observations(self) -> TensorDict:
@@ -176,6 +211,9 @@ class CartpoleEnv(EdgeVecEnv):
             half = torch.tensor([c.init_x, c.init_vel, c.init_theta, c.init_vel])
             u = torch.rand(n, 4, generator=self.generator) * 2.0 - 1.0
             self.state[env_ids] = (u * half).to(self.device)
+            if c.has_goal:
+                g = (torch.rand(n, generator=self.generator) * 2.0 - 1.0) * c.goal_range
+                self.goal[env_ids] = g.to(self.device)
             self.episode_length_buf[env_ids] = 0
             self.randomizer.resample(env_ids, self.generator)
         return self._obs()
@@ -187,11 +225,17 @@ class CartpoleEnv(EdgeVecEnv):
         x, _, th, _ = self.state.unbind(-1)
         failed = (th.abs() > self.cfg.theta_limit) | (x.abs() > self.cfg.x_limit)
         time_out = (self.episode_length_buf >= self.max_episode_length) & ~failed
-        reward = (1.0 - 0.5 * (th / self.cfg.theta_limit) ** 2 - 0.05 * x * x
+        off = x - self.goal
+        reward = (1.0 - 0.5 * (th / self.cfg.theta_limit) ** 2 - 0.05 * off * off
                   - 0.01 * a.clamp(-1.0, 1.0) ** 2)
+        success = time_out.clone()
+        if self.cfg.has_goal:
+            near = off.abs() < self.cfg.goal_tol
+            reward = reward - 0.5 * off.abs() + 0.5 * near.float()
+            success &= near
         reward = torch.where(failed, torch.full_like(reward, -5.0), reward)
         dones = failed | time_out
-        extras = {"time_outs": time_out, "success": time_out.clone(),
+        extras = {"time_outs": time_out, "success": success,
                   "log": {"/cartpole/fail_rate": failed.float().mean()}}
         done_ids = dones.nonzero().squeeze(-1)
         if done_ids.numel():
@@ -200,14 +244,14 @@ class CartpoleEnv(EdgeVecEnv):
 
     # --- edgerl additions ---------------------------------------------------------------------
     def expert_action(self) -> torch.Tensor:
-        return (-(self.state @ self._lqr)).clamp(-1.0, 1.0)[:, None]
+        return (-(self._error(self.state) @ self._lqr)).clamp(-1.0, 1.0)[:, None]
 
     def expert_chunk(self, horizon: int, env_ids: torch.Tensor | None = None) -> torch.Tensor:
         """LQR actions along the (randomized) model rolled forward ``horizon`` steps."""
         state = self.state if env_ids is None else self.state[env_ids]
         rows = []
         for _ in range(int(horizon)):
-            a = (-(state @ self._lqr)).clamp(-1.0, 1.0)
+            a = (-(self._error(state, env_ids) @ self._lqr)).clamp(-1.0, 1.0)
             rows.append(a)
             state = self._physics(state, a, env_ids)
         return torch.stack(rows, dim=1)[..., None]
@@ -228,3 +272,13 @@ def make_cartpole(num_envs: int = 64, device: str | torch.device = "cpu", seed: 
                   **cfg_kwargs: object) -> CartpoleEnv:
     """Registry factory: ``make_task("cartpole", num_envs=..., device=..., seed=..., **cfg)``."""
     return CartpoleEnv(num_envs=num_envs, device=device, seed=seed, cfg=CartpoleCfg(**cfg_kwargs))
+
+
+#: ``cartpole_goal``'s defaults: a goal within 1 m, 3 s episodes to reach it.
+CARTPOLE_GOAL_DEFAULTS: dict[str, object] = {"goal_range": 1.0, "max_episode_steps": 150}
+
+
+def make_cartpole_goal(num_envs: int = 64, device: str | torch.device = "cpu", seed: int = 0,
+                       **cfg_kwargs: object) -> CartpoleEnv:
+    """Registry factory of ``cartpole_goal``: :data:`CARTPOLE_GOAL_DEFAULTS`, then ``cfg``."""
+    return make_cartpole(num_envs, device, seed, **{**CARTPOLE_GOAL_DEFAULTS, **cfg_kwargs})

@@ -20,15 +20,27 @@ Methods (``LatencyCfg.method``):
              (queued, not yet applied); its output is applied at ``s + D = t + D - m``.
              Policy obs = [obs(s) | obs(t) | committed, newest first, zero-padded].
 ``planner``  chunk rows are executed open loop (the policy's actions are ignored).
-``rtc``      like ``planner``, but when a new chunk arrives the old and new chunks are blended
-             linearly over ``rtc_blend_steps`` steps of their overlap.
-``edit``     policy obs = ``edgerl.edit_obs.build_edit_obs`` (the runtime's builder); the
-             policy outputs a residual; command = ``compose_edit_action(row_now, residual,
+``blend``    like ``planner``, but when a new chunk arrives the old and new chunks are blended
+             linearly over ``rtc_blend_steps`` steps of their overlap (training-free).
+``rtc``      real-time chunking: like ``planner``, but the planner is asked with the committed
+             prefix, the current chunk's rows for the D steps its inference will take (what the
+             robot executes meanwhile), so the new chunk continues from them. The planner is
+             called ``plan(obs, env_ids, prefix (n, D, A))``; a prefix-conditioned BC planner
+             (``edgerl.policies.bc_planner``, ``--method rtc --planner bc``) is trained on them.
+``edit``     policy obs = ``edgerl.edit_obs.build_edit_obs`` (the runtime's builder) on the
+             task's *fast* observation subset (``LatencyCfg.edit_inputs``); the policy
+             outputs a residual; command = ``compose_edit_action(row_now, residual,
              edit_bound)`` clipped to the task's action limits.
+``edit_zero_chunks``  the ablation of ``edit``: the same network, timing and budget, but every
+             chunk the planner delivers is zeros, so the policy learns and acts without the
+             planner's information. ``edit`` must beat it for the planner to matter.
 
-Without a (non-stale) chunk, ``planner``/``rtc`` command zeros and ``edit`` composes on a zero
-row. Observation groups returned: ``"policy"`` (method-specific), ``"robot"`` (the seen robot
-observation), and the inner env's other groups (e.g. ``"critic"``) unchanged.
+Without a (non-stale) chunk, ``planner``/``blend``/``rtc`` command zeros and ``edit`` composes
+on a zero row. Observation groups returned: ``"policy"`` (method-specific), ``"robot"`` (the
+seen robot observation), and the inner env's other groups (e.g. ``"critic"``) unchanged. With
+``LatencyCfg.privileged`` (``nodelay`` only: the upper bound of the result tables) the policy
+reads the task's ``"critic"`` group, which holds what only the planner knows, when the task has
+one, else the whole robot observation.
 """
 
 from __future__ import annotations
@@ -52,11 +64,16 @@ from edgerl.sim.wrappers.chunk import (
 )
 from edgerl.spec import LatencyModel
 
-__all__ = ["CHUNK_METHODS", "METHODS", "LatencyCfg", "LatencyWrapper", "check_action_batch"]
+__all__ = ["CHUNK_METHODS", "EDIT_INPUTS", "METHODS", "SCHEDULED_METHODS", "LatencyCfg",
+           "LatencyWrapper", "check_action_batch"]
 
-METHODS = ("nodelay", "naive", "arli", "planner", "rtc", "edit")
+METHODS = ("nodelay", "naive", "arli", "planner", "blend", "rtc", "edit", "edit_zero_chunks")
 #: Methods that need a planner.
-CHUNK_METHODS = ("planner", "rtc", "edit")
+CHUNK_METHODS = ("planner", "blend", "rtc", "edit")
+#: Methods that run the chunk machinery (``edit_zero_chunks`` with an all-zero planner).
+SCHEDULED_METHODS = (*CHUNK_METHODS, "edit_zero_chunks")
+#: What the edit policy reads of the robot observation.
+EDIT_INPUTS = ("fast", "full")
 
 
 def check_action_batch(actions: Any, num_envs: int, num_actions: int) -> None:
@@ -82,7 +99,7 @@ class LatencyCfg:
         lookahead / n_committed / age_scale_s / age_clip: The edit observation's
             ``EditObsConfig`` fields.
         edit_bound: Largest edit per action element (action units).
-        rtc_blend_steps: Blend length for ``rtc``; 0 = P.
+        rtc_blend_steps: Blend length for ``blend``; 0 = P.
         arli_mid_fraction: Where in the inference window ARLI's mid observation is taken.
         obs_noise_std: Std of Gaussian noise added to the seen observation (obs units).
         stale_steps: Steps past the chunk's last row before ``has_chunk`` drops; -1 = P.
@@ -90,6 +107,11 @@ class LatencyCfg:
         control_dt: Seconds per step; 0 = the wrapped env's ``spec.control_dt``.
         action_low / action_high: Command limits; empty = the env's ``spec`` limits (if any).
         seed: Seed of the wrapper's own generator (delays, noise, phases).
+        edit_inputs: ``"fast"``: the edit policy reads the task's fast observation subset
+            (``TaskSpec.planner_only`` hidden); ``"full"``: every element (the edit policy
+            is then a bounded no-delay policy that may not need the planner at all).
+        privileged: ``nodelay`` only: the policy reads the task's privileged ``"critic"``
+            group (the upper bound of the result tables).
     """
 
     method: str = "edit"
@@ -109,10 +131,18 @@ class LatencyCfg:
     action_low: list[float] = field(default_factory=list)
     action_high: list[float] = field(default_factory=list)
     seed: int = 0
+    edit_inputs: str = "fast"
+    privileged: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; choose from {', '.join(METHODS)}")
+        if self.edit_inputs not in EDIT_INPUTS:
+            raise ValueError(f"unknown edit_inputs {self.edit_inputs!r}; choose from "
+                             f"{', '.join(EDIT_INPUTS)}")
+        if self.privileged and self.method != "nodelay":
+            raise ValueError(f"privileged observations are the nodelay upper bound only, not "
+                             f"{self.method!r}")
         if isinstance(self.latency, dict):
             self.latency = LatencyModel(**self.latency)
         if self.horizon < 0 or self.rtc_blend_steps < 0 or self.stale_steps < -1:
@@ -144,11 +174,15 @@ class LatencyWrapper(VecEnvWrapper):
                  planner: PlanFn | None = None) -> None:
         super().__init__(env)
         self.latency_cfg = cfg = cfg or LatencyCfg()
-        self.method = cfg.method
+        #: ``edit_zero_chunks`` runs exactly as ``edit`` with an all-zero planner.
+        self.zero_chunks = cfg.method == "edit_zero_chunks"
+        self.method = "edit" if self.zero_chunks else cfg.method
         lat = cfg.latency
         if cfg.method in CHUNK_METHODS and planner is None:
             raise ValueError(f"method {cfg.method!r} needs a planner (plan(obs, env_ids))")
-        self.planner = planner
+        self.planner = self._zero_plan if self.zero_chunks else planner
+        if cfg.method == "rtc":
+            self._rtc_planner, self.planner = planner, self._prefixed_plan
         self.generator = torch.Generator(device="cpu").manual_seed(int(cfg.seed))
         n, a, dev = self.num_envs, self.num_actions, self.device
         spec = getattr(self.unwrapped, "spec", None)
@@ -165,11 +199,17 @@ class LatencyWrapper(VecEnvWrapper):
         obs0 = self.env.get_observations()
         robot0 = obs0["policy"]
         self.obs_dim = int(robot0.shape[-1])
+        fast = (list(spec.fast_obs_indices) if spec is not None and cfg.edit_inputs == "fast"
+                else [])
         self.edit_obs_cfg = EditObsConfig(self.obs_dim, a, cfg.lookahead, cfg.n_committed,
-                                          cfg.age_scale_s, cfg.age_clip)
+                                          cfg.age_scale_s, cfg.age_clip,
+                                          fast if len(fast) < self.obs_dim else [])
+        self._privileged_group = ("critic" if cfg.privileged and "critic" in obs0
+                                  else None)
         self.blend_steps = cfg.rtc_blend_steps or lat.planner_period_steps
-        # rtc blends the replaced chunk's rows after the new one arrives: it needs them to exist
-        rows_ahead = max(cfg.lookahead, self.blend_steps) if cfg.method == "rtc" else cfg.lookahead
+        # blend mixes in the replaced chunk's rows after the new one arrives: they must exist
+        rows_ahead = (max(cfg.lookahead, self.blend_steps) if cfg.method == "blend"
+                      else cfg.lookahead)
         self.horizon = (cfg.horizon or int(getattr(planner, "horizon", 0) or 0)
                         or required_horizon(lat, rows_ahead, extra_max))
         stale = lat.planner_period_steps if cfg.stale_steps < 0 else cfg.stale_steps
@@ -190,7 +230,7 @@ class LatencyWrapper(VecEnvWrapper):
         self._sent = DelayLine(n, a, max(cfg.n_committed - 1, 0), dev)
         self.scheduler = (ChunkScheduler(n, self.horizon, a, lat, dev, self.generator, stale,
                                          cfg.random_phase, self._extra_delay, extra_max)
-                          if cfg.method in CHUNK_METHODS else None)
+                          if cfg.method in SCHEDULED_METHODS else None)
         self.last_command = torch.zeros(n, a, device=dev)
         self.last_applied = torch.zeros(n, a, device=dev)
         self.policy_obs_dim = self._policy_dim()
@@ -211,7 +251,33 @@ class LatencyWrapper(VecEnvWrapper):
             return self.edit_obs_cfg.dim
         if self.method == "arli":
             return 2 * self.obs_dim + self._queue_max * self.num_actions
+        if self._privileged_group is not None:
+            return int(self.env.get_observations()[self._privileged_group].shape[-1])
         return self.obs_dim
+
+    def _prefixed_plan(self, obs: torch.Tensor, env_ids: torch.Tensor) -> torch.Tensor:
+        """``rtc``: ask the planner with the committed prefix (n, D, A): the rows the current
+        chunk gives the next D steps (zeros where there is none), which the robot executes
+        while the planner thinks."""
+        s = self.scheduler
+        d = self.latency_cfg.latency.planner_delay_steps
+        # the chunk the robot runs from now on: the current one, or one arriving this very step
+        # (queries come before this step's arrivals are adopted)
+        chunk, step0, valid = s.cur[env_ids], s.cur_step0[env_ids], s.cur_valid[env_ids]
+        t = s.t[env_ids]
+        for j in range(s.slots):
+            newer = (s.fly_valid[env_ids, j] & (s.fly_arrive[env_ids, j] <= t)
+                     & (~valid | (s.fly_step0[env_ids, j] > step0)))
+            chunk = torch.where(newer[:, None, None], s.fly[env_ids, j], chunk)
+            step0 = torch.where(newer, s.fly_step0[env_ids, j], step0)
+            valid = valid | newer
+        index = torch.where(valid, t - step0, torch.zeros_like(t))
+        prefix = select_chunk_rows(chunk, index, max(d, 1))[:, :d]
+        return self._rtc_planner(obs, env_ids, prefix * valid[:, None, None].to(prefix.dtype))
+
+    def _zero_plan(self, obs: torch.Tensor, env_ids: torch.Tensor) -> torch.Tensor:
+        """``edit_zero_chunks``' planner: an all-zero (n, H, A) chunk, on the same schedule."""
+        return torch.zeros(int(obs.shape[0]), self.horizon, self.num_actions, device=obs.device)
 
     def _start(self, ids: torch.Tensor, robot: torch.Tensor) -> None:
         """Episode start for ``ids``: fill histories, clear queues, draw delays."""
@@ -286,10 +352,10 @@ class LatencyWrapper(VecEnvWrapper):
         return torch.maximum(torch.minimum(cmd, self._high), self._low)
 
     def _row_now(self) -> torch.Tensor:
-        """The chunk action for the current step (rtc: blended), zeros without a chunk."""
+        """The chunk action for the current step (blend: blended), zeros without a chunk."""
         s = self.scheduler
         row = select_chunk_rows(s.cur, s.row_index(), 1)[:, 0]
-        if self.method == "rtc":
+        if self.method == "blend":
             since = s.t - s.arrived_at
             # blend only over the true overlap: rows the replaced chunk still has (never its
             # held last row, which is older than anything it planned)
@@ -313,6 +379,8 @@ class LatencyWrapper(VecEnvWrapper):
             policy = self.edit_observation(seen)
         elif self.method == "arli":
             policy = self._arli_observation(seen)
+        elif self._privileged_group is not None:
+            policy = inner[self._privileged_group]
         else:
             policy = seen
         groups = {k: v for k, v in inner.items() if k != "policy"}

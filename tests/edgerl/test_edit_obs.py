@@ -120,3 +120,54 @@ def test_compose_bounds_the_residual_and_matches_torch():
     a_t = compose_edit_action(torch.from_numpy(rows), torch.from_numpy(res), 0.3)
     assert np.abs(a_np - rows).max() <= np.float32(0.3) + 1e-7
     assert a_np.tobytes() == a_t.numpy().tobytes()
+
+
+SPLIT = EditObsConfig(obs_dim=5, action_dim=2, lookahead=2, n_committed=2, age_scale_s=0.3,
+                      age_clip=4.0, obs_indices=[0, 2, 3])
+
+
+class TestInformationSplit:
+    """The edit policy reads only the fast subset of the robot observation."""
+
+    def test_layout_counts_only_the_fast_elements(self):
+        assert SPLIT.fast_dim == 3 and not SPLIT.full_observation
+        assert SPLIT.dim == 3 + 2 + 4 + 1 + 4 + 1
+        assert SPLIT.layout()[0] == ("obs", 0, 3)
+        assert EditObsConfig(5, 2, obs_indices=[0, 1, 2, 3, 4]).full_observation
+
+    def test_planner_only_elements_never_reach_the_edit_input(self):
+        rng = np.random.default_rng(3)
+        obs = rng.standard_normal((4, 5)).astype(np.float32)
+        chunks = rng.standard_normal((4, 6, 2)).astype(np.float32)
+        rows = select_chunk_rows(chunks, np.zeros(4, np.int64), SPLIT.n_rows)
+        committed = np.zeros((4, 2, 2), np.float32)
+        args = (rows, np.full(4, 0.1, np.float32), committed, np.ones(4, np.float32), SPLIT)
+        out = build_edit_obs(obs, *args)
+        np.testing.assert_array_equal(out[:, :3], obs[:, [0, 2, 3]])
+        changed = obs.copy()
+        changed[:, [1, 4]] = 1e6  # the planner-only elements: the goal, a camera's target
+        assert build_edit_obs(changed, *args).tobytes() == out.tobytes()
+
+    @pytest.mark.parametrize("seed", [0, 1])
+    def test_numpy_single_samples_torch_batch_bitwise(self, seed):
+        rng = np.random.default_rng(seed)
+        obs = rng.standard_normal((8, 5)).astype(np.float32)
+        chunks = rng.standard_normal((8, 6, 2)).astype(np.float32)
+        index = rng.integers(0, 8, size=8)
+        age = rng.uniform(0, 2, size=8).astype(np.float32)
+        committed = rng.standard_normal((8, 2, 2)).astype(np.float32)
+        has = np.ones(8, np.float32)
+        t_rows = select_chunk_rows(torch.from_numpy(chunks), torch.from_numpy(index), 3)
+        batch = build_edit_obs(torch.from_numpy(obs), t_rows, torch.from_numpy(age),
+                               torch.from_numpy(committed), torch.from_numpy(has), SPLIT)
+        out = np.empty(SPLIT.dim, np.float32)  # the runtime's preallocated buffer
+        for i in range(8):
+            rows = select_chunk_rows(chunks[i], index[i], 3)
+            build_edit_obs(obs[i], rows, age[i], committed[i], has[i], SPLIT, out=out)
+            assert out.tobytes() == batch[i].numpy().tobytes()
+
+    @pytest.mark.parametrize("indices, message", [([2, 1], "ascending"), ([0, 0], "unique"),
+                                                  ([0, 5], "within"), ([-1], "within")])
+    def test_bad_indices_are_named(self, indices, message):
+        with pytest.raises(SchemaError, match="edit_obs.obs_indices"):
+            EditObsConfig(5, 2, obs_indices=indices)

@@ -67,6 +67,20 @@ class TestExportVerb:
 
 
 class TestExportErrors:
+    @pytest.mark.parametrize("method, flags, reason", [
+        ("nodelay", ["--privileged"], "privileged upper bound"),
+        ("edit_zero_chunks", [], "all-zero chunks")])
+    def test_controls_are_not_deployable(self, tmp_path, capsys, method, flags, reason):
+        run = tmp_path / method
+        assert main([*QUIET, "train", "cartpole_goal", "--method", method, *flags,
+                     "--delay-steps", "2", "--num-envs", "4", "--iterations", "1",
+                     "--steps-per-env", "4", "--out", str(run), "--no-progress", "--json"]) == 0
+        capsys.readouterr()
+        rc = main([*QUIET, "export", str(run), "--out", str(tmp_path / "b")])
+        assert rc == 1
+        err = capsys.readouterr().err
+        assert "is not deployable" in err and reason in err and not (tmp_path / "b").exists()
+
     def test_missing_run(self, tmp_path, capsys):
         rc = main([*QUIET, "export", str(tmp_path / "nope"), "--out", str(tmp_path / "b")])
         assert rc == 1

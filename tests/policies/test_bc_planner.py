@@ -82,3 +82,29 @@ def test_fit_rejects_mismatched_inputs():
         fit_bc(net, torch.zeros(5, 4), torch.zeros(4, 2, 1), show_progress=False)
     with pytest.raises(ValueError, match="expects 4"):
         fit_bc(net, torch.zeros(5, 3), torch.zeros(5, 2, 1), show_progress=False)
+
+
+class TestCommittedPrefix:
+    """Real-time chunking: prefixes from the executed actions, conditioning the planner."""
+
+    def test_prefix_inputs_follow_episodes(self):
+        from edgerl.policies.bc_planner import prefix_inputs
+
+        executed = torch.arange(1.0, 7.0).reshape(6, 1, 1)  # T=6, N=1, A=1: 1..6
+        dones = torch.zeros(6, 1, dtype=torch.bool)
+        dones[2, 0] = True  # the episode ends after step 2
+        out = prefix_inputs(executed, dones, 3)
+        assert out.shape == (6, 1, 3)
+        assert out[0, 0].tolist() == [1.0, 2.0, 3.0]
+        assert out[1, 0].tolist() == [2.0, 3.0, 0.0]  # step 3 is another episode
+        assert out[3, 0].tolist() == [4.0, 5.0, 6.0]
+        assert out[5, 0].tolist() == [6.0, 0.0, 0.0]  # past the data's end
+
+    def test_plan_with_prefix_checks_sizes(self):
+        from edgerl.policies.bc_planner import BCChunkPlanner
+
+        net = BCChunkPlanner(4, 1, 6, [-1.0], [1.0], hidden_dims=[8], cond_dim=3)
+        obs, prefix = torch.zeros(2, 4), torch.zeros(2, 3, 1)
+        assert net.plan(obs, None, prefix).shape == (2, 6, 1)
+        with pytest.raises(ValueError, match="expected 7"):
+            net.plan(obs)

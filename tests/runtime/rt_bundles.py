@@ -96,7 +96,7 @@ def make_spec(obs_dim: int = 4, action_dim: int = 2, method: str = "edit",
               control_hz: float = 100.0, horizon: int = 10, chunk_dt: float | None = None,
               period_s: float = 0.05, residual_bound: float = 0.25,
               max_rate: list[float] | None = None, lookahead: int = 2,
-              n_committed: int = 2) -> PolicySpec:
+              n_committed: int = 2, obs_indices: list[int] | None = None) -> PolicySpec:
     """A valid manifest for the given sizes (limits +-1, rates unlimited by default)."""
     return PolicySpec(
         task="test-task", method=method, control_hz=control_hz,
@@ -109,7 +109,7 @@ def make_spec(obs_dim: int = 4, action_dim: int = 2, method: str = "edit",
         chunk=ChunkSpec(horizon=horizon, dt_s=chunk_dt or 1.0 / control_hz, period_s=period_s,
                         expected_latency_s=0.03),
         edit_obs=EditObsConfig(obs_dim=obs_dim, action_dim=action_dim, lookahead=lookahead,
-                               n_committed=n_committed),
+                               n_committed=n_committed, obs_indices=obs_indices or []),
         residual_bound=residual_bound)
 
 

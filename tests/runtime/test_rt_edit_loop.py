@@ -166,6 +166,32 @@ class TestPolicyPath:
             committed[0] = cmd
         assert loop.state == "ok"
 
+    def test_edit_input_is_built_from_the_manifest_fast_subset(self, make_bundle):
+        """A bundle whose manifest hides observation elements 1 and 3 (planner only): the
+        loop feeds the network elements 0 and 2 only, exactly as the training wrapper."""
+        bundle = make_bundle("split", obs_indices=[0, 2])
+        spec, net = load_bundle(bundle, warmup=1)
+        assert spec.edit_obs.obs_indices == [0, 2] and net.input[0].shape[-1] == spec.edit_obs.dim
+        sess = ort.InferenceSession(str(bundle / "policy.onnx"),
+                                    providers=["CPUExecutionProvider"])
+        chunk = ramp_chunk(t0=0.0, n=10, a=2, start=-5)
+        cmds = []
+        for hidden in (0.0, 1e3):  # the planner-only elements change; the command must not
+            loop = EditLoop(spec, net, ChunkBuffer(), clock=VirtualClock(0.0))
+            loop.buffer.push(chunk)
+            obs = np.array([0.3, hidden, -0.2, -hidden], np.float32)
+            loop.obs.write(obs, 0.004)
+            cmds.append(loop.tick(0.004).copy())
+        np.testing.assert_array_equal(cmds[0], cmds[1])
+        cfg = spec.edit_obs
+        rows = select_chunk_rows(chunk.actions, 0, cfg.n_rows)
+        x = build_edit_obs(np.array([0.3, 7.0, -0.2, 7.0], np.float32), rows, 0.004,
+                           np.zeros((cfg.n_committed, 2), np.float32), 1.0, cfg)
+        assert x[:2].tolist() == pytest.approx([0.3, -0.2])
+        residual = sess.run(None, {"obs": x[None]})[0][0]
+        expected = np.clip(rows[0] + spec.residual_bound * np.clip(residual, -1, 1), -1, 1)
+        np.testing.assert_allclose(cmds[0], expected, atol=1e-6)
+
     def test_stale_policy_runs_network_like_training(self, mlp_bundle):
         spec, net = load_bundle(mlp_bundle, warmup=1)
         loop = EditLoop(spec, net, ChunkBuffer(), clock=VirtualClock(0.0),

@@ -49,7 +49,7 @@ def test_gym_mujoco_pipeline_end_to_end(tmp_path):
         row0 = loaded.planner.plan(obs)[:, 0]
         assert row0.shape == (4, 1)
         assert torch.isfinite(row0).all() and row0.abs().max() <= 3.0
-        for method in ("naive", "arli", "planner", "rtc"):  # the baselines wrap the same task
+        for method in ("naive", "arli", "planner", "blend"):  # the baselines wrap the same task
             cfg = TrainConfig.from_dict({**loaded.config.to_dict(), "method": method})
             env = make_method_env(base, cfg, loaded.planner)
             o, r, d, _ = env.step(torch.zeros(4, env.num_actions))

@@ -16,6 +16,7 @@ def test_measure_reports_positive_rates(task):
     assert out["task"] == task and out["backend"] == "torch" and out["num_envs"] == 32
     assert out["steps_per_s"] > 0 and out["raw_physics_steps_per_s"] > 0
     assert out["agent_steps_per_s"] == pytest.approx(out["steps_per_s"] * out["agents_per_env"])
+    assert out["policy_agent_steps_per_s"] == out["steps_per_s"]  # one ego per env
 
 
 def test_measure_through_latency_wrapper():

@@ -109,3 +109,45 @@ def test_bad_config_is_rejected():
         make_task("cartpole", num_envs=2, randomization={"mass_scale": (2.0, 1.0)})
     with pytest.raises(ValueError, match="num_envs"):
         make_task("cartpole", num_envs=0)
+
+
+class TestCartpoleGoal:
+    """``cartpole_goal``: a goal cart position that only the planner sees."""
+
+    def test_goal_is_a_planner_only_observation(self):
+        env = make_task("cartpole_goal", num_envs=64, seed=0)
+        info = get_task_info("cartpole_goal")
+        obs = env.get_observations()["policy"]
+        assert obs.shape == (64, 5) == (64, info.obs_dim)
+        assert env.spec.obs_names[-1] == "goal_x" and env.spec.planner_only == ["goal_x"]
+        assert env.spec.fast_obs_indices == [0, 1, 2, 3]
+        goal = obs[:, 4]
+        assert torch.equal(goal, env.goal)
+        assert goal.abs().max() <= 1.0 and goal.std() > 0.3  # drawn in [-1, 1] per episode
+
+    def test_expert_reaches_the_goal_but_balancing_alone_does_not(self):
+        steps = 150  # cartpole_goal episodes
+        env = make_task("cartpole_goal", num_envs=256, seed=1)
+        succ, fail = rollout(env, lambda e: e.expert_action(), steps)
+        assert succ >= 250 and fail == 0
+        # the classic balancing LQR (goal 0) stays up but ends far from most goals
+        env = make_task("cartpole_goal", num_envs=256, seed=1)
+        balance = env._lqr
+
+        def lqr_to_zero(e):
+            return (-(e.state @ balance)).clamp(-1.0, 1.0)[:, None]
+
+        succ, fail = rollout(env, lqr_to_zero, steps)
+        assert fail == 0 and succ < 0.4 * 256
+
+    def test_success_needs_the_goal_at_the_end(self):
+        env = make_task("cartpole_goal", num_envs=2, seed=0, max_episode_steps=1, goal_tol=0.2)
+        env.state[:] = 0.0
+        env.goal[:] = torch.tensor([0.0, 0.5])
+        _, _, dones, extras = env.step(torch.zeros(2, 1))
+        assert dones.tolist() == [True, True]
+        assert extras["success"].tolist() == [True, False]
+
+    def test_bad_goal_config_is_rejected(self):
+        with pytest.raises(ValueError, match="goal_range"):
+            make_task("cartpole_goal", num_envs=1, goal_range=3.0)

@@ -151,10 +151,10 @@ class TestChunkSchedule:
         assert cmds[7, 0] == 0.0 and cmds[8, 0] == 0.0
         assert cmds[9, 0] == 1000.0 * 1 + 2
 
-    def test_rtc_blends_old_and_new_over_overlap(self):
+    def test_blend_mixes_old_and_new_over_overlap(self):
         lat = LatencyModel(planner_delay_steps=1, planner_period_steps=4)
-        # H covers the blend window (P + D + 3 rows), as the wrapper sizes it for rtc
-        _, _, _, cmds, _ = run("rtc", lat, 12, horizon=required_horizon(lat, 3),
+        # H covers the blend window (P + D + 3 rows), as the wrapper sizes it for blend
+        _, _, _, cmds, _ = run("blend", lat, 12, horizon=required_horizon(lat, 3),
                                rtc_blend_steps=3)
         # Chunk of k=4 arrives at t=5; old chunk (k=0) rows 5,6,7 vs new rows 1,2,3.
         for j, t in enumerate((5, 6, 7)):
@@ -163,10 +163,10 @@ class TestChunkSchedule:
             assert cmds[t, 0].item() == pytest.approx((1 - w) * old + w * new, rel=1e-6)
         assert cmds[8, 0] == 5000.0 + 4  # blend over: the new chunk alone
 
-    def test_rtc_never_blends_with_rows_past_the_old_chunks_end(self):
+    def test_blend_never_mixes_with_rows_past_the_old_chunks_end(self):
         lat = LatencyModel(planner_delay_steps=1, planner_period_steps=4)
         h = required_horizon(lat, 2)  # 7 rows: the old chunk (k=0) ends before t=7
-        _, _, _, cmds, _ = run("rtc", lat, 12, horizon=h, rtc_blend_steps=3)
+        _, _, _, cmds, _ = run("blend", lat, 12, horizon=h, rtc_blend_steps=3)
         for j, t in enumerate((5, 6)):
             w = (j + 1) / 4.0
             old, new = 1000.0 + t, 5000.0 + (t - 4)
@@ -315,3 +315,123 @@ def test_wraps_a_bare_rsl_rl_vecenv():
         cmds.append(wrapper.last_command[0, 0].item())
     assert cmds == [expected_command(t, 3, 2, 7, 2) for t in range(12)]
     assert wrapper.max_episode_length == 1000 and wrapper.cfg == {}
+
+
+class GoalEnv(StepEnv):
+    """The clock plus a planner-only ``goal`` element and a privileged ``critic`` group."""
+
+    def __init__(self, num_envs: int = 3) -> None:
+        super().__init__(num_envs)
+        self.spec = TaskSpec("clock_goal", ["t", "env", "goal"], ["step", "-", "m"], ["a"], ["-"],
+                             [-1e9], [1e9], 1.0 / DT, 1000, planner_only=["goal"])
+
+    def _obs(self) -> TensorDict:
+        clock = super()._obs()["policy"]
+        goal = torch.full((self.num_envs, 1), 7.0)
+        policy = torch.cat([clock, goal], -1)
+        return TensorDict({"policy": policy, "critic": torch.cat([policy, goal * 2], -1)},
+                          batch_size=[self.num_envs])
+
+
+class TestInformationSplit:
+    """The edit policy reads the fast subset; the controls read what their names say."""
+
+    def test_edit_reads_only_the_fast_subset(self):
+        lat = LatencyModel(planner_delay_steps=2, planner_period_steps=2)
+        planner = StampPlanner(8)
+        wrapper = LatencyWrapper(GoalEnv(), LatencyCfg("edit", latency=lat, horizon=8), planner)
+        assert wrapper.edit_obs_cfg.obs_indices == [0, 1]
+        for _ in range(4):
+            obs, *_ = wrapper.step(torch.zeros(3, 1))
+        assert obs["robot"].shape == (3, 3) and float(obs["robot"][0, 2]) == 7.0
+        policy = obs["policy"]
+        assert policy.shape == (3, wrapper.edit_obs_cfg.dim) and wrapper.edit_obs_cfg.fast_dim == 2
+        assert torch.equal(policy[:, :2], obs["robot"][:, :2])
+        assert not (policy == 7.0).any()  # the goal reaches the edit policy only via the chunk
+        assert planner.calls[-1][1].shape[0] == 3  # the planner saw the whole observation
+
+    def test_full_edit_inputs_keep_every_element(self):
+        lat = LatencyModel(planner_delay_steps=2, planner_period_steps=2)
+        cfg = LatencyCfg("edit", latency=lat, horizon=8, edit_inputs="full")
+        wrapper = LatencyWrapper(GoalEnv(), cfg, StampPlanner(8))
+        obs = wrapper.get_observations()
+        assert wrapper.edit_obs_cfg.full_observation
+        assert torch.equal(obs["policy"][:, :3], obs["robot"])
+
+    def test_zero_chunks_keep_the_schedule_and_drop_the_information(self):
+        lat = LatencyModel(planner_delay_steps=3, planner_period_steps=2)
+        res = [torch.full((3, 1), 0.1 * t) for t in range(12)]
+        edit, *_, o_edit = run("edit", lat, 12, horizon=9, actions=lambda t: res[t])
+        zero = LatencyWrapper(StepEnv(), LatencyCfg("edit_zero_chunks", latency=lat, horizon=9))
+        assert zero.method == "edit" and zero.horizon == edit.horizon == 9
+        o_zero = [zero.get_observations()]
+        for t in range(12):
+            o_zero.append(zero.step(res[t])[0])
+        lay = {name: (a, b) for name, a, b in zero.edit_obs_cfg.layout()}
+        c0, c1 = lay["chunk_now"][0], lay["chunk_next"][1]
+        for a, b in zip(o_edit, o_zero):
+            pa, pb = a["policy"], b["policy"]
+            assert not pb[:, c0:c1].any()  # every chunk row is zero ...
+            # ... while chunk age, has_chunk and the observation follow the same schedule
+            for name in ("obs", "chunk_age", "has_chunk"):
+                s0, s1 = lay[name]
+                assert torch.equal(pa[:, s0:s1], pb[:, s0:s1]), name
+        assert o_edit[-1]["policy"][:, c0:c1].abs().sum() > 0
+        # commands: the residual on a zero row, bounded by edit_bound
+        assert torch.allclose(zero.last_command, 0.5 * res[11].clamp(-1, 1))
+
+    def test_privileged_nodelay_reads_the_critic_group(self):
+        wrapper = LatencyWrapper(GoalEnv(), LatencyCfg("nodelay", privileged=True))
+        obs = wrapper.get_observations()
+        assert wrapper.policy_obs_dim == 4 and obs["policy"].shape == (3, 4)
+        assert float(obs["policy"][0, 3]) == 14.0
+        plain = LatencyWrapper(StepEnv(), LatencyCfg("nodelay", privileged=True))
+        assert plain.policy_obs_dim == 2  # no privileged group: the whole robot observation
+        with pytest.raises(ValueError, match="privileged"):
+            LatencyCfg("edit", privileged=True)
+        with pytest.raises(ValueError, match="edit_inputs"):
+            LatencyCfg("edit", edit_inputs="camera")
+
+
+class PrefixPlanner(StampPlanner):
+    """A stamp planner that also records the committed prefix it is asked with."""
+
+    def __init__(self, horizon: int) -> None:
+        super().__init__(horizon)
+        self.prefixes: list[np.ndarray] = []
+
+    def __call__(self, obs, env_ids, prefix):
+        self.prefixes.append(prefix.numpy().copy())
+        return super().__call__(obs, env_ids)
+
+
+class TestRealTimeChunking:
+    """``rtc``: the planner is asked with the rows the robot executes while it thinks."""
+
+    def test_prefix_is_the_chunk_executed_during_the_delay(self):
+        lat = LatencyModel(planner_delay_steps=3, planner_period_steps=3)
+        planner = PrefixPlanner(9)
+        wrapper = LatencyWrapper(StepEnv(num_envs=2), LatencyCfg("rtc", latency=lat, horizon=9),
+                                 planner)
+        cmds = []
+        for _ in range(12):
+            wrapper.step(torch.zeros(2, 1))
+            cmds.append(wrapper.last_command[:, 0].clone())
+        cmds = torch.stack(cmds).numpy()
+        # query 0 (t = 0): nothing runs yet -> zero prefix
+        assert planner.prefixes[0].shape == (2, 3, 1) and not planner.prefixes[0].any()
+        # query k = 3, 6, 9: the chunk arriving at k (queried at k - 3) runs during k..k+2,
+        # so the prefix is its rows 3..5 -- exactly the commands executed at k..k+2
+        for q, k in enumerate((3, 6, 9), start=1):
+            want = 1000.0 * (k - 3 + 1) + np.arange(3, 6)
+            np.testing.assert_array_equal(planner.prefixes[q][0, :, 0], want)
+            if k + 2 < 12:
+                np.testing.assert_array_equal(cmds[k:k + 3, 0], want)
+
+    def test_rtc_needs_a_prefix_conditioned_planner(self):
+        from edgerl.policies.config import TrainConfig
+        from edgerl.policies.methods import planner_callable
+
+        with pytest.raises(ValueError, match="committed prefix"):
+            planner_callable(None, TrainConfig(task="cartpole", method="rtc", delay_steps=2),
+                             None)
