@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgerl.serde import SchemaError, from_dict, to_dict
+from edgerl.timing import LatencyModel, default_horizon, resolve_period
 
 __all__ = [
     "LEARNED_METHODS",
@@ -97,7 +98,8 @@ class TrainConfig:
         iterations: PPO iterations (each ``num_steps_per_env`` x ``num_envs`` env steps).
         device: Torch device.
         planner: ``expert`` or ``bc`` (learned chunk planner).
-        horizon: Planner chunk rows H (0 = automatic: ``max(8, D + period + 4)``).
+        horizon: Planner chunk rows H (0 = automatic: ``edgerl.timing.default_horizon``,
+            counting the randomizer's extra planner delay from ``task_kwargs``).
         period_steps: Planner query period P (0 = automatic: ``max(1, D)``).
         residual_bound: ``edit``: the residual moves the chunk row by at most this much
             (action units) per element; 0 = automatic (25% of the action range).
@@ -169,13 +171,23 @@ class TrainConfig:
 
     @property
     def resolved_period(self) -> int:
-        """Planner period P in steps."""
-        return self.period_steps or max(1, self.delay_steps)
+        """Planner period P in steps (``edgerl.timing.resolve_period``)."""
+        return resolve_period(self.period_steps, self.delay_steps)
+
+    @property
+    def extra_delay_steps(self) -> list[int]:
+        """``[lo, hi]`` extra planner delay per episode from the task's randomization."""
+        rand = self.task_kwargs.get("randomization") or {}
+        lo, hi = rand.get("latency_steps", [0, 0]) if isinstance(rand, dict) else (0, 0)
+        return [int(lo), int(hi)]
 
     @property
     def resolved_horizon(self) -> int:
-        """Chunk rows H: enough to cover the delay and a period, plus lookahead."""
-        return self.horizon or max(8, self.delay_steps + self.resolved_period + self.lookahead + 2)
+        """Chunk rows H (``edgerl.timing.default_horizon``, the wrapper's own rule)."""
+        lat = LatencyModel(planner_delay_steps=self.delay_steps,
+                           planner_period_steps=self.resolved_period)
+        return self.horizon or default_horizon(lat, self.lookahead, self.extra_delay_steps[1],
+                                               self.method)
 
     def resolved_residual_bound(self, action_low: list[float], action_high: list[float]) -> float:
         """``residual_bound`` or 25% of the smallest action range."""

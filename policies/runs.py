@@ -33,6 +33,7 @@ from edgerl.spec import (
     PolicySpec,
     TensorSpec,
 )
+from edgerl.timing import TimingSpec
 
 __all__ = ["LoadedPolicy", "PolicyActor", "RunError", "default_checkpoint", "find_latest_run",
            "latest_checkpoint", "load_policy"]
@@ -212,6 +213,9 @@ def build_spec(cfg: TrainConfig, document: dict[str, Any], actor: PolicyActor | 
                         expected_latency_s=cfg.delay_steps * dt if cfg.uses_planner else 0.0),
         edit_obs=_edit_obs_config(cfg, ts),
         latency=latency,
+        timing=TimingSpec.build(float(ts["control_hz"]), latency, cfg.method,
+                                horizon=int(res["horizon"]), lookahead=cfg.lookahead,
+                                extra_delay_steps=cfg.extra_delay_steps),
         tensors=TensorSpec(inputs=["obs"], outputs=["action"]),
         residual_bound=float(res["residual_bound"]) if cfg.method == "edit" else 0.0,
         files={},

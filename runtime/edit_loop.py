@@ -8,9 +8,11 @@ Per tick (``t`` = the tick's scheduled time)::
     -> compose_edit_action (method "edit"; "planner"/"rtc": the chunk row; others: the output)
     -> SafetyFilter -> CommandSink(command, t) -> timing record
 
-Fallback states (counted in :attr:`LoopMetrics.state_counts` and as safety interventions):
-no chunk yet, stale chunk, non-finite observation, non-finite network output, deadline
-overrun, e-stop; a sink that fails is counted as ``transport_down``.
+The row for ``t`` and the stale rule are the bundle's ``timing`` (``edgerl.timing``, the
+training wrapper's rules: past its last row a chunk's last row holds for ``stale_steps`` more
+steps). Fallback states (counted in :attr:`LoopMetrics.state_counts` and as safety
+interventions): no chunk yet, stale chunk, non-finite observation, non-finite network output,
+deadline overrun, e-stop; a sink that fails is counted as ``transport_down``.
 
 Scheduling uses absolute deadlines ``start + n * period`` and ``clock.sleep_until`` (sleep,
 then spin the last ``spin_s``). A tick that wakes more than a period late skips the missed
@@ -182,6 +184,8 @@ class EditLoop:
         self.safety = SafetyFilter(spec.action, self.cfg.safety)
         self.metrics = LoopMetrics(self.cfg.metrics_capacity)
         self.edit_cfg = spec.edit_obs
+        #: The bundle's timing: which row is used when, and when a chunk is stale.
+        self.timing = spec.timing
         self._setup_mode()
         a_dim, o_dim = spec.action.dim, spec.observation.dim
         n_rows = self.edit_cfg.n_rows
@@ -254,7 +258,8 @@ class EditLoop:
         safety = self.safety
         self.obs.read_into(self._obs)
         chunk = self.buffer.latest() if self.needs_chunk else None
-        row = None if chunk is None else chunk.index_at(t)
+        row = None if chunk is None else self.timing.row_at(t, chunk.t0, chunk.dt,
+                                                            chunk.horizon)
         self.last_chunk_age_s = chunk.age(t) if chunk is not None else float("nan")
         cmd = self.command
         pol = safety.cfg

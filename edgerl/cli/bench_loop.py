@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
                      rt_priority=args.rt_priority, prewarm_s=args.prewarm_us * 1e-6,
                      switch_interval_s=(args.switch_interval_us * 1e-6
                                         if args.switch_interval_us > 0 else None))
-    buffer = ChunkBuffer("blend" if spec.method == "rtc" else "replace", spec.action.dim)
+    buffer = ChunkBuffer(spec.timing, spec.action.dim)
     loop = EditLoop(spec, net, buffer, cfg=cfg)
     choice = _planner_choice(args, args.bundle)
     period = (args.planner_period_ms * 1e-3 if args.planner_period_ms else spec.chunk.period_s)

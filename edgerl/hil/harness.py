@@ -206,7 +206,7 @@ class BundleController:
                              f"{spec.action.dim} do not fit the plant (obs {obs_dim}, "
                              f"action {n_cmd})")
         self.spec = spec
-        self.buffer = buffer = ChunkBuffer("blend" if spec.method == "rtc" else "replace",
+        self.buffer = buffer = ChunkBuffer(spec.timing,
                                            spec.action.dim)
         # an edit policy runs on zero rows until the first chunk arrives, as in training
         safety = SafetyConfig(stale_policy="policy" if spec.method == "edit" else "hold")

@@ -62,21 +62,24 @@ class TestRowSelection:
         assert loop.tick(0.09)[0] == pytest.approx(0.09, abs=1e-6)  # last row holds
 
     def test_stale_after_horizon_holds_then_recovers(self):
-        loop = planner_loop()
+        loop = planner_loop()  # H = 10 rows of 10 ms, P = 5 steps: stale after 15 steps
         loop.buffer.push(ramp_chunk(t0=0.0))
         last = loop.tick(0.09)[0]
-        cmd = loop.tick(0.10)  # chunk covers [0, 0.1): stale now
+        for t in (0.10, 0.12, 0.14):  # past the last row: it holds (the timing's stale rule)
+            assert loop.tick(t)[0] == pytest.approx(last) and loop.state == "ok"
+        cmd = loop.tick(0.15)
         assert loop.state == "stale_chunk" and cmd[0] == pytest.approx(last)
         assert loop.safety.interventions()["stale_chunk"] == 1
-        loop.buffer.push(ramp_chunk(t0=0.1, start=50))
-        assert loop.tick(0.11)[0] == pytest.approx(0.51) and loop.state == "ok"
+        loop.buffer.push(ramp_chunk(t0=0.15, start=50))
+        assert loop.tick(0.16)[0] == pytest.approx(0.51) and loop.state == "ok"
 
     def test_stale_decelerate_and_zero_policies(self):
         loop = planner_loop(LoopConfig(safety=SafetyConfig(stale_policy="decelerate",
                                                            decel_tau_s=0.02)))
         loop.buffer.push(ramp_chunk(t0=0.0, start=80))
-        loop.tick(0.09)  # command 0.89
-        assert loop.tick(0.10)[0] == pytest.approx(0.89 / 2, rel=1e-5)  # dt/tau = 0.5
+        for k in range(9, 15):
+            loop.tick(k * 0.01)  # command 0.89 (the last row, held until H + P steps)
+        assert loop.tick(0.15)[0] == pytest.approx(0.89 / 2, rel=1e-5)  # dt/tau = 0.5
         zero = planner_loop(LoopConfig(safety=SafetyConfig(stale_policy="zero")))
         zero.buffer.push(ramp_chunk(t0=0.0, start=80))
         zero.tick(0.09)

@@ -78,8 +78,9 @@ PARAMS = [
     ParamSpec("rate_hz", 0.0, "loop rate in Hz; 0 = the manifest's control_hz", 0.0, 10000.0),
     ParamSpec("command_field", "effort", "JointState field the command is written to",
               choices=COMMAND_FIELDS),
-    ParamSpec("merge", "replace", "how a new chunk merges with the current one",
-              choices=("replace", "blend", "average")),
+    ParamSpec("merge", "manifest", "how a new chunk merges with the current one (manifest: "
+              "the bundle's timing.merge, as trained)",
+              choices=("manifest", "replace", "blend", "average")),
     ParamSpec("stale_policy", "hold", "command when no chunk / stale chunk (policy: run the "
               "edit policy on zero rows, as in training)",
               choices=("hold", "decelerate", "zero", "policy")),
@@ -152,7 +153,7 @@ class EditPolicyNode(LifecycleNode):
     # --- lifecycle ---------------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         from edgerl.runtime.bundle import load_bundle
-        from edgerl.runtime.chunk_buffer import ChunkBuffer
+        from edgerl.runtime.chunk_buffer import ChunkBuffer, MergeConfig
         from edgerl.runtime.safety import SafetyConfig
 
         p = {s.name: self.get_parameter(s.name).value for s in PARAMS}
@@ -164,7 +165,9 @@ class EditPolicyNode(LifecycleNode):
             cfg = LoopConfig(rate_hz=float(p["rate_hz"]) or None, spin_s=float(p["spin_s"]),
                              safety=SafetyConfig(stale_policy=p["stale_policy"]))
             slot = StampedObservationSlot(spec.observation.dim)
-            loop = EditLoop(spec, backend, ChunkBuffer(p["merge"], spec.action.dim), obs=slot,
+            merge = MergeConfig.from_timing(spec.timing,
+                                            "" if p["merge"] == "manifest" else p["merge"])
+            loop = EditLoop(spec, backend, ChunkBuffer(merge, spec.action.dim), obs=slot,
                             sink=self._send, cfg=cfg)
         except Exception as exc:  # a bad bundle must not take the process down
             self.get_logger().error(f"configure failed: {exc}")

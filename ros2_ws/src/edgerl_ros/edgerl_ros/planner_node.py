@@ -178,16 +178,17 @@ class ExpertTopicPlanner:
 class PublishingBuffer(ChunkBuffer):
     """A :class:`ChunkBuffer` that also publishes every pushed chunk (as planned, unmerged):
     the PlannerClient's output goes onto the ROS graph. Chunks the base buffer refuses
-    (planned before ``reset_t``, the last episode reset, monotonic s) are not published."""
+    (planned before ``reset_t``, the last episode reset, monotonic s, or not after the current
+    chunk) are not published."""
 
     def __init__(self, publish: Any, action_dim: int) -> None:
         super().__init__("replace", action_dim)
         self._publish = publish
 
     def push(self, chunk: ActionChunk, now: float = -np.inf) -> ActionChunk:
-        refused = self.dropped_pre_reset
+        refused = self.dropped_pre_reset + self.dropped_old
         merged = super().push(chunk, now)
-        if self.dropped_pre_reset == refused:
+        if self.dropped_pre_reset + self.dropped_old == refused:
             self._publish(chunk)
         return merged
 
