@@ -109,6 +109,9 @@ class TrainConfig:
         stop_at_success: Stop once the training success rate (last 100 episodes) reaches
             this (0 = run all iterations).
         task_kwargs: Extra keyword arguments for the task factory.
+        latency_model: A measured planner delay model (``edgerl train --latency-model``):
+            its delay distribution replaces the fixed ``delay_steps`` (which then only names
+            the run); its period is used when ``period_steps`` is 0.
     """
 
     task: str
@@ -132,6 +135,7 @@ class TrainConfig:
     critic: ModelConfig = field(default_factory=ModelConfig)
     bc: BCConfig = field(default_factory=BCConfig)
     task_kwargs: dict[str, Any] = field(default_factory=dict)
+    latency_model: LatencyModel | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -171,8 +175,20 @@ class TrainConfig:
 
     @property
     def resolved_period(self) -> int:
-        """Planner period P in steps (``edgerl.timing.resolve_period``)."""
+        """Planner period P in steps (``edgerl.timing.resolve_period``; a measured model's
+        period when ``period_steps`` is 0)."""
+        if self.latency_model is not None and not self.period_steps:
+            return self.latency_model.planner_period_steps
         return resolve_period(self.period_steps, self.delay_steps)
+
+    @property
+    def resolved_latency(self) -> LatencyModel:
+        """The planner delay model training uses: the measured one, else fixed D."""
+        if self.latency_model is not None:
+            return LatencyModel(**{**to_dict(self.latency_model),
+                                   "planner_period_steps": self.resolved_period})
+        return LatencyModel(planner_delay_steps=self.delay_steps,
+                            planner_period_steps=self.resolved_period)
 
     @property
     def extra_delay_steps(self) -> list[int]:
@@ -184,10 +200,8 @@ class TrainConfig:
     @property
     def resolved_horizon(self) -> int:
         """Chunk rows H (``edgerl.timing.default_horizon``, the wrapper's own rule)."""
-        lat = LatencyModel(planner_delay_steps=self.delay_steps,
-                           planner_period_steps=self.resolved_period)
-        return self.horizon or default_horizon(lat, self.lookahead, self.extra_delay_steps[1],
-                                               self.method)
+        return self.horizon or default_horizon(self.resolved_latency, self.lookahead,
+                                               self.extra_delay_steps[1], self.method)
 
     def resolved_residual_bound(self, action_low: list[float], action_high: list[float]) -> float:
         """``residual_bound`` or 25% of the smallest action range."""

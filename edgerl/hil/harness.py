@@ -81,6 +81,9 @@ class HilResult:
     watchdog_trips: int
     estop_ok: bool | None
     details: dict[str, Any] = field(default_factory=dict)
+    #: Planner latencies (s, observation -> chunk) the host measured (bundle mode); for
+    #: ``edgerl hil --write-latency-model``, not part of the JSON.
+    planner_latencies_s: list[float] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("success", "episodes", "cmd_rtt_p50_us",
@@ -224,12 +227,14 @@ class BundleController:
                                                 "horizon": ch.horizon,
                                                 "action_dim": spec.action.dim,
                                                 "dt_s": ch.dt_s, "period_s": ch.period_s,
-                                                "extra_latency_s": planner_latency_s}))
+                                                "extra_latency_s": planner_latency_s}),
+                                        metrics=self.loop.metrics)
         elif gain is not None and spec.action.dim == 1:
             planner = LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)
             self.client = PlannerClient(DelayedPlanner(planner, planner_latency_s),
                                         buffer, self.loop.obs,
-                                        PlannerClientConfig(period_s=ch.period_s))
+                                        PlannerClientConfig(period_s=ch.period_s),
+                                        metrics=self.loop.metrics)
 
     def episode_reset(self, t: float) -> None:
         """The plant restarted an episode at monotonic time ``t`` (as ``robot/episode`` does
@@ -388,6 +393,8 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
                 if progress is not None:
                     progress(ep + 1, cfg.episodes)
             controller.stop()
+            loop = getattr(controller, "loop", None)
+            latencies = [] if loop is None else list(loop.metrics.planner_latency_s)
             reconnects = transport.connects - 1  # before the e-stop self-test's re-plug
             time.sleep(0.05)
             transport.tx_filter = transport.rx_filter = None  # the self-test runs fault-free
@@ -420,7 +427,8 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
         bad_frames=status["bad_frames"] + ts.bad_frames,
         lost_frames=status["lost_frames"] + ts.lost_frames,
         watchdog_trips=status["watchdog_trips"],
-        estop_ok=all(estop.values()) if estop else None, details=details)
+        estop_ok=all(estop.values()) if estop else None, details=details,
+        planner_latencies_s=latencies)
 
 
 def _bundle_task(bundle: Path | None) -> str | None:

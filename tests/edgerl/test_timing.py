@@ -177,6 +177,22 @@ class TestAgreement:
         assert wrapped.timing.extra_delay_steps == [0, 4]
         assert wrapped.timing.max_delay_steps == wrapped.scheduler.max_delay == 14
 
+    def test_manifest_records_the_randomizer_jitter_training_used(self):
+        pytest.importorskip("torch")
+        from edgerl.policies.config import TrainConfig
+        from edgerl.policies.runs import build_spec
+
+        cfg = TrainConfig(task="cartpole", method="edit", delay_steps=10,
+                          task_kwargs={"randomization": {"latency_steps": [0, 4]}})
+        ts = {"obs_names": ["x", "v", "th", "w"], "obs_units": ["1"] * 4,
+              "action_names": ["f"], "action_units": ["N"], "action_low": [-1.0],
+              "action_high": [1.0], "control_hz": 50.0}
+        res = {"horizon": cfg.resolved_horizon, "period_steps": cfg.resolved_period,
+               "residual_bound": 0.5}
+        spec = build_spec(cfg, {"task_spec": ts, "resolved": res}, None, None)
+        assert spec.timing.extra_delay_steps == [0, 4] and spec.timing.max_delay_steps == 14
+        assert "+ U{0..4}" in spec.timing.describe()
+
 
 def make_spec(**kw) -> PolicySpec:
     import sys
