@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgerl.serde import SchemaError, from_dict, to_dict
-from edgerl.timing import LatencyModel, default_horizon, resolve_period
+from edgerl.timing import (
+    TRIGGERS,
+    LatencyModel,
+    default_horizon,
+    resolve_period,
+    sampling_delay_steps,
+)
 
 __all__ = [
     "LEARNED_METHODS",
@@ -112,6 +118,10 @@ class TrainConfig:
         latency_model: A measured planner delay model (``edgerl train --latency-model``):
             its delay distribution replaces the fixed ``delay_steps`` (which then only names
             the run); its period is used when ``period_steps`` is 0.
+        trigger: What makes the deployed edit loop tick (``edgerl.timing.TRIGGERS``):
+            ``state`` (each state message: no sampling delay) or ``clock`` (the loop's own
+            grid reads a state up to a period old: trained with one more step of
+            observation delay, ``edgerl.timing.sampling_delay_steps``). Saved in the manifest.
     """
 
     task: str
@@ -136,8 +146,12 @@ class TrainConfig:
     bc: BCConfig = field(default_factory=BCConfig)
     task_kwargs: dict[str, Any] = field(default_factory=dict)
     latency_model: LatencyModel | None = None
+    trigger: str = "state"
 
     def __post_init__(self) -> None:
+        if self.trigger not in TRIGGERS:
+            raise SchemaError(f"trigger: must be one of {', '.join(TRIGGERS)}, got "
+                              f"{self.trigger!r}")
         if self.method not in METHODS:
             raise SchemaError(f"method: unknown method {self.method!r}; choose one of "
                               f"{', '.join(METHODS)}")
@@ -183,12 +197,13 @@ class TrainConfig:
 
     @property
     def resolved_latency(self) -> LatencyModel:
-        """The planner delay model training uses: the measured one, else fixed D."""
-        if self.latency_model is not None:
-            return LatencyModel(**{**to_dict(self.latency_model),
-                                   "planner_period_steps": self.resolved_period})
-        return LatencyModel(planner_delay_steps=self.delay_steps,
-                            planner_period_steps=self.resolved_period)
+        """The delay model training uses: the measured planner delay (else fixed D), and
+        the trigger's sampling delay as observation delay."""
+        base = (to_dict(self.latency_model) if self.latency_model is not None
+                else {"planner_delay_steps": self.delay_steps})
+        sampling = sampling_delay_steps(self.trigger)
+        return LatencyModel(**{**base, "planner_period_steps": self.resolved_period,
+                               "obs_delay_steps": base.get("obs_delay_steps", 0) + sampling})
 
     @property
     def extra_delay_steps(self) -> list[int]:

@@ -19,6 +19,12 @@ then spin the last ``spin_s``). A tick that wakes more than a period late skips 
 deadlines (counted) and keeps the grid. The loop runs in its own thread
 (:meth:`EditLoop.start` / :meth:`EditLoop.stop`) or is stepped by hand (:meth:`EditLoop.tick`)
 with a :class:`~edgerl.clock.VirtualClock` for tests and sim-in-the-loop.
+
+With the ``state`` trigger (``LoopConfig.trigger`` or the manifest's ``timing.trigger``) the
+thread instead ticks as soon as each new observation is written to the
+:class:`ObservationSlot` (no wait for a grid point: the command follows the state it answers
+within the tick's compute time), and ticks on the clock after ``trigger_timeout_periods``
+periods without one (a silent sensor still gets its stale/hold fallbacks).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from edgerl.runtime.inference import InferenceBackend
 from edgerl.runtime.metrics import STATES, LoopMetrics
 from edgerl.runtime.safety import SafetyConfig, SafetyFilter
 from edgerl.spec import PolicySpec
+from edgerl.timing import TRIGGERS
 
 __all__ = ["CHUNK_METHODS", "CommandSink", "EditLoop", "LoopConfig", "ObservationSlot",
            "TransportDown", "set_fifo"]
@@ -80,6 +87,7 @@ class ObservationSlot:
         self._t = float("nan")
         self.seq = 0
         self._lock = threading.Lock()
+        self._new = threading.Condition(self._lock)  # a state-triggered loop waits on it
 
     @property
     def dim(self) -> int:
@@ -88,10 +96,22 @@ class ObservationSlot:
 
     def write(self, obs: np.ndarray, t: float) -> None:
         """Store ``obs`` ``(O,)`` taken at monotonic time ``t``."""
-        with self._lock:
+        with self._new:
             np.copyto(self._buf, obs, casting="same_kind")
             self._t = t
             self.seq += 1
+            self._new.notify_all()
+
+    def wait_newer(self, seq: int, timeout: float) -> bool:
+        """Block until an observation newer than ``seq`` is written (True) or ``timeout``
+        seconds pass (False)."""
+        with self._new:
+            return self._new.wait_for(lambda: self.seq != seq, timeout)
+
+    @property
+    def last_t(self) -> float:
+        """Time (monotonic s) of the newest observation."""
+        return self._t
 
     def read_into(self, out: np.ndarray) -> tuple[float, int]:
         """Copy the newest observation into ``out``; returns ``(t, seq)``."""
@@ -122,6 +142,9 @@ class LoopConfig:
             them while the loop sleeps). Skipped for recurrent backends; 0 disables it.
         metrics_capacity: Ticks kept for percentiles.
         safety: Fallback policies and latch thresholds.
+        trigger: ``clock`` (fixed-rate grid), ``state`` (tick on each new observation, with
+            a clock tick after the timing's ``trigger_timeout_s`` without one), or ``""``:
+            the manifest's ``timing.trigger`` (what training modelled).
     """
 
     rate_hz: float | None = None
@@ -133,8 +156,12 @@ class LoopConfig:
     prewarm_s: float = 150e-6
     metrics_capacity: int = 1 << 16
     safety: SafetyConfig = field(default_factory=SafetyConfig)
+    trigger: str = ""
 
     def __post_init__(self) -> None:
+        if self.trigger not in ("", *TRIGGERS):
+            raise ValueError(f"trigger must be clock or state (or empty: the manifest's), got "
+                             f"{self.trigger!r}")
         if self.row_mode not in ("hold", "interpolate"):
             raise ValueError(f"row_mode must be hold or interpolate, got {self.row_mode!r}")
         if self.rate_hz is not None and not self.rate_hz > 0:
@@ -186,6 +213,11 @@ class EditLoop:
         self.edit_cfg = spec.edit_obs
         #: The bundle's timing: which row is used when, and when a chunk is stale.
         self.timing = spec.timing
+        #: ``clock`` or ``state`` (see :class:`LoopConfig`).
+        self.trigger = self.cfg.trigger or spec.timing.trigger
+        self.trigger_timeout_s = spec.timing.trigger_timeout_periods * self.period
+        #: State-triggered ticks that fell back to the clock (no state within the timeout).
+        self.trigger_timeouts = 0
         self._setup_mode()
         a_dim, o_dim = spec.action.dim, spec.observation.dim
         n_rows = self.edit_cfg.n_rows
@@ -398,6 +430,36 @@ class EditLoop:
         self._loop(seconds, ticks)
 
     def _loop(self, seconds: float | None, ticks: int | None) -> None:
+        if self.trigger == "state":
+            self._loop_on_state(seconds, ticks)
+        else:
+            self._loop_on_clock(seconds, ticks)
+
+    def _loop_on_state(self, seconds: float | None, ticks: int | None) -> None:
+        """Tick as soon as each new observation is written (no prewarm, no grid); after
+        ``trigger_timeout_s`` without one, tick on the clock (counted in
+        :attr:`trigger_timeouts`). ``late`` records the observation's age at the tick."""
+        clock, metrics, slot = self.clock, self.metrics, self.obs
+        now = clock.now
+        end = float("inf") if seconds is None else now() + seconds
+        n_max = -1 if ticks is None else ticks
+        seq, n = slot.seq, 0
+        while not self._stop.is_set() and n != n_max:
+            got = slot.wait_newer(seq, min(self.trigger_timeout_s, max(end - now(), 0.0)))
+            woke = now()
+            if woke >= end:
+                break
+            seq = slot.seq
+            if not got:
+                self.trigger_timeouts += 1
+            state = self._step(woke, False)
+            done = now()
+            age = woke - slot.last_t if got else 0.0
+            metrics.record(age, done - woke, self.last_chunk_age_s, state,
+                           done - woke > self.period)
+            n += 1
+
+    def _loop_on_clock(self, seconds: float | None, ticks: int | None) -> None:
         clock, period, metrics = self.clock, self.period, self.metrics
         now = clock.now
         start = clock.now() + period

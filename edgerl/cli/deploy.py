@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import tempfile
 from pathlib import Path
 
 from edgerl.cli import CliError
@@ -24,6 +25,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", type=Path, default=None,
                    help="ROS 2 parameter YAML (default: edgerl_ros/config/edgerl.yaml)")
     p.add_argument("--record", type=Path, default=None, help="write the topics to this MCAP")
+    p.add_argument("--trigger", choices=("manifest", "state", "clock"), default=None,
+                   help="edit node tick trigger (overrides the params file): state = tick on "
+                        "each state message, clock = own grid, manifest = as trained")
+    p.add_argument("--rate-hz", type=float, default=None,
+                   help="run the robot and the edit loop at this rate instead of the "
+                        "manifest's control_hz (timing measurements)")
     p.add_argument("--write-latency-model", type=Path, default=None, metavar="FILE",
                    help="write the measured planner delay (chunk stamp -> arrival, from the "
                         "recording) as a latency model for `edgerl train --latency-model`; "
@@ -52,10 +59,15 @@ def run(args: argparse.Namespace) -> int:
     if args.inject_bad_hz < 0:
         raise CliError("--inject-bad-hz must be >= 0")
     record = args.record
+    params = args.params or DEFAULT_CONFIG
+    tmp = None
+    if args.trigger is not None or args.rate_hz is not None:
+        tmp = tempfile.TemporaryDirectory(prefix="edgerl_deploy_")
+        params = override_params(Path(params), Path(tmp.name), args.trigger, args.rate_hz)
     if args.write_latency_model is not None and record is None:
         record = args.write_latency_model.with_suffix(".mcap")
     cfg = DeployConfig(bundle=args.bundle, robot=args.robot, duration_s=args.duration,
-                       params_file=args.params or DEFAULT_CONFIG, record=record,
+                       params_file=params, record=record,
                        domain_id=args.domain_id, instruction=args.instruction,
                        inject_bad_hz=args.inject_bad_hz, log_dir=args.log_dir)
     bar = _Bar(args.duration)
@@ -69,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, old_term)
         bar.close()
+        if tmp is not None:
+            tmp.cleanup()
     if args.write_latency_model is not None:
         result["latency_model"] = write_latency_model(args.bundle, record,
                                                       args.write_latency_model)
@@ -81,6 +95,30 @@ def run(args: argparse.Namespace) -> int:
         if args.write_latency_model is not None:
             print(f"wrote latency model {args.write_latency_model}")
     return 0 if result["success"] else 2
+
+
+def override_params(params: Path, out_dir: Path, trigger: str | None,
+                    rate_hz: float | None) -> Path:
+    """A copy of the parameter file ``params`` with the edit node's trigger and the robot's
+    and loop's rate set; returns its path (in ``out_dir``)."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(params.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise CliError(f"--params {params}: {exc}") from exc
+    edit = doc.setdefault("edit_policy_node", {}).setdefault("ros__parameters", {})
+    if trigger is not None:
+        edit["trigger"] = trigger
+    if rate_hz is not None:
+        if not rate_hz > 0:
+            raise CliError(f"--rate-hz must be > 0, got {rate_hz}")
+        edit["rate_hz"] = float(rate_hz)
+        robot = doc.setdefault("sim_robot_node", {}).setdefault("ros__parameters", {})
+        robot["rate_hz"] = float(rate_hz)
+    path = out_dir / "deploy_params.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
 
 
 def write_latency_model(bundle: Path, recording: Path, out: Path) -> dict:

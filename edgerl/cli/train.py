@@ -37,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="train with a measured planner delay: a latency model file (from "
                         "`bench planner --write-latency-model`, `deploy/hil "
                         "--write-latency-model`) or a deploy MCAP recording (.mcap)")
+    p.add_argument("--trigger", choices=("state", "clock"), default="state",
+                   help="how the deployed edit loop ticks (default state: on each state "
+                        "message); clock trains with its one-step sampling delay")
     p.add_argument("--task-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra task factory argument (repeatable; VALUE parsed as JSON when it "
                         "can be), e.g. --task-arg expert_run=runs/gym:Pendulum-v1__nodelay__...")
@@ -98,7 +101,7 @@ def config_from_args(args: argparse.Namespace):
                            num_steps_per_env=args.steps_per_env,
                            stop_at_success=args.stop_at_success,
                            task_kwargs=parse_task_args(getattr(args, "task_arg", [])),
-                           latency_model=latency)
+                           latency_model=latency, trigger=getattr(args, "trigger", "state"))
     except SchemaError as exc:
         raise CliError(str(exc)) from exc
 

@@ -288,3 +288,42 @@ def test_request_reset_clears_history_at_the_next_tick():
     assert loop.state == "no_chunk"
     # the reset ran before this tick: the history holds only its (hold -> safe) command
     np.testing.assert_array_equal(loop._committed[1:], 0.0)
+
+
+def test_state_trigger_ticks_on_each_state_and_falls_back_to_the_clock(mlp_bundle):
+    """Event-triggered: one tick per written state, right after it; a silent sensor gets
+    clock ticks every trigger_timeout (1.5 periods at 100 Hz = 15 ms)."""
+    import threading
+    import time
+
+    spec, net = load_bundle(mlp_bundle, warmup=1)
+    sent: list[float] = []
+    loop = EditLoop(spec, net, ChunkBuffer(), sink=lambda c, t: sent.append(t) or True,
+                    cfg=LoopConfig(trigger="state", gc_freeze=False))
+    assert loop.trigger == "state" and loop.trigger_timeout_s == pytest.approx(0.015)
+    writes: list[float] = []
+
+    def sensor():
+        for i in range(20):
+            time.sleep(0.007 if i % 2 else 0.011)  # irregular, not on any 10 ms grid
+            t = loop.clock.now()
+            loop.obs.write(np.full(4, 0.1 * i, np.float32), t)
+            writes.append(t)
+
+    loop.start()
+    try:
+        thread = threading.Thread(target=sensor)
+        thread.start()
+        thread.join()
+        time.sleep(0.1)  # silence: clock fallback ticks
+    finally:
+        loop.stop()
+    assert loop.trigger_timeouts >= 3
+    assert loop.metrics.ticks == len(sent) == len(writes) + loop.trigger_timeouts
+    # every state answered by a tick after it and before the next state
+    after = np.searchsorted(np.asarray(sent), np.asarray(writes))
+    assert len(set(after.tolist())) == len(writes)
+    lag = np.asarray(sent)[after] - np.asarray(writes)
+    assert np.all(lag >= 0) and np.median(lag) < 0.002, lag
+    with pytest.raises(ValueError, match="trigger must be clock or state"):
+        LoopConfig(trigger="tick")
