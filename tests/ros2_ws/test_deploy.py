@@ -139,3 +139,20 @@ def test_sigterm_to_deploy_stops_the_node_processes(cartpole_bundle, ros_domain)
             proc.kill()
             proc.wait()
     assert _processes_mentioning(str(cartpole_bundle)) == []
+
+
+def test_trigger_and_rate_override_the_params_file(tmp_path):
+    import yaml
+    from edgerl_ros.graph import DEFAULT_CONFIG
+
+    from edgerl.cli import CliError
+    from edgerl.cli.deploy import override_params
+
+    path = override_params(Path(DEFAULT_CONFIG), tmp_path, "state", 200.0)
+    doc = yaml.safe_load(path.read_text())
+    assert doc["edit_policy_node"]["ros__parameters"]["trigger"] == "state"
+    assert doc["edit_policy_node"]["ros__parameters"]["rate_hz"] == 200.0
+    assert doc["sim_robot_node"]["ros__parameters"]["rate_hz"] == 200.0
+    assert doc["planner_node"] == yaml.safe_load(Path(DEFAULT_CONFIG).read_text())["planner_node"]
+    with pytest.raises(CliError, match="--rate-hz must be > 0"):
+        override_params(Path(DEFAULT_CONFIG), tmp_path, None, 0.0)
