@@ -177,6 +177,18 @@ class TestAgreement:
         assert wrapped.timing.extra_delay_steps == [0, 4]
         assert wrapped.timing.max_delay_steps == wrapped.scheduler.max_delay == 14
 
+    def test_training_models_the_trigger_sampling_delay(self):
+        pytest.importorskip("torch")
+        from edgerl.policies.config import TrainConfig
+
+        state = TrainConfig(task="cartpole", method="edit", delay_steps=2)
+        clock = TrainConfig(task="cartpole", method="edit", delay_steps=2, trigger="clock")
+        assert state.trigger == "state" and state.resolved_latency.obs_delay_steps == 0
+        assert clock.resolved_latency.obs_delay_steps == 1  # a clock tick reads an old state
+        assert clock.resolved_latency.planner_delay_steps == 2
+        with pytest.raises(SchemaError, match="trigger: must be one of clock, state"):
+            TrainConfig(task="cartpole", method="edit", trigger="event")
+
     def test_manifest_records_the_randomizer_jitter_training_used(self):
         pytest.importorskip("torch")
         from edgerl.policies.config import TrainConfig
@@ -191,6 +203,7 @@ class TestAgreement:
                "residual_bound": 0.5}
         spec = build_spec(cfg, {"task_spec": ts, "resolved": res}, None, None)
         assert spec.timing.extra_delay_steps == [0, 4] and spec.timing.max_delay_steps == 14
+        assert spec.timing.trigger == "state"
         assert "+ U{0..4}" in spec.timing.describe()
 
 
