@@ -2,9 +2,10 @@
 
 The import root holds the contract shared by training and deployment (pure numpy):
 :class:`ActionChunk`, :class:`PolicySpec` (``manifest.json``), the edit-observation builder,
-the planner interface and clocks. Sub-packages: ``edgerl.sim`` (tasks, latency wrappers),
-``edgerl.policies`` (planners, edit policy, PPO training), ``edgerl.export`` (ONNX bundles),
-``edgerl.runtime`` (the on-device loop; no torch, no simulators).
+the planner interface, clocks and :class:`TimingSpec` (every chunk-timing rule).
+Sub-packages: ``edgerl.sim`` (tasks, latency wrappers), ``edgerl.policies`` (planners, edit
+policy, PPO training), ``edgerl.export`` (ONNX bundles), ``edgerl.runtime`` (the on-device
+loop; no torch, no simulators).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from edgerl.spec import (
     TensorSpec,
     load_bundle_manifest,
 )
+from edgerl.timing import TimingSpec
 
 __all__ = [
     "ActionChunk",
@@ -42,6 +44,7 @@ __all__ = [
     "RecurrentSpec",
     "SchemaError",
     "TensorSpec",
+    "TimingSpec",
     "__version__",
     "build_edit_obs",
     "compose_edit_action",

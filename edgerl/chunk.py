@@ -142,7 +142,8 @@ class ActionChunk:
         return self.actions[self.horizon:] if i is None else self.actions[i:]
 
     def is_stale(self, t: float) -> bool:
-        """True when every row's interval has ended by time ``t``."""
+        """True when every row's interval has ended by time ``t`` (the chunk's own coverage;
+        when the loop stops using it is ``edgerl.timing.TimingSpec.row_at``)."""
         return self.index_at(t) is None
 
     def age(self, t: float) -> float:

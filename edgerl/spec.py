@@ -19,6 +19,7 @@ from typing import Any
 from edgerl._version import __version__
 from edgerl.edit_obs import EditObsConfig
 from edgerl.serde import SchemaError, from_dict, to_dict
+from edgerl.timing import LatencyModel, TimingSpec
 
 __all__ = [
     "MANIFEST_NAME",
@@ -31,12 +32,15 @@ __all__ = [
     "PolicySpec",
     "RecurrentSpec",
     "TensorSpec",
+    "TimingSpec",
     "load_bundle_manifest",
     "sha256_file",
 ]
 
-#: Version of the manifest schema this edgerl writes and the newest it reads.
-SCHEMA_VERSION = 1
+#: Version of the manifest schema this edgerl writes and the newest it reads. Version 2 adds
+#: ``timing`` (the whole :class:`~edgerl.timing.TimingSpec`); a version-1 manifest gets the
+#: timing its training used, derived from ``chunk``, ``latency`` and ``method``.
+SCHEMA_VERSION = 2
 MANIFEST_NAME = "manifest.json"
 
 
@@ -135,39 +139,6 @@ class ChunkSpec:
 
 
 @dataclass
-class LatencyModel:
-    """The delays the policy was trained with, in control steps (what the sim wrappers used).
-
-    ``planner_delay_steps``: planner inference delay D; ``planner_period_steps``: P;
-    ``delay_jitter_steps``: half-width of uniform jitter on D; ``delay_distribution``:
-    optional probabilities over D = 0, 1, 2... (fitted from measured serving latency);
-    ``edit_delay_steps``: the fast policy's own delay; ``obs_delay_steps`` and
-    ``action_delay_steps``: sensor and actuator delays.
-    """
-
-    planner_delay_steps: int = 0
-    planner_period_steps: int = 1
-    delay_jitter_steps: float = 0.0
-    delay_distribution: list[float] = field(default_factory=list)
-    edit_delay_steps: int = 0
-    obs_delay_steps: int = 0
-    action_delay_steps: int = 0
-
-    def __post_init__(self) -> None:
-        for key in ("planner_delay_steps", "edit_delay_steps", "obs_delay_steps",
-                    "action_delay_steps"):
-            if getattr(self, key) < 0:
-                raise SchemaError(f"latency.{key}: must be >= 0, got {getattr(self, key)}")
-        if self.planner_period_steps < 1:
-            raise SchemaError("latency.planner_period_steps: must be >= 1")
-        if self.delay_distribution:
-            total = sum(self.delay_distribution)
-            if any(p < 0 for p in self.delay_distribution) or not math.isclose(total, 1.0,
-                                                                              abs_tol=1e-6):
-                raise SchemaError("latency.delay_distribution: must be probabilities summing to 1")
-
-
-@dataclass
 class TensorSpec:
     """ONNX input/output tensor names, in order."""
 
@@ -221,6 +192,9 @@ class PolicySpec:
     edgerl_version: str = __version__
     #: Free-form provenance (training run, seed, metrics); never interpreted by the runtime.
     extra: dict[str, Any] = field(default_factory=dict)
+    #: All chunk timing (horizon, delays, stale, merge, trigger); ``None`` = derived from
+    #: ``chunk``/``latency``/``method`` by the rules of :mod:`edgerl.timing`.
+    timing: TimingSpec | None = None
 
     def __post_init__(self) -> None:
         if not self.control_hz > 0:
@@ -231,6 +205,29 @@ class PolicySpec:
         if self.edit_obs.action_dim != self.action.dim:
             raise SchemaError(f"edit_obs.action_dim: {self.edit_obs.action_dim} does not match "
                               f"action.names ({self.action.dim})")
+        if self.timing is None:
+            self.timing = self.derived_timing()
+            self.latency = self.timing.latency
+        self._check_timing(self.timing)
+
+    def derived_timing(self) -> TimingSpec:
+        """The timing a manifest without ``timing`` (schema 1) was trained with: P from
+        ``chunk.period_s``, stale after ``H + P``, ``rtc`` blends over P, clock trigger."""
+        period = max(1, round(self.chunk.period_s / self.chunk.dt_s))
+        lat = LatencyModel(**{**to_dict(self.latency), "planner_period_steps": period})
+        return TimingSpec.build(self.control_hz, lat, self.method, horizon=self.chunk.horizon,
+                                lookahead=self.edit_obs.lookahead)
+
+    def _check_timing(self, timing: TimingSpec) -> None:
+        if timing.horizon != self.chunk.horizon:
+            raise SchemaError(f"timing.horizon: {timing.horizon} does not match chunk.horizon "
+                              f"({self.chunk.horizon})")
+        if not math.isclose(timing.control_hz, self.control_hz, rel_tol=1e-9):
+            raise SchemaError(f"timing.control_hz: {timing.control_hz} does not match "
+                              f"control_hz ({self.control_hz})")
+        if timing.latency != self.latency:
+            raise SchemaError("latency: does not match timing.latency (the manifest's timing "
+                              "is authoritative; write the same model in both)")
 
     @property
     def control_dt(self) -> float:

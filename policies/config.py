@@ -11,6 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgerl.serde import SchemaError, from_dict, to_dict
+from edgerl.timing import (
+    TRIGGERS,
+    LatencyModel,
+    default_horizon,
+    resolve_period,
+    sampling_delay_steps,
+)
 
 __all__ = [
     "EDIT_INPUTS",
@@ -104,7 +111,8 @@ class TrainConfig:
         iterations: PPO iterations (each ``num_steps_per_env`` x ``num_envs`` env steps).
         device: Torch device.
         planner: ``expert`` or ``bc`` (learned chunk planner).
-        horizon: Planner chunk rows H (0 = automatic: ``max(8, D + period + 4)``).
+        horizon: Planner chunk rows H (0 = automatic: ``edgerl.timing.default_horizon``,
+            counting the randomizer's extra planner delay from ``task_kwargs``).
         period_steps: Planner query period P (0 = automatic: ``max(1, D)``).
         residual_bound: ``edit``: the residual moves the chunk row by at most this much
             (action units) per element; 0 = automatic (half the action range: a late chunk
@@ -120,6 +128,13 @@ class TrainConfig:
             is then a bounded no-delay policy).
         privileged: ``nodelay`` only: read the task's privileged observation (the goal the
             planner knows), the upper bound of the result tables.
+        latency_model: A measured planner delay model (``edgerl train --latency-model``):
+            its delay distribution replaces the fixed ``delay_steps`` (which then only names
+            the run); its period is used when ``period_steps`` is 0.
+        trigger: What makes the deployed edit loop tick (``edgerl.timing.TRIGGERS``):
+            ``state`` (each state message: no sampling delay) or ``clock`` (the loop's own
+            grid reads a state up to a period old: trained with one more step of
+            observation delay, ``edgerl.timing.sampling_delay_steps``). Saved in the manifest.
     """
 
     task: str
@@ -145,8 +160,13 @@ class TrainConfig:
     task_kwargs: dict[str, Any] = field(default_factory=dict)
     edit_inputs: str = "fast"
     privileged: bool = False
+    latency_model: LatencyModel | None = None
+    trigger: str = "state"
 
     def __post_init__(self) -> None:
+        if self.trigger not in TRIGGERS:
+            raise SchemaError(f"trigger: must be one of {', '.join(TRIGGERS)}, got "
+                              f"{self.trigger!r}")
         if self.method not in METHODS:
             raise SchemaError(f"method: unknown method {self.method!r}; choose one of "
                               f"{', '.join(METHODS)}")
@@ -195,13 +215,34 @@ class TrainConfig:
 
     @property
     def resolved_period(self) -> int:
-        """Planner period P in steps."""
-        return self.period_steps or max(1, self.delay_steps)
+        """Planner period P in steps (``edgerl.timing.resolve_period``; a measured model's
+        period when ``period_steps`` is 0)."""
+        if self.latency_model is not None and not self.period_steps:
+            return self.latency_model.planner_period_steps
+        return resolve_period(self.period_steps, self.delay_steps)
+
+    @property
+    def resolved_latency(self) -> LatencyModel:
+        """The delay model training uses: the measured planner delay (else fixed D), and
+        the trigger's sampling delay as observation delay."""
+        base = (to_dict(self.latency_model) if self.latency_model is not None
+                else {"planner_delay_steps": self.delay_steps})
+        sampling = sampling_delay_steps(self.trigger)
+        return LatencyModel(**{**base, "planner_period_steps": self.resolved_period,
+                               "obs_delay_steps": base.get("obs_delay_steps", 0) + sampling})
+
+    @property
+    def extra_delay_steps(self) -> list[int]:
+        """``[lo, hi]`` extra planner delay per episode from the task's randomization."""
+        rand = self.task_kwargs.get("randomization") or {}
+        lo, hi = rand.get("latency_steps", [0, 0]) if isinstance(rand, dict) else (0, 0)
+        return [int(lo), int(hi)]
 
     @property
     def resolved_horizon(self) -> int:
-        """Chunk rows H: enough to cover the delay and a period, plus lookahead."""
-        return self.horizon or max(8, self.delay_steps + self.resolved_period + self.lookahead + 2)
+        """Chunk rows H (``edgerl.timing.default_horizon``, the wrapper's own rule)."""
+        return self.horizon or default_horizon(self.resolved_latency, self.lookahead,
+                                               self.extra_delay_steps[1], self.method)
 
     def resolved_residual_bound(self, action_low: list[float], action_high: list[float]) -> float:
         """``residual_bound`` or half of the smallest action range."""

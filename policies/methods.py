@@ -99,8 +99,7 @@ def latency_model(cfg: TrainConfig) -> LatencyModel:
     For ``naive``/``arli`` the same D is the policy's inference delay (the wrapper's action
     queue); for ``nodelay`` it is 0.
     """
-    return LatencyModel(planner_delay_steps=cfg.delay_steps,
-                        planner_period_steps=cfg.resolved_period)
+    return cfg.resolved_latency
 
 
 def edit_obs_config(cfg: TrainConfig, obs_names: list[str], planner_only: list[str],

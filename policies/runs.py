@@ -33,6 +33,7 @@ from edgerl.spec import (
     PolicySpec,
     TensorSpec,
 )
+from edgerl.timing import TimingSpec
 
 __all__ = ["LoadedPolicy", "PolicyActor", "RunError", "default_checkpoint", "find_latest_run",
            "latest_checkpoint", "load_policy"]
@@ -217,6 +218,10 @@ def build_spec(cfg: TrainConfig, document: dict[str, Any], actor: PolicyActor | 
                         expected_latency_s=cfg.delay_steps * dt if cfg.uses_planner else 0.0),
         edit_obs=edit_obs,
         latency=latency,
+        timing=TimingSpec.build(float(ts["control_hz"]), latency, cfg.method,
+                                horizon=int(res["horizon"]), lookahead=cfg.lookahead,
+                                extra_delay_steps=cfg.extra_delay_steps,
+                                trigger=cfg.trigger),
         tensors=TensorSpec(inputs=["obs"], outputs=["action"]),
         residual_bound=float(res["residual_bound"]) if cfg.is_edit else 0.0,
         files={},

@@ -28,7 +28,7 @@ def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = 
     """``(spec, backend)`` for a bundle directory.
 
     ``backend`` is ``onnx`` (onnxruntime on ``device``) or ``numpy`` (``policy_mlp.npz``).
-    A ``planner`` or ``rtc`` bundle without a policy network returns ``backend=None``: the
+    A ``planner``, ``blend`` or ``rtc`` bundle without a policy network returns ``backend=None``: the
     command is the planner's chunk row.
 
     Raises:
@@ -43,7 +43,7 @@ def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = 
         raise BundleError(f"{bundle_dir}: {exc}") from exc
     model = bundle_dir / POLICY_FILE
     wanted = POLICY_FILE if backend == "onnx" else "policy_mlp.npz"
-    if not (bundle_dir / wanted).is_file() and spec.method in ("planner", "rtc"):
+    if not (bundle_dir / wanted).is_file() and spec.method in ("planner", "blend", "rtc"):
         log.info("bundle %s (%s) has no %s: commands are the planner's chunk rows",
                  bundle_dir, spec.method, wanted)
         return spec, None

@@ -5,18 +5,19 @@ previous one that overlap it, by a named policy); the loop side calls
 :meth:`ChunkBuffer.latest`, which only reads one reference (no lock, no copy): chunks are
 immutable, so the loop always sees a whole chunk.
 
-Merge policies (LeRobot's "aggregators"; the merged chunk lives on the new chunk's time grid
-``t_i = new.t0 + i * new.dt``, rows of the old chunk are looked up at the same times):
+Merge rules (LeRobot's "aggregators"; the merged chunk lives on the new chunk's time grid
+``t_i = new.t0 + i * new.dt``, rows of the previous chunk are looked up at the same times).
+The rules and their weights are :mod:`edgerl.timing`'s, the same the training wrapper uses:
 
 * ``replace``: the new chunk as it is.
-* ``blend``: real-time-chunking-like linear cross-fade over the overlap: with ``n`` overlapping
-  rows, new row ``i < n`` becomes ``(1 - w_i) * old(t_i) + w_i * new_i`` with
-  ``w_i = (i + 1) / (n + 1)``; rows after the overlap are the new chunk's.
-* ``average``: over the overlap ``new_weight * new_i + (1 - new_weight) * old(t_i)``.
+* ``blend``: the new chunk's rows from the arrival step on (``now``) are cross-faded with the
+  rows the previous chunk *as planned* (unmerged) still has: the ``k``-th row after arrival
+  gets new-chunk weight ``(k + 1) / (B + 1)`` for ``k < B`` (``B = blend_steps``).
+* ``average``: ``new_weight * new_i + (1 - new_weight) * old(t_i)`` over the whole overlap
+  (runtime only; no training method uses it).
 
-Only new rows not yet past at push time (``now``) that the old chunk still covers (before
-its end) are merged; the weights count from the first of them. A stale old chunk means no
-overlap.
+A chunk planned no later than the current one (``t0`` not newer) is dropped, as training
+drops a chunk overtaken by a newer one; so is a chunk planned before the last reset.
 """
 
 from __future__ import annotations
@@ -27,20 +28,31 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgerl.chunk import ActionChunk
+from edgerl.timing import (
+    MERGE_RULES,
+    TimingSpec,
+    chunk_row,
+    has_planned_row,
+    is_newer,
+    merge_weights,
+    step_offset,
+)
 
 __all__ = ["MERGE_POLICIES", "ChunkBuffer", "MergeConfig", "merge_chunks"]
 
-#: Names accepted by :class:`MergeConfig`.
-MERGE_POLICIES = ("replace", "blend", "average")
+#: Names accepted by :class:`MergeConfig` (``edgerl.timing.MERGE_RULES``).
+MERGE_POLICIES = MERGE_RULES
 
 
 @dataclass
 class MergeConfig:
     """How overlapping chunks are merged: ``policy`` in :data:`MERGE_POLICIES`;
-    ``new_weight`` (0..1] is the new chunk's weight for ``average``."""
+    ``new_weight`` (0..1] is the new chunk's weight for ``average``; ``blend_steps`` (>= 1)
+    the blend length B for ``blend`` (a bundle's ``timing.blend_steps``)."""
 
     policy: str = "replace"
     new_weight: float = 0.5
+    blend_steps: int = 0
 
     def __post_init__(self) -> None:
         if self.policy not in MERGE_POLICIES:
@@ -48,19 +60,30 @@ class MergeConfig:
                              f"{', '.join(MERGE_POLICIES)}")
         if not 0.0 < self.new_weight <= 1.0:
             raise ValueError(f"new_weight must be in (0, 1], got {self.new_weight}")
+        if self.policy == "blend" and self.blend_steps < 1:
+            raise ValueError("merge policy 'blend' needs blend_steps >= 1 (the bundle's "
+                             "timing.blend_steps; build it with MergeConfig.from_timing)")
+
+    @classmethod
+    def from_timing(cls, timing: TimingSpec, policy: str = "") -> MergeConfig:
+        """The bundle's merge rule (or ``policy`` instead of it, same blend length)."""
+        return cls(policy=policy or timing.merge, new_weight=timing.new_weight,
+                   blend_steps=timing.blend_steps)
 
 
 def _overlap(old: ActionChunk, new: ActionChunk, now: float) -> tuple[int, np.ndarray]:
-    """``(a, rows)``: the new chunk's rows ``a .. a+n-1`` are not yet past at ``now`` and are
-    still covered by ``old``; ``rows`` ``(n, A)`` are the old chunk's rows at those times."""
-    t = new.times()
-    not_past = t + new.dt > now
-    covered = t < old.t_end - 1e-6 * old.dt
-    idx = np.flatnonzero(not_past & covered)
-    if idx.size == 0:
+    """``(a, rows)``: the new chunk's rows ``a .. a+n-1``, from the row for ``now`` on, that
+    ``old`` still has a planned row for (never its held last row); ``rows`` ``(n, A)`` are
+    the old chunk's rows at those times."""
+    a = max(0, step_offset(now, new.t0, new.dt)) if np.isfinite(now) else 0
+    offsets = [step_offset(float(t), old.t0, old.dt) for t in new.times()[a:]]
+    n = 0
+    while n < len(offsets) and has_planned_row(offsets[n], old.horizon):
+        n += 1
+    if n == 0:
         return 0, np.zeros((0, new.action_dim), np.float32)
-    rows = [old.index_at(float(t[i])) for i in idx]
-    return int(idx[0]), old.actions[np.asarray(rows, dtype=np.int64)]
+    rows = [chunk_row(o, old.horizon) for o in offsets[:n]]
+    return a, old.actions[np.asarray(rows, dtype=np.int64)]
 
 
 def merge_chunks(old: ActionChunk | None, new: ActionChunk, cfg: MergeConfig,
@@ -73,10 +96,7 @@ def merge_chunks(old: ActionChunk | None, new: ActionChunk, cfg: MergeConfig,
     if n == 0:
         return new
     merged = new.actions.copy()
-    if cfg.policy == "blend":
-        w = (np.arange(1, n + 1, dtype=np.float32) / np.float32(n + 1))[:, None]
-    else:
-        w = np.full((n, 1), cfg.new_weight, dtype=np.float32)
+    w = merge_weights(cfg.policy, n, cfg.blend_steps, cfg.new_weight)[:, None]
     merged[a:a + n] = (1.0 - w) * old_rows + w * new.actions[a:a + n]
     meta = dict(new.meta, merged=cfg.policy, overlap_rows=n, overlap_start=a)
     return ActionChunk(actions=merged, t0=new.t0, dt=new.dt, step0=new.step0,
@@ -92,13 +112,20 @@ class ChunkBuffer:
         reset_t: Start of the current episode (monotonic s; -inf: none). Chunks planned from
             an observation taken before it are refused (see :meth:`reset`).
         dropped_pre_reset: Chunks refused for that reason.
+        dropped_old: Chunks refused because the current one was planned later (or at the
+            same ``t0``).
     """
 
-    def __init__(self, merge: MergeConfig | str = "replace", action_dim: int | None = None) -> None:
+    def __init__(self, merge: MergeConfig | TimingSpec | str = "replace",
+                 action_dim: int | None = None) -> None:
+        if isinstance(merge, TimingSpec):
+            merge = MergeConfig.from_timing(merge)
         self.merge = merge if isinstance(merge, MergeConfig) else MergeConfig(policy=merge)
         self.action_dim = action_dim
         self._lock = threading.Lock()
         self._chunk: ActionChunk | None = None
+        self._raw: ActionChunk | None = None  # the current chunk as planned (unmerged)
+        self.dropped_old = 0
         self.version = 0
         self.pushes = 0
         self.reset_t = -np.inf
@@ -114,7 +141,11 @@ class ChunkBuffer:
             if chunk.obs_time < self.reset_t:  # planned in the previous episode
                 self.dropped_pre_reset += 1
                 return chunk
-            merged = merge_chunks(self._chunk, chunk, self.merge, now)
+            if self._raw is not None and not is_newer(chunk.t0, self._raw.t0):
+                self.dropped_old += 1
+                return chunk
+            merged = merge_chunks(self._raw, chunk, self.merge, now)
+            self._raw = chunk
             self._chunk = merged
             self.version += 1
             self.pushes += 1
@@ -127,7 +158,7 @@ class ChunkBuffer:
     def clear(self) -> None:
         """Forget the current chunk (the loop then sees "no chunk")."""
         with self._lock:
-            self._chunk = None
+            self._chunk = self._raw = None
             self.version += 1
 
     def reset(self, t: float) -> None:
@@ -135,6 +166,6 @@ class ChunkBuffer:
         planned from observations taken before ``t`` (a planner call in flight across the
         reset), as training does at an episode reset."""
         with self._lock:
-            self._chunk = None
+            self._chunk = self._raw = None
             self.reset_t = float(t)
             self.version += 1

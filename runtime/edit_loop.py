@@ -5,18 +5,27 @@ Per tick (``t`` = the tick's scheduled time)::
     newest observation (ObservationSlot) -> chunk row for t (ChunkBuffer; past rows dropped)
     -> edit input (edgerl.edit_obs.select_chunk_rows + build_edit_obs(out=prealloc))
     -> inference (backend.input -> backend.output, preallocated)
-    -> compose_edit_action (method "edit"; "planner"/"rtc": the chunk row; others: the output)
+    -> compose_edit_action (method "edit"; "planner"/"blend"/"rtc": the chunk row; others: the
+    output)
     -> SafetyFilter -> CommandSink(command, t) -> timing record
 
-Fallback states (counted in :attr:`LoopMetrics.state_counts` and as safety interventions):
-no chunk yet, stale chunk, non-finite observation, non-finite network output, deadline
-overrun, e-stop; a sink that fails is counted as ``transport_down``.
+The row for ``t`` and the stale rule are the bundle's ``timing`` (``edgerl.timing``, the
+training wrapper's rules: past its last row a chunk's last row holds for ``stale_steps`` more
+steps). Fallback states (counted in :attr:`LoopMetrics.state_counts` and as safety
+interventions): no chunk yet, stale chunk, non-finite observation, non-finite network output,
+deadline overrun, e-stop; a sink that fails is counted as ``transport_down``.
 
 Scheduling uses absolute deadlines ``start + n * period`` and ``clock.sleep_until`` (sleep,
 then spin the last ``spin_s``). A tick that wakes more than a period late skips the missed
 deadlines (counted) and keeps the grid. The loop runs in its own thread
 (:meth:`EditLoop.start` / :meth:`EditLoop.stop`) or is stepped by hand (:meth:`EditLoop.tick`)
 with a :class:`~edgerl.clock.VirtualClock` for tests and sim-in-the-loop.
+
+With the ``state`` trigger (``LoopConfig.trigger`` or the manifest's ``timing.trigger``) the
+thread instead ticks as soon as each new observation is written to the
+:class:`ObservationSlot` (no wait for a grid point: the command follows the state it answers
+within the tick's compute time), and ticks on the clock after ``trigger_timeout_periods``
+periods without one (a silent sensor still gets its stale/hold fallbacks).
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from edgerl.runtime.inference import InferenceBackend
 from edgerl.runtime.metrics import STATES, LoopMetrics
 from edgerl.runtime.safety import SafetyConfig, SafetyFilter
 from edgerl.spec import PolicySpec
+from edgerl.timing import TRIGGERS
 
 __all__ = ["CHUNK_METHODS", "CommandSink", "EditLoop", "LoopConfig", "ObservationSlot",
            "TransportDown", "set_fifo"]
@@ -46,7 +56,7 @@ __all__ = ["CHUNK_METHODS", "CommandSink", "EditLoop", "LoopConfig", "Observatio
 log = logging.getLogger(__name__)
 
 #: Methods whose command comes from the planner's chunk.
-CHUNK_METHODS = ("edit", "planner", "rtc")
+CHUNK_METHODS = ("edit", "planner", "blend", "rtc")
 _S = {name: i for i, name in enumerate(STATES)}
 
 
@@ -78,6 +88,7 @@ class ObservationSlot:
         self._t = float("nan")
         self.seq = 0
         self._lock = threading.Lock()
+        self._new = threading.Condition(self._lock)  # a state-triggered loop waits on it
 
     @property
     def dim(self) -> int:
@@ -86,10 +97,22 @@ class ObservationSlot:
 
     def write(self, obs: np.ndarray, t: float) -> None:
         """Store ``obs`` ``(O,)`` taken at monotonic time ``t``."""
-        with self._lock:
+        with self._new:
             np.copyto(self._buf, obs, casting="same_kind")
             self._t = t
             self.seq += 1
+            self._new.notify_all()
+
+    def wait_newer(self, seq: int, timeout: float) -> bool:
+        """Block until an observation newer than ``seq`` is written (True) or ``timeout``
+        seconds pass (False)."""
+        with self._new:
+            return self._new.wait_for(lambda: self.seq != seq, timeout)
+
+    @property
+    def last_t(self) -> float:
+        """Time (monotonic s) of the newest observation."""
+        return self._t
 
     def read_into(self, out: np.ndarray) -> tuple[float, int]:
         """Copy the newest observation into ``out``; returns ``(t, seq)``."""
@@ -120,6 +143,9 @@ class LoopConfig:
             them while the loop sleeps). Skipped for recurrent backends; 0 disables it.
         metrics_capacity: Ticks kept for percentiles.
         safety: Fallback policies and latch thresholds.
+        trigger: ``clock`` (fixed-rate grid), ``state`` (tick on each new observation, with
+            a clock tick after the timing's ``trigger_timeout_s`` without one), or ``""``:
+            the manifest's ``timing.trigger`` (what training modelled).
     """
 
     rate_hz: float | None = None
@@ -131,8 +157,12 @@ class LoopConfig:
     prewarm_s: float = 150e-6
     metrics_capacity: int = 1 << 16
     safety: SafetyConfig = field(default_factory=SafetyConfig)
+    trigger: str = ""
 
     def __post_init__(self) -> None:
+        if self.trigger not in ("", *TRIGGERS):
+            raise ValueError(f"trigger must be clock or state (or empty: the manifest's), got "
+                             f"{self.trigger!r}")
         if self.row_mode not in ("hold", "interpolate"):
             raise ValueError(f"row_mode must be hold or interpolate, got {self.row_mode!r}")
         if self.rate_hz is not None and not self.rate_hz > 0:
@@ -154,7 +184,7 @@ class EditLoop:
 
     Args:
         spec: The bundle's manifest.
-        backend: Its inference backend (``None`` for ``planner``/``rtc`` bundles).
+        backend: Its inference backend (``None`` for ``planner``/``blend``/``rtc`` bundles).
         buffer: Where the planner client pushes chunks.
         obs: Where the sensor side writes observations (created if ``None``).
         sink: Command output (default: discard).
@@ -182,6 +212,13 @@ class EditLoop:
         self.safety = SafetyFilter(spec.action, self.cfg.safety)
         self.metrics = LoopMetrics(self.cfg.metrics_capacity)
         self.edit_cfg = spec.edit_obs
+        #: The bundle's timing: which row is used when, and when a chunk is stale.
+        self.timing = spec.timing
+        #: ``clock`` or ``state`` (see :class:`LoopConfig`).
+        self.trigger = self.cfg.trigger or spec.timing.trigger
+        self.trigger_timeout_s = spec.timing.trigger_timeout_periods * self.period
+        #: State-triggered ticks that fell back to the clock (no state within the timeout).
+        self.trigger_timeouts = 0
         self._setup_mode()
         a_dim, o_dim = spec.action.dim, spec.observation.dim
         n_rows = self.edit_cfg.n_rows
@@ -219,7 +256,7 @@ class EditLoop:
         spec, net = self.spec, self.backend
         self.is_edit = spec.method == "edit"
         if net is None:
-            if spec.method not in ("planner", "rtc"):
+            if spec.method not in ("planner", "blend", "rtc"):
                 raise ValueError(f"method {spec.method!r} needs a policy network")
             self.input_mode = "none"
         elif net.input.shape[-1] == self.edit_cfg.dim:
@@ -254,7 +291,8 @@ class EditLoop:
         safety = self.safety
         self.obs.read_into(self._obs)
         chunk = self.buffer.latest() if self.needs_chunk else None
-        row = None if chunk is None else chunk.index_at(t)
+        row = None if chunk is None else self.timing.row_at(t, chunk.t0, chunk.dt,
+                                                            chunk.horizon)
         self.last_chunk_age_s = chunk.age(t) if chunk is not None else float("nan")
         cmd = self.command
         pol = safety.cfg
@@ -316,7 +354,7 @@ class EditLoop:
         y = net.infer()[0]
         if self.is_edit:
             compose_edit_action(self._rows[0], y, self.spec.residual_bound, out=self._action)
-        elif self.spec.method in ("planner", "rtc"):
+        elif self.spec.method in ("planner", "blend", "rtc"):
             np.copyto(self._action, self._rows[0])
         else:
             np.copyto(self._action, y)
@@ -393,6 +431,36 @@ class EditLoop:
         self._loop(seconds, ticks)
 
     def _loop(self, seconds: float | None, ticks: int | None) -> None:
+        if self.trigger == "state":
+            self._loop_on_state(seconds, ticks)
+        else:
+            self._loop_on_clock(seconds, ticks)
+
+    def _loop_on_state(self, seconds: float | None, ticks: int | None) -> None:
+        """Tick as soon as each new observation is written (no prewarm, no grid); after
+        ``trigger_timeout_s`` without one, tick on the clock (counted in
+        :attr:`trigger_timeouts`). ``late`` records the observation's age at the tick."""
+        clock, metrics, slot = self.clock, self.metrics, self.obs
+        now = clock.now
+        end = float("inf") if seconds is None else now() + seconds
+        n_max = -1 if ticks is None else ticks
+        seq, n = slot.seq, 0
+        while not self._stop.is_set() and n != n_max:
+            got = slot.wait_newer(seq, min(self.trigger_timeout_s, max(end - now(), 0.0)))
+            woke = now()
+            if woke >= end:
+                break
+            seq = slot.seq
+            if not got:
+                self.trigger_timeouts += 1
+            state = self._step(woke, False)
+            done = now()
+            age = woke - slot.last_t if got else 0.0
+            metrics.record(age, done - woke, self.last_chunk_age_s, state,
+                           done - woke > self.period)
+            n += 1
+
+    def _loop_on_clock(self, seconds: float | None, ticks: int | None) -> None:
         clock, period, metrics = self.clock, self.period, self.metrics
         now = clock.now
         start = clock.now() + period

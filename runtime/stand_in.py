@@ -89,7 +89,12 @@ class OnnxChunkPlanner:
         from edgerl.runtime.inference import OrtBackend
 
         sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
-        in_name, out_name = sess.get_inputs()[0].name, sess.get_outputs()[0].name
+        inputs = sess.get_inputs()
+        if len(inputs) != 1:
+            raise ValueError(f"{model}: expected one input (the observation), got "
+                             f"{[i.name for i in inputs]}; language-conditioned planners are "
+                             "served with `edgerl serve-planner`")
+        in_name, out_name = inputs[0].name, sess.get_outputs()[0].name
         del sess
         self.net = OrtBackend(model, input_name=in_name, output_name=out_name, warmup=3)
         self.info = info

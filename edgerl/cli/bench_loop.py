@@ -64,6 +64,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "or by a separate thread at --sensor-hz")
     p.add_argument("--sensor-hz", type=float, default=500.0,
                    help="--sensor thread: observation rate (Hz)")
+    p.add_argument("--trigger", choices=("clock", "state"), default="clock",
+                   help="tick on the loop's own clock (default) or on each observation "
+                        "(needs --sensor thread; ticks at --sensor-hz)")
     p.add_argument("--save-json", type=Path, default=None,
                    help="write summary + histograms to this file")
     p.add_argument("--png", type=Path, default=None, help="write a latency histogram PNG")
@@ -121,9 +124,8 @@ def run(args: argparse.Namespace) -> int:
 
     from edgerl.cli.output import print_json, print_table
     from edgerl.logs import progress
-    from edgerl.runtime.bundle import load_bundle
-    from edgerl.runtime.chunk_buffer import ChunkBuffer
-    from edgerl.runtime.edit_loop import EditLoop, LoopConfig
+    from edgerl.runtime.deployment import Deployment
+    from edgerl.runtime.edit_loop import LoopConfig
     from edgerl.runtime.inference import InferenceError
     from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
     from edgerl.serde import SchemaError
@@ -131,17 +133,21 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.seconds > 0 or args.warmup < 0:
         raise CliError("--seconds must be > 0 and --warmup >= 0")
-    try:
-        spec, net = load_bundle(args.bundle, backend=args.backend, device=args.device)
-    except (BundleError, SchemaError, InferenceError) as exc:
-        raise CliError(str(exc)) from exc
-    rate = args.rate or spec.control_hz
-    cfg = LoopConfig(rate_hz=rate, spin_s=args.spin_us * 1e-6, gc_freeze=not args.no_gc_freeze,
-                     rt_priority=args.rt_priority, prewarm_s=args.prewarm_us * 1e-6,
+    if args.trigger == "state" and args.sensor != "thread":
+        raise CliError("--trigger state needs --sensor thread (a sink-written observation "
+                       "would trigger the next tick at once)")
+    cfg = LoopConfig(rate_hz=args.rate or None, spin_s=args.spin_us * 1e-6,
+                     gc_freeze=not args.no_gc_freeze, rt_priority=args.rt_priority,
+                     prewarm_s=args.prewarm_us * 1e-6, trigger=args.trigger,
                      switch_interval_s=(args.switch_interval_us * 1e-6
                                         if args.switch_interval_us > 0 else None))
-    buffer = ChunkBuffer("blend" if spec.method == "rtc" else "replace", spec.action.dim)
-    loop = EditLoop(spec, net, buffer, cfg=cfg)
+    try:  # buffer (merge) and loop (stale rule, trigger) as the manifest's timing says
+        dep = Deployment.from_bundle(args.bundle, loop_cfg=cfg, planner="none",
+                                     backend=args.backend, device=args.device)
+    except (BundleError, SchemaError, InferenceError) as exc:
+        raise CliError(str(exc)) from exc
+    spec, net, buffer, loop = dep.spec, dep.backend, dep.buffer, dep.loop
+    rate = loop.rate_hz
     choice = _planner_choice(args, args.bundle)
     period = (args.planner_period_ms * 1e-3 if args.planner_period_ms else spec.chunk.period_s)
     ch = spec.chunk

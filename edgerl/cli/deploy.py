@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import tempfile
 from pathlib import Path
 
 from edgerl.cli import CliError
@@ -24,6 +25,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", type=Path, default=None,
                    help="ROS 2 parameter YAML (default: edgerl_ros/config/edgerl.yaml)")
     p.add_argument("--record", type=Path, default=None, help="write the topics to this MCAP")
+    p.add_argument("--trigger", choices=("manifest", "state", "clock"), default=None,
+                   help="edit node tick trigger (overrides the params file): state = tick on "
+                        "each state message, clock = own grid, manifest = as trained")
+    p.add_argument("--rate-hz", type=float, default=None,
+                   help="run the robot and the edit loop at this rate instead of the "
+                        "manifest's control_hz (timing measurements)")
+    p.add_argument("--write-latency-model", type=Path, default=None, metavar="FILE",
+                   help="write the measured planner delay (chunk stamp -> arrival, from the "
+                        "recording) as a latency model for `edgerl train --latency-model`; "
+                        "records to FILE.mcap when --record is not given")
     p.add_argument("--domain-id", type=int, default=None,
                    help="ROS_DOMAIN_ID (default: random in 1..200)")
     p.add_argument("--instruction", default="", help="instruction for the planner")
@@ -47,8 +58,16 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--domain-id must be in 0..232, got {args.domain_id}")
     if args.inject_bad_hz < 0:
         raise CliError("--inject-bad-hz must be >= 0")
+    record = args.record
+    params = args.params or DEFAULT_CONFIG
+    tmp = None
+    if args.trigger is not None or args.rate_hz is not None:
+        tmp = tempfile.TemporaryDirectory(prefix="edgerl_deploy_")
+        params = override_params(Path(params), Path(tmp.name), args.trigger, args.rate_hz)
+    if args.write_latency_model is not None and record is None:
+        record = args.write_latency_model.with_suffix(".mcap")
     cfg = DeployConfig(bundle=args.bundle, robot=args.robot, duration_s=args.duration,
-                       params_file=args.params or DEFAULT_CONFIG, record=args.record,
+                       params_file=params, record=record,
                        domain_id=args.domain_id, instruction=args.instruction,
                        inject_bad_hz=args.inject_bad_hz, log_dir=args.log_dir)
     bar = _Bar(args.duration)
@@ -62,13 +81,68 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, old_term)
         bar.close()
+        if tmp is not None:
+            tmp.cleanup()
+    if args.write_latency_model is not None:
+        result["latency_model"] = write_latency_model(args.bundle, record,
+                                                      args.write_latency_model)
     if args.json:
         print_json(result)
     else:
         print_table([{k: result[k] for k in SUMMARY_KEYS}], title="edgerl deploy")
-        if args.record:
-            print(f"recorded {args.record}")
+        if record:
+            print(f"recorded {record}")
+        if args.write_latency_model is not None:
+            print(f"wrote latency model {args.write_latency_model}")
     return 0 if result["success"] else 2
+
+
+def override_params(params: Path, out_dir: Path, trigger: str | None,
+                    rate_hz: float | None) -> Path:
+    """A copy of the parameter file ``params`` with the edit node's trigger and the robot's
+    and loop's rate set; returns its path (in ``out_dir``)."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(params.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise CliError(f"--params {params}: {exc}") from exc
+    edit = doc.setdefault("edit_policy_node", {}).setdefault("ros__parameters", {})
+    if trigger is not None:
+        edit["trigger"] = trigger
+    if rate_hz is not None:
+        if not rate_hz > 0:
+            raise CliError(f"--rate-hz must be > 0, got {rate_hz}")
+        edit["rate_hz"] = float(rate_hz)
+        robot = doc.setdefault("sim_robot_node", {}).setdefault("ros__parameters", {})
+        robot["rate_hz"] = float(rate_hz)
+    path = out_dir / "deploy_params.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def write_latency_model(bundle: Path, recording: Path, out: Path) -> dict:
+    """Measure chunk stamp -> arrival in ``recording`` at the bundle's control rate and write
+    the latency model file ``out``; returns its summary."""
+    from edgerl_ros.recording import read_recording
+
+    from edgerl.runtime.latency_record import (
+        chunk_latencies_from_recording,
+        measure_latency,
+        save_latency_file,
+    )
+    from edgerl.spec import load_bundle_manifest
+
+    spec = load_bundle_manifest(bundle)
+    try:
+        lat = chunk_latencies_from_recording(read_recording(recording))
+        measured = measure_latency(lat, spec.control_hz, spec.timing.period_steps, "deploy")
+    except ValueError as exc:
+        raise CliError(f"--write-latency-model: {exc}") from exc
+    save_latency_file(measured, out)
+    return {"file": str(out), "samples": measured.samples, "p50_ms": measured.p50_ms,
+            "p99_ms": measured.p99_ms,
+            "delay_distribution": measured.latency.delay_distribution}
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

@@ -26,6 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--planner-latency-ms", type=float, default=0.0,
                    help="added to every planner call (emulate a slow foundation model; "
                         "bundle mode)")
+    p.add_argument("--write-latency-model", type=Path, default=None, metavar="FILE",
+                   help="write the measured planner delay (observation -> chunk, host side) "
+                        "as a latency model for `edgerl train --latency-model` (bundle mode)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -55,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     if args.bundle is not None and not (args.bundle / "manifest.json").exists():
         raise CliError(f"--bundle {args.bundle}: no manifest.json there")
+    if args.write_latency_model is not None and args.bundle is None:
+        raise CliError("--write-latency-model needs --bundle (the LQR expert has no planner)")
     cfg = HilConfig(bundle=args.bundle, task=args.task, episodes=args.episodes,
                     max_steps=args.max_steps, faults=faults,
                     firmware=FirmwareConfig(watchdog_ms=args.watchdog_ms, safe=args.safe),
@@ -68,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
     except (FirmwareError, InferenceError, ValueError, KeyError, OSError) as exc:
         raise CliError(str(exc)) from None
     out = result.as_dict()
+    if args.write_latency_model is not None:
+        out["latency_model"] = _write_latency_model(args.bundle, result,
+                                                    args.write_latency_model)
     if args.json:
         print_json(out)
     else:
@@ -76,3 +84,20 @@ def run(args: argparse.Namespace) -> int:
                 "safe_entry_ms")
         print_table([{"metric": k, "value": out[k]} for k in keys], title="edgerl hil")
     return 0 if out["estop_ok"] is not False and out["corrupted_executed"] == 0 else 1
+
+
+def _write_latency_model(bundle: Path, result, path: Path) -> dict:
+    """Write the host-measured planner latencies of ``result`` as a latency model file."""
+    from edgerl.runtime.latency_record import measure_latency, save_latency_file
+    from edgerl.spec import load_bundle_manifest
+
+    spec = load_bundle_manifest(bundle)
+    try:
+        measured = measure_latency(result.planner_latencies_s, spec.control_hz,
+                                   spec.timing.period_steps, "hil")
+    except ValueError as exc:
+        raise CliError(f"--write-latency-model: {exc}") from None
+    save_latency_file(measured, path)
+    return {"file": str(path), "samples": measured.samples, "p50_ms": measured.p50_ms,
+            "p99_ms": measured.p99_ms,
+            "delay_distribution": measured.latency.delay_distribution}

@@ -39,6 +39,7 @@ def _summary(spec: Any) -> list[dict[str, Any]]:
                             f"{lat.delay_jitter_steps:g}, period {lat.planner_period_steps}, "
                             f"edit {lat.edit_delay_steps}, obs {lat.obs_delay_steps}, "
                             f"action {lat.action_delay_steps}"),
+        ("timing", spec.timing.describe()),
         ("tensors", f"in {spec.tensors.inputs} -> out {spec.tensors.outputs}"),
         ("recurrent", rec.kind if rec.kind == "none" else
          f"{rec.kind}: {rec.state_inputs} -> {rec.state_outputs} {rec.state_shapes}"),

@@ -41,6 +41,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stop-at-success", type=float, default=0.0,
                    help="stop once the training success rate (last 100 episodes) reaches this "
                         "(default 0 = run all iterations)")
+    p.add_argument("--latency-model", type=Path, default=None, metavar="FILE",
+                   help="train with a measured planner delay: a latency model file (from "
+                        "`bench planner --write-latency-model`, `deploy/hil "
+                        "--write-latency-model`) or a deploy MCAP recording (.mcap)")
+    p.add_argument("--trigger", choices=("state", "clock"), default="state",
+                   help="how the deployed edit loop ticks (default state: on each state "
+                        "message); clock trains with its one-step sampling delay")
     p.add_argument("--task-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra task factory argument (repeatable; VALUE parsed as JSON when it "
                         "can be), e.g. --task-arg expert_run=runs/gym:Pendulum-v1__nodelay__...")
@@ -89,8 +96,13 @@ def config_from_args(args: argparse.Namespace):
     from edgerl.policies.config import TrainConfig
     from edgerl.serde import SchemaError
 
+    latency = None
+    delay_steps = args.delay_steps
+    if getattr(args, "latency_model", None) is not None:
+        latency = measured_latency(args.latency_model, args.task, args.period_steps)
+        delay_steps = delay_steps or latency.planner_delay_steps
     try:
-        return TrainConfig(task=args.task, method=args.method, delay_steps=args.delay_steps,
+        return TrainConfig(task=args.task, method=args.method, delay_steps=delay_steps,
                            seed=args.seed, num_envs=args.num_envs, iterations=args.iterations,
                            device=args.device, planner=args.planner, horizon=args.horizon,
                            period_steps=args.period_steps, residual_bound=args.residual_bound,
@@ -98,9 +110,49 @@ def config_from_args(args: argparse.Namespace):
                            stop_at_success=args.stop_at_success,
                            edit_inputs=getattr(args, "edit_inputs", "fast"),
                            privileged=bool(getattr(args, "privileged", False)),
-                           task_kwargs=parse_task_args(getattr(args, "task_arg", [])))
+                           task_kwargs=parse_task_args(getattr(args, "task_arg", [])),
+                           latency_model=latency, trigger=getattr(args, "trigger", "state"))
     except SchemaError as exc:
         raise CliError(str(exc)) from exc
+
+
+def measured_latency(path: Path, task: str, period_steps: int):
+    """The ``LatencyModel`` in ``path`` (latency model JSON or a deploy MCAP recording),
+    in control steps of ``task``; CliError when unreadable or measured at another rate."""
+    from edgerl.cli import CliError
+    from edgerl.runtime.latency_record import (
+        chunk_latencies_from_recording,
+        load_latency_file,
+        measure_latency,
+    )
+    from edgerl.serde import SchemaError
+    from edgerl.sim.registry import get_task_info
+    from edgerl.timing import resolve_period
+
+    try:
+        hz = float(get_task_info(task).control_hz)
+    except KeyError as exc:
+        raise CliError(exc.args[0]) from exc
+    if not path.is_file():
+        raise CliError(f"--latency-model {path}: no such file")
+    try:
+        if path.suffix == ".mcap":
+            from edgerl_ros.recording import read_recording
+
+            lat = chunk_latencies_from_recording(read_recording(path))
+            model = measure_latency(lat, hz, 1, str(path)).latency
+            model.planner_period_steps = resolve_period(period_steps, model.planner_delay_steps)
+            return model
+        measured = load_latency_file(path)
+    except (SchemaError, ValueError) as exc:
+        raise CliError(f"--latency-model {path}: {exc}") from exc
+    except ImportError as exc:
+        raise CliError(f"--latency-model {path}: reading MCAP needs edgerl_ros and mcap_ros2 "
+                       f"({exc})") from exc
+    if measured.control_hz is not None and abs(measured.control_hz - hz) > 1e-6 * hz:
+        raise CliError(f"--latency-model {path}: measured in steps of {measured.control_hz:g} "
+                       f"Hz, but {task} runs at {hz:g} Hz; measure at the task's rate")
+    return measured.latency
 
 
 def run(args: argparse.Namespace) -> int:

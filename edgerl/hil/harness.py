@@ -81,6 +81,9 @@ class HilResult:
     watchdog_trips: int
     estop_ok: bool | None
     details: dict[str, Any] = field(default_factory=dict)
+    #: Planner latencies (s, observation -> chunk) the host measured (bundle mode); for
+    #: ``edgerl hil --write-latency-model``, not part of the JSON.
+    planner_latencies_s: list[float] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("success", "episodes", "cmd_rtt_p50_us",
@@ -193,51 +196,35 @@ class BundleController:
     def __init__(self, bundle: Path, rate_hz: float, sink: Sink, transport: SerialTransport,
                  obs_dim: int, n_cmd: int, gain: np.ndarray | None,
                  planner_latency_s: float = 0.0) -> None:
-        from edgerl.runtime.bundle import load_bundle
-        from edgerl.runtime.chunk_buffer import ChunkBuffer
-        from edgerl.runtime.edit_loop import EditLoop, LoopConfig
-        from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
+        from edgerl.runtime.deployment import Deployment
+        from edgerl.runtime.edit_loop import LoopConfig
         from edgerl.runtime.safety import SafetyConfig
-        from edgerl.runtime.stand_in import DelayedPlanner
+        from edgerl.spec import load_bundle_manifest
 
-        spec, net = load_bundle(bundle)
+        spec = load_bundle_manifest(bundle)
         if spec.observation.dim > obs_dim or spec.action.dim != n_cmd:
             raise ValueError(f"bundle {bundle}: obs {spec.observation.dim} / action "
                              f"{spec.action.dim} do not fit the plant (obs {obs_dim}, "
                              f"action {n_cmd})")
-        self.spec = spec
-        self.buffer = buffer = ChunkBuffer("blend" if spec.method == "rtc" else "replace",
-                                           spec.action.dim)
         # an edit policy runs on zero rows until the first chunk arrives, as in training
         safety = SafetyConfig(stale_policy="policy" if spec.method == "edit" else "hold")
-        self.loop = EditLoop(spec, net, buffer, sink=sink,
-                             cfg=LoopConfig(rate_hz=rate_hz, gc_freeze=False, safety=safety))
+        ch = spec.chunk
+        planner: object = "auto"
+        if not (Path(bundle) / "planner.onnx").exists():
+            planner = (LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)
+                       if gain is not None and spec.action.dim == 1 else "none")
+        self.deployment = dep = Deployment.from_bundle(
+            bundle, sink, loop_cfg=LoopConfig(rate_hz=rate_hz, gc_freeze=False, safety=safety),
+            planner=planner, extra_latency_s=planner_latency_s)
+        self.spec, self.buffer, self.loop, self.client = dep.spec, dep.buffer, dep.loop, \
+            dep.client
         self._obs_dim = spec.observation.dim
         transport.on_state = self._on_state
-        ch = spec.chunk
-        self.client = None
-        if (Path(bundle) / "planner.onnx").exists():
-            self.client = PlannerClient("edgerl.runtime.stand_in:onnx_planner", buffer,
-                                        self.loop.obs, PlannerClientConfig(
-                                            period_s=ch.period_s, factory_kwargs={
-                                                "model": str(Path(bundle) / "planner.onnx"),
-                                                "horizon": ch.horizon,
-                                                "action_dim": spec.action.dim,
-                                                "dt_s": ch.dt_s, "period_s": ch.period_s,
-                                                "extra_latency_s": planner_latency_s}))
-        elif gain is not None and spec.action.dim == 1:
-            planner = LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)
-            self.client = PlannerClient(DelayedPlanner(planner, planner_latency_s),
-                                        buffer, self.loop.obs,
-                                        PlannerClientConfig(period_s=ch.period_s))
 
     def episode_reset(self, t: float) -> None:
         """The plant restarted an episode at monotonic time ``t`` (as ``robot/episode`` does
         on ROS 2): drop the old episode's chunks and history, replan at once."""
-        self.buffer.reset(t)
-        self.loop.request_reset()
-        if self.client is not None:
-            self.client.replan_now()
+        self.deployment.episode_reset(t)
 
     def _on_state(self, s: StateSample) -> None:
         if s.state.shape[0] >= self._obs_dim:  # no plant state before the first SENSOR
@@ -388,6 +375,8 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
                 if progress is not None:
                     progress(ep + 1, cfg.episodes)
             controller.stop()
+            loop = getattr(controller, "loop", None)
+            latencies = [] if loop is None else list(loop.metrics.planner_latency_s)
             reconnects = transport.connects - 1  # before the e-stop self-test's re-plug
             time.sleep(0.05)
             transport.tx_filter = transport.rx_filter = None  # the self-test runs fault-free
@@ -420,7 +409,8 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
         bad_frames=status["bad_frames"] + ts.bad_frames,
         lost_frames=status["lost_frames"] + ts.lost_frames,
         watchdog_trips=status["watchdog_trips"],
-        estop_ok=all(estop.values()) if estop else None, details=details)
+        estop_ok=all(estop.values()) if estop else None, details=details,
+        planner_latencies_s=latencies)
 
 
 def _bundle_task(bundle: Path | None) -> str | None:

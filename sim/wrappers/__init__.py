@@ -20,6 +20,7 @@ from edgerl.sim.wrappers.latency import (
     check_action_batch,
 )
 from edgerl.sim.wrappers.planners import ExpertPlanner
+from edgerl.timing import default_horizon
 
 __all__ = ["CHUNK_METHODS", "METHODS", "ChunkScheduler", "DelayLine", "ExpertPlanner",
            "LatencyCfg", "LatencyWrapper", "PlanFn", "VecEnvWrapper", "check_action_batch",
@@ -30,15 +31,17 @@ def make_latency_env(env: Any, cfg: LatencyCfg, planner: PlanFn | str | None = "
                      ) -> LatencyWrapper:
     """Wrap ``env`` for ``cfg.method``; ``planner="expert"`` rolls out the task's expert.
 
-    The expert planner's horizon is ``cfg.horizon`` or, when 0, the smallest safe one
-    (:func:`required_horizon` including the randomizer's extra latency).
+    The expert planner's horizon is ``cfg.horizon`` or, when 0,
+    ``edgerl.timing.default_horizon`` (including the randomizer's extra latency), the
+    horizon the wrapper itself would pick.
     """
     if cfg.method not in CHUNK_METHODS:
         planner = None
     elif planner == "expert":
         rand = getattr(getattr(env, "unwrapped", env), "randomizer", None)
         extra_max = int(rand.cfg.latency_steps[1]) if rand is not None else 0
-        horizon = cfg.horizon or required_horizon(cfg.latency, cfg.lookahead, extra_max)
+        horizon = cfg.horizon or default_horizon(cfg.latency, cfg.lookahead, extra_max,
+                                                 cfg.method, cfg.rtc_blend_steps)
         planner = ExpertPlanner(env, horizon)
     elif isinstance(planner, str):
         raise ValueError(f"unknown planner {planner!r}; pass 'expert' or a plan(obs, ids) "

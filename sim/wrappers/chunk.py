@@ -19,35 +19,27 @@ flight when ``D > P`` (a pipelined planner server); a chunk that arrives after a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
 
-from edgerl.spec import LatencyModel
+from edgerl.timing import (
+    LatencyModel,
+    chunk_usable,
+    inflight_slots,
+    is_newer,
+    max_planner_delay,
+    required_horizon,
+)
 
-__all__ = ["ChunkScheduler", "PlanFn", "max_planner_delay", "required_horizon",
+__all__ = ["ChunkScheduler", "DelayFn", "PlanFn", "max_planner_delay", "required_horizon",
            "sample_delays"]
 
 #: ``plan(obs (n, O), env_ids (n,)) -> chunks (n, H, A)``: the batched planner callable.
 PlanFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-def max_planner_delay(latency: LatencyModel, extra_max: int = 0) -> int:
-    """Largest planner delay (control steps) :func:`sample_delays` can return."""
-    base = (len(latency.delay_distribution) - 1 if latency.delay_distribution
-            else latency.planner_delay_steps)
-    return int(base + math.ceil(latency.delay_jitter_steps) + extra_max)
-
-
-def required_horizon(latency: LatencyModel, lookahead: int = 0, extra_max: int = 0) -> int:
-    """Smallest chunk horizon H that never runs out between planner arrivals.
-
-    A chunk queried at k arrives at k + D_k and serves until the next one arrives, at the
-    latest k + P + D_max; the edit observation also reads ``lookahead`` rows ahead, so
-    ``H >= P + D_max + lookahead``.
-    """
-    return latency.planner_period_steps + max_planner_delay(latency, extra_max) + int(lookahead)
+#: ``delays(env_ids (n,), t (n,)) -> int64 (n,)``: replaces the sampled planner delays (a
+#: recorded arrival trace, for parity with the runtime).
+DelayFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def sample_delays(latency: LatencyModel, n: int, generator: torch.Generator) -> torch.Tensor:
@@ -84,6 +76,10 @@ class ChunkScheduler:
         extra_delay: Optional int64 (N,) added to every sampled delay of that env (domain
             randomization's ``latency_steps``); ``extra_max`` bounds it.
 
+    Attributes:
+        delay_fn: Optional :data:`DelayFn` used instead of sampling (``extra_delay`` is
+            still added).
+
     State after :meth:`tick` (all on ``device``):
         cur (N, H, A), cur_step0 (N,), cur_obs_step (N,), cur_valid (N,) bool,
         prev (N, H, A), prev_step0 (N,), prev_valid (N,) (the chunk replaced most recently),
@@ -103,7 +99,7 @@ class ChunkScheduler:
         self.latency = latency
         self.period = int(latency.planner_period_steps)
         self.max_delay = max_planner_delay(latency, extra_max)
-        self.slots = self.max_delay // self.period + 1
+        self.slots = inflight_slots(self.max_delay, self.period)
         self.stale_steps = int(stale_steps)
         self.random_phase = bool(random_phase)
         self.extra_delay = extra_delay
@@ -128,6 +124,7 @@ class ChunkScheduler:
         self.prev_step0 = torch.zeros(n, dtype=torch.int64, device=dev)
         self.prev_valid = torch.zeros(n, dtype=torch.bool, device=dev)
         self.last_delay = torch.zeros(n, dtype=torch.int64, device=dev)
+        self.delay_fn: DelayFn | None = None
 
     def reset(self, env_ids: torch.Tensor) -> None:
         """Start new episodes for ``env_ids``: t = 0, nothing in flight, no chunk."""
@@ -180,11 +177,17 @@ class ChunkScheduler:
         chunks = chunks.detach()  # a network planner's graph must not live in the buffers
         if not torch.isfinite(chunks).all():
             raise ValueError("planner returned non-finite chunk values")
-        delay = sample_delays(self.latency, n, self.generator).to(self.device)
+        t = self.t[ids]
+        if self.delay_fn is not None:
+            delay = self.delay_fn(ids, t).to(device=self.device, dtype=torch.int64)
+            if bool((delay < 0).any()) or bool((delay > self.max_delay).any()):
+                raise ValueError(f"delay_fn returned {delay.tolist()}: delays must be in "
+                                 f"0..{self.max_delay} steps (the scheduler's D_max)")
+        else:
+            delay = sample_delays(self.latency, n, self.generator).to(self.device)
         if self.extra_delay is not None:
             delay = delay + self.extra_delay[ids]
         slot = torch.remainder(self.n_queries[ids], self.slots)
-        t = self.t[ids]
         self.fly[ids, slot] = chunks.to(self.fly.dtype)
         self.fly_step0[ids, slot] = t
         self.fly_obs_step[ids, slot] = t - obs_delay
@@ -205,7 +208,7 @@ class ChunkScheduler:
             newer_slot = key[:, j] > best_step0
             best_step0 = torch.where(newer_slot, key[:, j], best_step0)
             best = torch.where(newer_slot, torch.full_like(best, j), best)
-        newer = (best_step0 >= 0) & (~self.cur_valid | (best_step0 > self.cur_step0))
+        newer = (best_step0 >= 0) & (~self.cur_valid | is_newer(best_step0, self.cur_step0))
         self.fly_valid &= ~arrived
         ids = newer.nonzero().squeeze(-1)
         if ids.numel():
@@ -227,7 +230,8 @@ class ChunkScheduler:
 
     def has_chunk(self) -> torch.Tensor:
         """Bool (N,): a chunk has arrived and is not older than ``H + stale_steps`` rows."""
-        return self.cur_valid & (self.t - self.cur_step0 < self.horizon + self.stale_steps)
+        return self.cur_valid & chunk_usable(self.t - self.cur_step0, self.horizon,
+                                             self.stale_steps)
 
     def age_steps(self) -> torch.Tensor:
         """Int64 (N,): steps since the current chunk's planner observation was taken."""

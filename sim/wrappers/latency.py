@@ -55,14 +55,17 @@ from tensordict import TensorDict
 from edgerl.edit_obs import EditObsConfig, build_edit_obs, compose_edit_action, select_chunk_rows
 from edgerl.sim.vec_env import ActionError
 from edgerl.sim.wrappers.base import DelayLine, VecEnvWrapper, done_ids
-from edgerl.sim.wrappers.chunk import (
-    ChunkScheduler,
-    PlanFn,
-    max_planner_delay,
-    required_horizon,
-    sample_delays,
-)
+from edgerl.sim.wrappers.chunk import ChunkScheduler, DelayFn, PlanFn, sample_delays
 from edgerl.spec import LatencyModel
+from edgerl.timing import (
+    TimingSpec,
+    blend_active,
+    blend_weight,
+    default_horizon,
+    max_planner_delay,
+    resolve_blend_steps,
+    resolve_stale_steps,
+)
 
 __all__ = ["CHUNK_METHODS", "EDIT_INPUTS", "METHODS", "SCHEDULED_METHODS", "LatencyCfg",
            "LatencyWrapper", "check_action_batch"]
@@ -95,7 +98,7 @@ class LatencyCfg:
     Attributes:
         method: One of :data:`METHODS`.
         latency: Delays in control steps (``edgerl.spec.LatencyModel``, saved in manifests).
-        horizon: Chunk horizon H; 0 = :func:`required_horizon` (``P + D_max + lookahead``).
+        horizon: Chunk horizon H; 0 = ``edgerl.timing.default_horizon``.
         lookahead / n_committed / age_scale_s / age_clip: The edit observation's
             ``EditObsConfig`` fields.
         edit_bound: Largest edit per action element (action units).
@@ -152,6 +155,14 @@ class LatencyCfg:
         if self.obs_noise_std < 0 or self.edit_bound < 0:
             raise ValueError("obs_noise_std and edit_bound must be >= 0")
 
+    @classmethod
+    def from_timing(cls, timing: TimingSpec, method: str, **kwargs: Any) -> LatencyCfg:
+        """The wrapper configuration that trains with ``timing`` (a manifest's): its delays,
+        horizon, stale and blend rules and control period; other fields from ``kwargs``."""
+        return cls(method=method, latency=timing.latency, horizon=timing.horizon,
+                   stale_steps=timing.stale_steps, rtc_blend_steps=timing.blend_steps,
+                   control_dt=timing.dt, **kwargs)
+
 
 class LatencyWrapper(VecEnvWrapper):
     """Wrap ``env`` (any rsl_rl VecEnv) with the timing of ``cfg.method``.
@@ -161,6 +172,8 @@ class LatencyWrapper(VecEnvWrapper):
         cfg: :class:`LatencyCfg`.
         planner: Batched ``plan(obs (n, O), env_ids (n,)) -> (n, H, A)``; required by
             :data:`CHUNK_METHODS`.
+        delays: Optional ``delays(env_ids, t) -> int64 (n,)`` planner delays used instead of
+            sampling them (a recorded arrival trace; ``ChunkScheduler.delay_fn``).
 
     Attributes:
         horizon: H. edit_obs_cfg: the ``EditObsConfig`` (edit method).
@@ -171,7 +184,7 @@ class LatencyWrapper(VecEnvWrapper):
     """
 
     def __init__(self, env: Any, cfg: LatencyCfg | None = None,
-                 planner: PlanFn | None = None) -> None:
+                 planner: PlanFn | None = None, delays: DelayFn | None = None) -> None:
         super().__init__(env)
         self.latency_cfg = cfg = cfg or LatencyCfg()
         #: ``edit_zero_chunks`` runs exactly as ``edit`` with an all-zero planner.
@@ -206,13 +219,17 @@ class LatencyWrapper(VecEnvWrapper):
                                           fast if len(fast) < self.obs_dim else [])
         self._privileged_group = ("critic" if cfg.privileged and "critic" in obs0
                                   else None)
-        self.blend_steps = cfg.rtc_blend_steps or lat.planner_period_steps
-        # blend mixes in the replaced chunk's rows after the new one arrives: they must exist
-        rows_ahead = (max(cfg.lookahead, self.blend_steps) if cfg.method == "blend"
-                      else cfg.lookahead)
+        self.blend_steps = resolve_blend_steps(cfg.rtc_blend_steps, lat.planner_period_steps)
         self.horizon = (cfg.horizon or int(getattr(planner, "horizon", 0) or 0)
-                        or required_horizon(lat, rows_ahead, extra_max))
-        stale = lat.planner_period_steps if cfg.stale_steps < 0 else cfg.stale_steps
+                        or default_horizon(lat, cfg.lookahead, extra_max, cfg.method,
+                                           self.blend_steps))
+        stale = resolve_stale_steps(cfg.stale_steps, lat.planner_period_steps)
+        extra_lo = int(rand.cfg.latency_steps[0]) if self._extra_delay is not None else 0
+        #: The whole timing this wrapper trains with (what the manifest records).
+        self.timing = TimingSpec.build(1.0 / self.dt, lat, cfg.method, horizon=self.horizon,
+                                       lookahead=cfg.lookahead,
+                                       extra_delay_steps=[extra_lo, extra_max],
+                                       stale_steps=stale, blend_steps=self.blend_steps)
 
         # Per-env method delay (policy -> command queue), resampled at episode start.
         self._delay = torch.zeros(n, dtype=torch.int64, device=dev)
@@ -231,6 +248,8 @@ class LatencyWrapper(VecEnvWrapper):
         self.scheduler = (ChunkScheduler(n, self.horizon, a, lat, dev, self.generator, stale,
                                          cfg.random_phase, self._extra_delay, extra_max)
                           if cfg.method in SCHEDULED_METHODS else None)
+        if self.scheduler is not None:
+            self.scheduler.delay_fn = delays
         self.last_command = torch.zeros(n, a, device=dev)
         self.last_applied = torch.zeros(n, a, device=dev)
         self.policy_obs_dim = self._policy_dim()
@@ -357,11 +376,9 @@ class LatencyWrapper(VecEnvWrapper):
         row = select_chunk_rows(s.cur, s.row_index(), 1)[:, 0]
         if self.method == "blend":
             since = s.t - s.arrived_at
-            # blend only over the true overlap: rows the replaced chunk still has (never its
-            # held last row, which is older than anything it planned)
-            in_overlap = s.prev_row_index() < s.prev.shape[1]
-            blend = s.prev_valid & (since < self.blend_steps) & in_overlap
-            w = ((since + 1).float() / float(self.blend_steps + 1))[:, None]
+            blend = s.prev_valid & blend_active(since, self.blend_steps, s.prev_row_index(),
+                                                s.prev.shape[1])
+            w = blend_weight(since.float(), self.blend_steps)[:, None]
             old = select_chunk_rows(s.prev, s.prev_row_index(), 1)[:, 0]
             row = torch.where(blend[:, None], (1.0 - w) * old + w * row, row)
         return torch.where(s.has_chunk()[:, None], row, torch.zeros_like(row))

@@ -100,6 +100,8 @@ class TestInspect:
     def test_table(self, bundle_dir, capsys):
         assert main(["inspect", str(bundle_dir)]) == 0
         out = capsys.readouterr().out
+        flat = " ".join(out.replace("│", " ").split())  # the table wraps long values
+        assert "H 8, P 3, D 0 (max 0) steps, stale after H+3, merge replace" in flat
         for needle in ("toy", "gru: ['h_in'] -> ['h_out'] [[1, 1, 16]]", "policy.onnx",
                        "parity.json", "policy_onnx", "TensorRT compatibility (opset 17"):
             assert needle in out
@@ -108,6 +110,10 @@ class TestInspect:
         assert main(["inspect", str(bundle_dir), "--json"]) == 0
         doc = json.loads(capsys.readouterr().out)
         assert doc["manifest"]["recurrent"]["kind"] == "gru"
+        timing = doc["manifest"]["timing"]
+        assert timing["horizon"] == doc["manifest"]["chunk"]["horizon"]
+        assert timing["latency"] == doc["manifest"]["latency"]
+        assert timing["stale_steps"] == load_bundle_manifest(bundle_dir).timing.stale_steps
         assert {f["file"] for f in doc["files"]} == {"policy.onnx", "parity.json"}
         assert all(f["verified"] for f in doc["files"])
         assert {c["output"] for c in doc["parity"]} == {"action", "h_out"}

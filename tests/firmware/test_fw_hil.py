@@ -96,3 +96,28 @@ def test_hil_drives_the_plant_with_a_bundle_through_the_edit_loop(fw_binaries, t
     assert res["steps"] >= 1 and res["setpoints_applied"] >= 10  # EditLoop ticks reached it
     assert res["corrupted_executed"] == 0
     assert res["fw_bad_frames"] == res["injected"]["corrupted_frames"]
+
+
+def test_hil_writes_the_measured_planner_latency_for_training(fw_binaries, tmp_path, capsys):
+    from edgerl.runtime.latency_record import load_latency_file
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
+    try:
+        from rt_bundles import write_mlp_bundle
+    finally:
+        sys.path.pop(0)
+    bundle = write_mlp_bundle(tmp_path / "b", hidden=(8,), obs_dim=4, action_dim=1,
+                              control_hz=50.0, horizon=10, period_s=0.1, residual_bound=0.05)
+    path = tmp_path / "hil_latency.json"
+    rc = main(["hil", "--bundle", str(bundle), "--task", "cartpole", "--max-steps", "60",
+               "--no-estop-check", "--planner-latency-ms", "50", "--json",
+               "--write-latency-model", str(path)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0, out
+    measured = load_latency_file(path)
+    assert measured.control_hz == 50.0 and measured.source == "hil"
+    assert measured.samples >= 5 and measured.p50_ms >= 50.0  # the emulated 50 ms planner
+    assert measured.latency.planner_delay_steps >= 3  # ceil(>= 50 ms / 20 ms)
+    assert out["latency_model"]["p50_ms"] == measured.p50_ms
+    assert main(["hil", "--write-latency-model", str(path)]) == 1
+    assert "needs --bundle" in capsys.readouterr().err

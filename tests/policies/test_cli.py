@@ -60,3 +60,26 @@ def test_train_bad_task_and_existing_out(tmp_path, capsys):
     (tmp_path / "full" / "x").write_text("x")
     assert main(["train", "cartpole", "--out", str(tmp_path / "full"), "--no-progress"]) == 1
     assert "not empty" in capsys.readouterr().err
+
+
+def test_train_with_a_measured_latency_model(tmp_path, capsys):
+    from edgerl.policies.runs import load_policy
+    from edgerl.runtime.latency_record import measure_latency, save_latency_file
+
+    measured = measure_latency([0.045, 0.05, 0.07, 0.075], 50.0, period_steps=3,
+                               source="deploy")  # 50 Hz: D = 3, 3, 4, 4
+    model = save_latency_file(measured, tmp_path / "lat.json")
+    out = tmp_path / "measured"
+    assert main(["train", "cartpole", "--method", "edit", "--num-envs", "4", "--iterations",
+                 "1", "--steps-per-env", "8", "--out", str(out), "--no-progress", "--json",
+                 "--latency-model", str(model)]) == 0
+    assert json.loads(capsys.readouterr().out)["delay_steps"] == 3  # the median names it
+    spec = load_policy(out).spec
+    assert spec.timing.latency.delay_distribution == [0.0, 0.0, 0.0, 0.5, 0.5]
+    assert spec.timing.period_steps == 3 and spec.timing.max_delay_steps == 4
+    assert spec.chunk.horizon == 3 + 4 + 2 + 2  # P + D_max + lookahead + margin
+
+    save_latency_file(measure_latency([0.05], 100.0, 3, "hil"), tmp_path / "fast.json")
+    assert main(["train", "cartpole", "--latency-model", str(tmp_path / "fast.json"),
+                 "--out", str(tmp_path / "x")]) == 1
+    assert "measured in steps of 100 Hz, but cartpole runs at 50 Hz" in capsys.readouterr().err

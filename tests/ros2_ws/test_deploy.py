@@ -34,9 +34,10 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
         session_bundle, ros_domain, tmp_path, capsys):
     cartpole_bundle = session_bundle
     rec = tmp_path / "session.mcap"
+    lat_file = tmp_path / "deploy_latency.json"
     rc = main(["deploy", "--bundle", str(cartpole_bundle), "--robot", "sim", "--duration", "10",
                "--json", "--record", str(rec), "--inject-bad-hz", "4",
-               "--domain-id", str(ros_domain)])
+               "--domain-id", str(ros_domain), "--write-latency-model", str(lat_file)])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0, out
     assert set(out) >= {"success", "cmd_rate_hz", "configured_rate_hz", "e2e_latency_p50_us",
@@ -62,6 +63,18 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
     assert 0 < out["edit_state_age_at_tick_p50_ms"] < out["e2e_latency_p99_us"] / 1e3
     assert out["log_dir"] is None  # temporary node logs removed after a clean run
     assert _processes_mentioning(str(cartpole_bundle)) == []
+
+    # the measured planner delay (chunk stamp -> arrival) goes back into training
+    from edgerl.cli.train import measured_latency
+    from edgerl.runtime.latency_record import load_latency_file
+
+    measured = load_latency_file(lat_file)
+    assert measured.control_hz == 50.0 and measured.source == "deploy"
+    assert measured.samples >= 9 and 0 < measured.p50_ms <= measured.p99_ms < 2000
+    assert out["latency_model"]["samples"] == measured.samples
+    assert measured_latency(lat_file, "cartpole", 0) == measured.latency
+    from_mcap = measured_latency(rec, "cartpole", 0)
+    assert from_mcap.delay_distribution == measured.latency.delay_distribution
 
     png = tmp_path / "session.png"
     assert main(["replay", str(rec), "--out", str(png), "--json"]) == 0
@@ -126,3 +139,20 @@ def test_sigterm_to_deploy_stops_the_node_processes(cartpole_bundle, ros_domain)
             proc.kill()
             proc.wait()
     assert _processes_mentioning(str(cartpole_bundle)) == []
+
+
+def test_trigger_and_rate_override_the_params_file(tmp_path):
+    import yaml
+    from edgerl_ros.graph import DEFAULT_CONFIG
+
+    from edgerl.cli import CliError
+    from edgerl.cli.deploy import override_params
+
+    path = override_params(Path(DEFAULT_CONFIG), tmp_path, "state", 200.0)
+    doc = yaml.safe_load(path.read_text())
+    assert doc["edit_policy_node"]["ros__parameters"]["trigger"] == "state"
+    assert doc["edit_policy_node"]["ros__parameters"]["rate_hz"] == 200.0
+    assert doc["sim_robot_node"]["ros__parameters"]["rate_hz"] == 200.0
+    assert doc["planner_node"] == yaml.safe_load(Path(DEFAULT_CONFIG).read_text())["planner_node"]
+    with pytest.raises(CliError, match="--rate-hz must be > 0"):
+        override_params(Path(DEFAULT_CONFIG), tmp_path, None, 0.0)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from edgerl_ros.planner_node import (
     ExpertTopicPlanner,
-    OnnxChunkPlanner,
     PublishingBuffer,
     fit_horizon,
+    onnx_chunk_planner,
 )
 
 from edgerl.chunk import ActionChunk
@@ -32,7 +32,7 @@ def test_onnx_planner_matches_the_network(make_bundle_with_planner):
 
     bundle = make_bundle_with_planner
     spec = PolicySpec.load(bundle)
-    planner = OnnxChunkPlanner(bundle / "planner.onnx", spec)
+    planner = onnx_chunk_planner(bundle / "planner.onnx", spec)
     assert isinstance(planner, Planner)
     obs = np.linspace(-1, 1, spec.observation.dim).astype(np.float32)
     chunk = planner.plan(obs, "", now=12.5)

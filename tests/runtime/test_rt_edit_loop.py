@@ -62,21 +62,24 @@ class TestRowSelection:
         assert loop.tick(0.09)[0] == pytest.approx(0.09, abs=1e-6)  # last row holds
 
     def test_stale_after_horizon_holds_then_recovers(self):
-        loop = planner_loop()
+        loop = planner_loop()  # H = 10 rows of 10 ms, P = 5 steps: stale after 15 steps
         loop.buffer.push(ramp_chunk(t0=0.0))
         last = loop.tick(0.09)[0]
-        cmd = loop.tick(0.10)  # chunk covers [0, 0.1): stale now
+        for t in (0.10, 0.12, 0.14):  # past the last row: it holds (the timing's stale rule)
+            assert loop.tick(t)[0] == pytest.approx(last) and loop.state == "ok"
+        cmd = loop.tick(0.15)
         assert loop.state == "stale_chunk" and cmd[0] == pytest.approx(last)
         assert loop.safety.interventions()["stale_chunk"] == 1
-        loop.buffer.push(ramp_chunk(t0=0.1, start=50))
-        assert loop.tick(0.11)[0] == pytest.approx(0.51) and loop.state == "ok"
+        loop.buffer.push(ramp_chunk(t0=0.15, start=50))
+        assert loop.tick(0.16)[0] == pytest.approx(0.51) and loop.state == "ok"
 
     def test_stale_decelerate_and_zero_policies(self):
         loop = planner_loop(LoopConfig(safety=SafetyConfig(stale_policy="decelerate",
                                                            decel_tau_s=0.02)))
         loop.buffer.push(ramp_chunk(t0=0.0, start=80))
-        loop.tick(0.09)  # command 0.89
-        assert loop.tick(0.10)[0] == pytest.approx(0.89 / 2, rel=1e-5)  # dt/tau = 0.5
+        for k in range(9, 15):
+            loop.tick(k * 0.01)  # command 0.89 (the last row, held until H + P steps)
+        assert loop.tick(0.15)[0] == pytest.approx(0.89 / 2, rel=1e-5)  # dt/tau = 0.5
         zero = planner_loop(LoopConfig(safety=SafetyConfig(stale_policy="zero")))
         zero.buffer.push(ramp_chunk(t0=0.0, start=80))
         zero.tick(0.09)
@@ -311,3 +314,42 @@ def test_request_reset_clears_history_at_the_next_tick():
     assert loop.state == "no_chunk"
     # the reset ran before this tick: the history holds only its (hold -> safe) command
     np.testing.assert_array_equal(loop._committed[1:], 0.0)
+
+
+def test_state_trigger_ticks_on_each_state_and_falls_back_to_the_clock(mlp_bundle):
+    """Event-triggered: one tick per written state, right after it; a silent sensor gets
+    clock ticks every trigger_timeout (1.5 periods at 100 Hz = 15 ms)."""
+    import threading
+    import time
+
+    spec, net = load_bundle(mlp_bundle, warmup=1)
+    sent: list[float] = []
+    loop = EditLoop(spec, net, ChunkBuffer(), sink=lambda c, t: sent.append(t) or True,
+                    cfg=LoopConfig(trigger="state", gc_freeze=False))
+    assert loop.trigger == "state" and loop.trigger_timeout_s == pytest.approx(0.015)
+    writes: list[float] = []
+
+    def sensor():
+        for i in range(20):
+            time.sleep(0.007 if i % 2 else 0.011)  # irregular, not on any 10 ms grid
+            t = loop.clock.now()
+            loop.obs.write(np.full(4, 0.1 * i, np.float32), t)
+            writes.append(t)
+
+    loop.start()
+    try:
+        thread = threading.Thread(target=sensor)
+        thread.start()
+        thread.join()
+        time.sleep(0.1)  # silence: clock fallback ticks
+    finally:
+        loop.stop()
+    assert loop.trigger_timeouts >= 3
+    assert loop.metrics.ticks == len(sent) == len(writes) + loop.trigger_timeouts
+    # every state answered by a tick after it and before the next state
+    after = np.searchsorted(np.asarray(sent), np.asarray(writes))
+    assert len(set(after.tolist())) == len(writes)
+    lag = np.asarray(sent)[after] - np.asarray(writes)
+    assert np.all(lag >= 0) and np.median(lag) < 0.002, lag
+    with pytest.raises(ValueError, match="trigger must be clock or state"):
+        LoopConfig(trigger="tick")

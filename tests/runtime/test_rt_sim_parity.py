@@ -1,8 +1,16 @@
-"""Sim-in-the-loop parity: the EditLoop, stepped with a virtual clock against the bare
-cartpole task, reproduces the training LatencyWrapper's commands and return (edit method,
-planner delay D = 2 steps, period P = 4)."""
+"""Sim-in-the-loop parity driven by one recorded arrival trace.
+
+The training ``LatencyWrapper`` (its ``ChunkScheduler`` fed the trace's planner delays) and
+the runtime (``EditLoop`` + ``ChunkBuffer`` on a virtual clock, chunks pushed at the trace's
+arrival times) run the same cartpole episode with the same bundle timing. The trace has
+jitter, a chunk overtaken by a newer one, a stretch without arrivals long enough for the
+chunk to go stale, blends (``blend``) and an episode reset with a chunk in flight across it;
+both sides must send the same commands to 1e-6.
+"""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import onnxruntime as ort
@@ -19,9 +27,47 @@ from edgerl.runtime.bundle import load_bundle  # noqa: E402
 from edgerl.runtime.chunk_buffer import ChunkBuffer  # noqa: E402
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig  # noqa: E402
 from edgerl.runtime.safety import SafetyConfig  # noqa: E402
-from edgerl.spec import LatencyModel  # noqa: E402
+from edgerl.spec import PolicySpec  # noqa: E402
+from edgerl.timing import LatencyModel, TimingSpec  # noqa: E402
 
-D, P, H, STEPS, BOUND = 2, 4, 10, 150, 0.3
+P, H, STEPS, BOUND, DT = 3, 8, 100, 0.3, 0.02
+D_MAX = 15
+RESET_AT = 75  # the runtime and the wrapper both restart the episode before this step
+
+
+def _delays() -> dict[int, int]:
+    """Planner delay (steps) of the query at each global step (queries every P steps of an
+    episode): jitter 1..3; query 27's chunk (arrives 33) overtaken by query 30's (arrives
+    31); queries 36, 39, 42 take D_max = 15 steps, so query 33's chunk (arrived 34) goes
+    stale at 33 + H + P = 44 until query 45's arrives at 49, and the three late ones are
+    dropped when they come (51, 54, 57); query 72's chunk is in flight across the reset at
+    75 (arrives 77) and is refused."""
+    rng = np.random.default_rng(7)
+    delays = {k: int(rng.integers(1, 4)) for k in range(0, STEPS, P)}
+    delays.update({27: 6, 30: 1, 33: 1, 36: D_MAX, 39: D_MAX, 42: D_MAX, 45: 4, 48: 2, 51: 2,
+                   72: 5, 75: 3})
+    return delays
+
+
+def _delay_at(delays: dict[int, int], k: int) -> int:
+    """The trace's delay for a query at global step ``k`` (a query off the first episode's
+    grid, after an episode ended early, gets ``1 + k % 3``)."""
+    return delays.get(k, 1 + k % 3)
+
+
+def _timing(method: str) -> TimingSpec:
+    lat = LatencyModel(planner_period_steps=P,
+                       delay_distribution=[1.0] + [0.0] * D_MAX)  # D_max = 15: the bound
+    return TimingSpec.build(1.0 / DT, lat, method, horizon=H, lookahead=2)
+
+
+def _planner(lqr: torch.Tensor):
+    def plan(obs: torch.Tensor, env_ids=None) -> torch.Tensor:
+        decay = 0.9 ** torch.arange(H, dtype=torch.float32)
+        a = (-(obs @ lqr)).clamp(-1.0, 1.0)
+        ramp = 0.05 * torch.arange(H, dtype=torch.float32)  # rows differ: blends show
+        return (a[:, None] * decay[None, :] + ramp[None, :])[..., None]  # (n, H, 1)
+    return plan
 
 
 def _make_env():
@@ -30,67 +76,96 @@ def _make_env():
     return make_task("cartpole", num_envs=1, seed=3)
 
 
-def _planner(lqr: torch.Tensor):
-    def plan(obs: torch.Tensor, env_ids=None) -> torch.Tensor:
-        decay = 0.95 ** torch.arange(H, dtype=torch.float32)
-        a = (-(obs @ lqr)).clamp(-1.0, 1.0)
-        return (a[:, None] * decay[None, :])[..., None]  # (n, H, 1)
-    return plan
+def _bundle(tmp_path, method: str) -> tuple[PolicySpec, object, object]:
+    """``(spec with the trace's timing, runtime backend, onnxruntime session for training)``."""
+    path = write_mlp_bundle(tmp_path / method, obs_dim=4, action_dim=1, control_hz=1 / DT,
+                            horizon=H, chunk_dt=DT, period_s=P * DT, residual_bound=BOUND,
+                            hidden=(16, 16), seed=5, method=method)
+    spec, net = load_bundle(path, warmup=1)
+    timing = _timing(method)
+    sess = ort.InferenceSession(str(path / "policy.onnx"), providers=["CPUExecutionProvider"])
+    return dataclasses.replace(spec, latency=timing.latency, timing=timing), net, sess
 
 
-def test_edit_loop_reproduces_training_wrapper(tmp_path):
+def _run_wrapper(spec: PolicySpec, sess, method: str, delays: dict[int, int]) -> list[float]:
     from edgerl.sim.wrappers.latency import LatencyCfg, LatencyWrapper
 
-    bundle = write_mlp_bundle(tmp_path / "b", obs_dim=4, action_dim=1, control_hz=50.0,
-                              horizon=H, chunk_dt=0.02, residual_bound=BOUND, hidden=(16, 16),
-                              seed=5)
-    spec, net = load_bundle(bundle, warmup=1)
-    sess = ort.InferenceSession(str(bundle / "policy.onnx"), providers=["CPUExecutionProvider"])
-    dt = spec.control_dt
+    env = _make_env()
+    step = [0]
 
-    # --- training wrapper rollout -----------------------------------------------------------
+    def recorded(ids: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        return torch.tensor([_delay_at(delays, step[0])] * int(ids.numel()), dtype=torch.int64)
+
+    cfg = LatencyCfg.from_timing(spec.timing, method, edit_bound=BOUND,
+                                 lookahead=spec.edit_obs.lookahead,
+                                 n_committed=spec.edit_obs.n_committed)
+    wrapped = LatencyWrapper(env, cfg, planner=_planner(env._lqr), delays=recorded)
+    assert wrapped.horizon == H and wrapped.scheduler.stale_steps == spec.timing.stale_steps
+    obs = wrapped.get_observations()
+    cmds = []
+    for k in range(STEPS):
+        x = obs["policy"].numpy().astype(np.float32)
+        residual = (torch.from_numpy(sess.run(None, {"obs": x})[0]) if method == "edit"
+                    else torch.zeros(1, 1))
+        step[0] = k + 1  # the step at which step() queries the planner (on its new obs)
+        obs, _, dones, _ = wrapped.step(residual)  # a done env restarts inside step()
+        cmds.append(float(wrapped.last_command[0, 0]))
+        if k + 1 == RESET_AT:
+            obs = wrapped.reset()
+    return cmds
+
+
+def _run_runtime(spec: PolicySpec, net, delays: dict[int, int]
+                 ) -> tuple[list[float], EditLoop, int]:
+    """Commands, the loop, and how many pushes blended rows of the previous chunk."""
     env = _make_env()
     plan = _planner(env._lqr)
-    cfg = LatencyCfg(method="edit", latency=LatencyModel(planner_delay_steps=D,
-                                                         planner_period_steps=P),
-                     horizon=H, edit_bound=BOUND, lookahead=spec.edit_obs.lookahead,
-                     n_committed=spec.edit_obs.n_committed, control_dt=dt)
-    wrapped = LatencyWrapper(env, cfg, planner=plan)
-    obs = wrapped.get_observations()
-    train_cmds, train_rew = [], []
-    for _ in range(STEPS):
-        x = obs["policy"].numpy().astype(np.float32)
-        residual = torch.from_numpy(sess.run(None, {"obs": x})[0])
-        obs, rew, dones, _ = wrapped.step(residual)
-        train_cmds.append(float(wrapped.last_command[0, 0]))
-        train_rew.append(float(rew[0]))
-        if bool(dones[0]):
-            break
-
-    # --- runtime rollout: bare env, EditLoop ticks at t = k * dt ------------------------------
-    env = _make_env()
-    buf = ChunkBuffer()
+    buf = ChunkBuffer(spec.timing, spec.action.dim)
     loop = EditLoop(spec, net, buf, clock=VirtualClock(0.0),
                     cfg=LoopConfig(safety=SafetyConfig(stale_policy="policy")))
     in_flight: dict[int, ActionChunk] = {}
     robot = env.get_observations()["policy"]
-    loop_cmds, loop_rew = [], []
-    for k in range(len(train_cmds)):
-        t = k * dt
+    episode_start, cmds, blends = 0, [], 0
+    for k in range(STEPS):
+        t = k * DT
         loop.obs.write(robot[0].numpy(), t)
-        if k % P == 0:  # query on the newest observation; arrives D steps later
+        if (k - episode_start) % P == 0:  # query on the newest observation
             rows = plan(robot).numpy()[0]
-            in_flight[k + D] = ActionChunk(actions=rows, t0=t, dt=dt, obs_time=t, step0=k)
+            arrive = k + _delay_at(delays, k)
+            assert arrive not in in_flight, "two arrivals on one step: parity is per push"
+            in_flight[arrive] = ActionChunk(actions=rows, t0=t, dt=DT, obs_time=t)
         if k in in_flight:
-            buf.push(in_flight.pop(k), now=t)
+            blends += buf.push(in_flight.pop(k), now=t).meta.get("overlap_rows", 0) > 0
         cmd = loop.tick(t)
-        loop_cmds.append(float(cmd[0]))
-        out, rew, dones, _ = env.step(torch.from_numpy(cmd.copy())[None])
-        robot = out["policy"]
-        loop_rew.append(float(rew[0]))
+        cmds.append(float(cmd[0]))
+        out, _, dones, _ = env.step(torch.from_numpy(cmd.copy())[None])
+        robot = out["policy"]  # the task restarts a done episode inside step()
+        if k + 1 == RESET_AT:
+            robot = env.reset(torch.tensor([0]))["policy"]
+        if k + 1 == RESET_AT or bool(dones[0]):  # a new episode starts at the next tick
+            buf.reset((k + 1) * DT)
+            loop.reset()
+            episode_start = k + 1
+    return cmds, loop, blends
 
-    assert len(train_cmds) >= 50
-    np.testing.assert_allclose(loop_cmds, train_cmds, atol=1e-5)
-    assert sum(loop_rew) == pytest.approx(sum(train_rew), rel=1e-4, abs=1e-4)
-    states = loop.metrics.state_counts
-    assert states[1] == D and states[0] == len(train_cmds) - D  # no chunk until the first arrives
+
+@pytest.mark.parametrize("method", ["edit", "blend"])
+def test_wrapper_and_runtime_agree_on_a_recorded_arrival_trace(tmp_path, method):
+    spec, net, sess = _bundle(tmp_path, method)
+    if method == "blend":
+        net = None  # the command is the (blended) chunk row
+    delays = _delays()
+    train = _run_wrapper(spec, sess, method, delays)
+    runtime, loop, blends = _run_runtime(spec, net, delays)
+    np.testing.assert_allclose(runtime, train, atol=1e-6)
+
+    # the trace exercised every case on the runtime side too
+    assert loop.buffer.dropped_old >= 1 and loop.buffer.dropped_pre_reset >= 1
+    assert blends >= 10 if method == "blend" else blends == 0
+    if method == "blend":
+        return  # open loop: the cart leaves the track during the stale stretch (a done)
+    states = dict(zip(("ok", "no_chunk", "stale_chunk"), loop.metrics.state_counts[:3]))
+    assert states["no_chunk"] == delays[0] + delays[RESET_AT]  # before each episode's first
+    stale_from, next_arrival = 33 + H + spec.timing.stale_steps, 45 + 4
+    assert states["stale_chunk"] == next_arrival - stale_from == 5
+    assert loop.buffer.dropped_old == 4 and loop.buffer.dropped_pre_reset == 1

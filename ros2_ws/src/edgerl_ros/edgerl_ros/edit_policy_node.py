@@ -78,8 +78,13 @@ PARAMS = [
     ParamSpec("rate_hz", 0.0, "loop rate in Hz; 0 = the manifest's control_hz", 0.0, 10000.0),
     ParamSpec("command_field", "effort", "JointState field the command is written to",
               choices=COMMAND_FIELDS),
-    ParamSpec("merge", "replace", "how a new chunk merges with the current one",
-              choices=("replace", "blend", "average")),
+    ParamSpec("merge", "manifest", "how a new chunk merges with the current one (manifest: "
+              "the bundle's timing.merge, as trained)",
+              choices=("manifest", "replace", "blend", "average")),
+    ParamSpec("trigger", "manifest", "what makes the loop tick: state (each state message, "
+              "clock fallback after timing.trigger_timeout_periods), clock (own fixed-rate "
+              "grid) or manifest (the bundle's timing.trigger, as trained)",
+              choices=("manifest", "state", "clock")),
     ParamSpec("stale_policy", "hold", "command when no chunk / stale chunk (policy: run the "
               "edit policy on zero rows, as in training)",
               choices=("hold", "decelerate", "zero", "policy")),
@@ -142,8 +147,8 @@ class EditPolicyNode(LifecycleNode):
     def _check_live(self, changed: dict[str, Any]) -> str | None:
         """Parameters the running loop depends on cannot change once configured."""
         if self.loop is not None:
-            frozen = {"bundle", "rate_hz", "merge", "backend", "spin_s", "stale_policy",
-                      "rt_priority"}
+            frozen = {"bundle", "rate_hz", "merge", "trigger", "backend", "spin_s",
+                      "stale_policy", "rt_priority"}
             hit = sorted(frozen & set(changed))
             if hit:
                 return f"{', '.join(hit)}: cannot change while configured; clean up first"
@@ -151,21 +156,24 @@ class EditPolicyNode(LifecycleNode):
 
     # --- lifecycle ---------------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        from edgerl.runtime.bundle import load_bundle
-        from edgerl.runtime.chunk_buffer import ChunkBuffer
+        from edgerl.runtime.deployment import Deployment
         from edgerl.runtime.safety import SafetyConfig
+        from edgerl.spec import load_bundle_manifest
 
         p = {s.name: self.get_parameter(s.name).value for s in PARAMS}
         if not p["bundle"]:
             self.get_logger().error("configure failed: parameter 'bundle' is empty")
             return TransitionCallbackReturn.FAILURE
         try:
-            spec, backend = load_bundle(p["bundle"], backend=p["backend"])
             cfg = LoopConfig(rate_hz=float(p["rate_hz"]) or None, spin_s=float(p["spin_s"]),
-                             safety=SafetyConfig(stale_policy=p["stale_policy"]))
-            slot = StampedObservationSlot(spec.observation.dim)
-            loop = EditLoop(spec, backend, ChunkBuffer(p["merge"], spec.action.dim), obs=slot,
-                            sink=self._send, cfg=cfg)
+                             safety=SafetyConfig(stale_policy=p["stale_policy"]),
+                             trigger="" if p["trigger"] == "manifest" else p["trigger"])
+            slot = StampedObservationSlot(load_bundle_manifest(p["bundle"]).observation.dim)
+            # merge, stale rule and trigger from the manifest's timing (as trained)
+            dep = Deployment.from_bundle(p["bundle"], self._send, loop_cfg=cfg, obs=slot,
+                                         merge="" if p["merge"] == "manifest" else p["merge"],
+                                         planner="none", backend=p["backend"])
+            spec, loop = dep.spec, dep.loop
         except Exception as exc:  # a bad bundle must not take the process down
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
@@ -309,6 +317,8 @@ class EditPolicyNode(LifecycleNode):
             m = loop.metrics.summary()
             out.update({
                 "configured_rate_hz": loop.rate_hz,
+                "trigger": loop.trigger,
+                "trigger_timeouts": loop.trigger_timeouts,
                 "rt_priority_applied": self.rt_applied,
                 "ticks": m["ticks"],
                 "commands_sent": self.commands_sent,

@@ -46,7 +46,7 @@ from trajectory_msgs.msg import JointTrajectory
 from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.chunk_buffer import ChunkBuffer
-from edgerl.runtime.stand_in import DelayedPlanner
+from edgerl.runtime.stand_in import DelayedPlanner, OnnxChunkPlanner
 from edgerl.spec import PolicySpec, load_bundle_manifest
 from edgerl_ros.common import (
     CHUNK_QOS,
@@ -72,7 +72,7 @@ from edgerl_ros.messages import (
 )
 from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
 
-__all__ = ["PARAMS", "ExpertTopicPlanner", "OnnxChunkPlanner", "PlannerNode",
+__all__ = ["PARAMS", "ExpertTopicPlanner", "PlannerNode", "onnx_chunk_planner",
            "PublishingBuffer", "fit_horizon", "main"]
 
 log = logging.getLogger(__name__)
@@ -93,44 +93,14 @@ PARAMS = [
 ]
 
 
-class OnnxChunkPlanner:
-    """:class:`edgerl.planner.Planner` over a ``planner.onnx``: ``(1, O)`` -> ``(H, A)`` chunk.
-
-    Args:
-        path: The ONNX file.
-        spec: The bundle's manifest (chunk horizon/dt, sizes).
-    """
-
-    def __init__(self, path: str | Path, spec: PolicySpec) -> None:
-        import onnxruntime as ort
-
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        opts.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        inputs = self.session.get_inputs()
-        if len(inputs) != 1:
-            raise ValueError(f"{path}: expected one input (the observation), got "
-                             f"{[i.name for i in inputs]}; language-conditioned planners are "
-                             "served with `edgerl serve-planner`")
-        self.input_name = inputs[0].name
-        self.spec = spec
-        self.info = PlannerInfo(horizon=spec.chunk.horizon, action_dim=spec.action.dim,
-                                dt_s=spec.chunk.dt_s, period_s=spec.chunk.period_s,
-                                expected_latency_s=spec.chunk.expected_latency_s)
-        self._health = PlannerHealth.OK
-
-    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
-        x = np.asarray(observation, dtype=np.float32).reshape(1, -1)
-        out = np.asarray(self.session.run(None, {self.input_name: x})[0], dtype=np.float32)
-        h, a = self.info.horizon, self.info.action_dim
-        if out.size != h * a:
-            raise ValueError(f"planner output has {out.size} values, expected H*A = {h}*{a}")
-        return ActionChunk(out.reshape(h, a), t0=now, dt=self.info.dt_s, obs_time=now,
-                           source="planner.onnx")
-
-    def health(self) -> PlannerHealth:
-        return self._health
+def onnx_chunk_planner(path: str | Path, spec: PolicySpec) -> OnnxChunkPlanner:
+    """The runtime's :class:`~edgerl.runtime.stand_in.OnnxChunkPlanner` over ``path`` with the
+    manifest's chunk timing (one ONNX planner implementation for the ROS node, the HIL
+    harness and ``bench loop``)."""
+    info = PlannerInfo(horizon=spec.chunk.horizon, action_dim=spec.action.dim,
+                       dt_s=spec.chunk.dt_s, period_s=spec.chunk.period_s,
+                       expected_latency_s=spec.chunk.expected_latency_s)
+    return OnnxChunkPlanner(path, info)
 
 
 def fit_horizon(rows: np.ndarray, horizon: int) -> np.ndarray:
@@ -178,16 +148,17 @@ class ExpertTopicPlanner:
 class PublishingBuffer(ChunkBuffer):
     """A :class:`ChunkBuffer` that also publishes every pushed chunk (as planned, unmerged):
     the PlannerClient's output goes onto the ROS graph. Chunks the base buffer refuses
-    (planned before ``reset_t``, the last episode reset, monotonic s) are not published."""
+    (planned before ``reset_t``, the last episode reset, monotonic s, or not after the current
+    chunk) are not published."""
 
     def __init__(self, publish: Any, action_dim: int) -> None:
         super().__init__("replace", action_dim)
         self._publish = publish
 
     def push(self, chunk: ActionChunk, now: float = -np.inf) -> ActionChunk:
-        refused = self.dropped_pre_reset
+        refused = self.dropped_pre_reset + self.dropped_old
         merged = super().push(chunk, now)
-        if self.dropped_pre_reset == refused:
+        if self.dropped_pre_reset + self.dropped_old == refused:
             self._publish(chunk)
         return merged
 
@@ -217,7 +188,7 @@ class PlannerNode(Node):
 
             self.remote = RemotePlanner(host=p["remote_host"], port=int(p["remote_port"]))
             self.remote.start()
-        planner: Any = self.expert or self.remote or OnnxChunkPlanner(bundle / PLANNER_FILE,
+        planner: Any = self.expert or self.remote or onnx_chunk_planner(bundle / PLANNER_FILE,
                                                                       self.spec)
         if p["extra_latency_s"] > 0:
             planner = DelayedPlanner(planner, float(p["extra_latency_s"]))
