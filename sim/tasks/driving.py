@@ -20,8 +20,8 @@ per env at reset), times the randomizer's ``friction_scale``.
 Ego observation (10): lateral error to its lane centre (m), heading error (rad), speed (m/s),
 lateral velocity (m/s), yaw rate (rad/s), speed error to the cruise speed (m/s), road heading
 change over the next 20 m (rad), gap to the vehicle ahead in the lane / 50 m (clipped to 1),
-closing speed to it (m/s, 0 when none), surface mu (the last five only the planner sees:
-:data:`PLANNER_ONLY`). Action (2): acceleration and steering in
+closing speed to it (m/s, 0 when none), surface mu (all but speed, lateral velocity and yaw
+rate only the planner sees: :data:`PLANNER_ONLY`). Action (2): acceleration and steering in
 [-1, 1], times ``accel_max`` (m/s^2) and ``steer_max`` (rad).
 
 The ego succeeds when it drives ``goal_distance`` metres; it fails on a collision (bounding
@@ -50,10 +50,11 @@ GRAVITY = 9.81
 OBS_NAMES = ["lat_err", "heading_err", "speed", "lat_vel", "yaw_rate", "speed_err",
              "road_heading_ahead", "gap_ahead", "closing_speed", "surface_mu"]
 OBS_UNITS = ["m", "rad", "m/s", "m/s", "rad/s", "m/s", "rad", "1/50 m", "m/s", "-"]
-#: What only the slow planner knows: the route's cruise speed, the map's curvature ahead, the
-#: tracked vehicle ahead and the surface. The fast policy reads the ego's lane offset, heading,
-#: speed and rates (lane camera, IMU, odometry at the control rate).
-PLANNER_ONLY = ("speed_err", "road_heading_ahead", "gap_ahead", "closing_speed", "surface_mu")
+#: What only the slow planner knows: where the lane is (camera perception), the route's cruise
+#: speed, the map's curvature ahead, the tracked vehicle ahead and the surface. The fast policy
+#: reads what odometry and the IMU give at the control rate: speed, lateral velocity, yaw rate.
+PLANNER_ONLY = ("lat_err", "heading_err", "speed_err", "road_heading_ahead", "gap_ahead",
+                "closing_speed", "surface_mu")
 
 
 @dataclass
