@@ -25,6 +25,8 @@ import numpy as np
 from edgerl.clock import MonotonicClock
 from edgerl.hil.faults import FaultSpec, RxFaults, TxFaults
 from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess
+from edgerl.hil.rt import realtime, set_fifo
+from edgerl.hil.targets import TARGETS, make_firmware
 from edgerl.runtime.serial_transport import (
     SerialCommandSink,
     SerialConfig,
@@ -55,6 +57,10 @@ class HilConfig:
         seed: Plant seed.
         planner_latency_s: Added to each planner call (emulates a slow foundation model, as
             the training delay did); bundle mode only.
+        target: Where the firmware runs: ``host`` (POSIX build on a pty) or ``qemu-m4``
+            (Cortex-M4 build in ``qemu-system-arm -M mps2-an386``).
+        rt_priority: SCHED_FIFO priority for the harness threads and the firmware process
+            (0: off; needs root or CAP_SYS_NICE), with a 0.1 ms GIL switch interval.
     """
 
     bundle: Path | None = None
@@ -66,6 +72,8 @@ class HilConfig:
     check_estop: bool = True
     seed: int = 0
     planner_latency_s: float = 0.0
+    target: str = "host"
+    rt_priority: int = 0
 
 
 @dataclass
@@ -316,6 +324,13 @@ def _safe_entry_ms(fw: FirmwareProcess, transport: SerialTransport,
 
 def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) -> HilResult:
     """Run the HIL episodes; everything started here is stopped on return or error."""
+    if cfg.target not in TARGETS:
+        raise ValueError(f"unknown firmware target {cfg.target!r}: expected one of {TARGETS}")
+    with realtime(cfg.rt_priority):  # threads started inside inherit SCHED_FIFO
+        return _run_hil(cfg, progress)
+
+
+def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> HilResult:
     import torch
 
     task = cfg.task or _bundle_task(cfg.bundle) or "cartpole"
@@ -332,7 +347,9 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
     tx, rx = TxFaults(cfg.faults), RxFaults(cfg.faults)
     successes = 0
     steps_total = 0
-    with FirmwareProcess(fw_cfg) as fw:
+    with make_firmware(fw_cfg, cfg.target) as fw:
+        if cfg.rt_priority > 0 and fw.proc is not None:
+            set_fifo(fw.proc.pid, cfg.rt_priority)
         transport = SerialTransport(SerialConfig(fw.port), tx_filter=tx, rx_filter=rx)
         controller: LqrController | BundleController | None = None
         try:
@@ -411,7 +428,8 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
         "fw_safe_entry_us": status["safe_entry_us"], "estop_checks": estop,
         "faults": cfg.faults.as_dict(), "injected": {**tx.as_dict(),
                                                      "rx_corrupted_bytes": rx.corrupted_bytes},
-        "watchdog_ms": fw_cfg.watchdog_ms,
+        "watchdog_ms": fw_cfg.watchdog_ms, "target": cfg.target,
+        "rt_priority": cfg.rt_priority,
         "controller": "lqr" if cfg.bundle is None else str(cfg.bundle),
     }
     return HilResult(

@@ -10,11 +10,16 @@ board (Cortex-M4F)::
         -device loader,addr=0x20000000,data=...,data-len=4 ...   # the boot configuration
         -kernel edgerl_fw_m4.elf
 
-QEMU prints ``char device redirected to /dev/pts/N (label serial0)``: that is ``port``. The
-plant socket is connected before the guest starts (``wait=on``), so no output is lost. The
-firmware's options (:class:`~edgerl.hil.firmware.FirmwareConfig`) are written into RAM at
-``BOOT_CONFIG_ADDR`` (``board_boot_config_t`` in ``boards/mps2_an386/board_hal.h``) before
-reset, where a real board would read them from flash.
+QEMU prints ``char device redirected to /dev/pts/N (label serial0)``: that is ``port``. This
+process keeps the pty's slave open for QEMU's lifetime, like a USB-serial adapter that stays
+enumerated: QEMU polls a pty whose slave nobody holds only once a second, so without it a
+re-plugged host would wait up to 1 s for its HELLO to be read. A host "cable pull" still cuts
+the link both ways (the host's port is closed; what the board sends meanwhile is flushed when
+the host reopens it). The plant socket is connected before the guest starts (``wait=on``),
+so no output is lost. The firmware's options (:class:`~edgerl.hil.firmware.FirmwareConfig`)
+are written into RAM at ``BOOT_CONFIG_ADDR`` (``board_boot_config_t`` in
+``boards/mps2_an386/board_hal.h``) before reset, where a real board would read them from
+flash.
 """
 
 from __future__ import annotations
@@ -25,15 +30,20 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from edgerl.hil.firmware import FIRMWARE_DIR, FirmwareConfig, FirmwareError, FirmwareProcess
 
-__all__ = ["BOOT_CONFIG_ADDR", "BOOT_CONFIG_MAGIC", "QEMU_MACHINE", "QemuFirmwareProcess",
-           "boot_config_words", "qemu_elf", "qemu_missing"]
+__all__ = ["BOOT_CONFIG_ADDR", "BOOT_CONFIG_MAGIC", "QEMU_MACHINE", "PolicyBenchResult",
+           "QemuFirmwareProcess", "boot_config_words", "policy_bench_elf", "qemu_elf",
+           "qemu_missing", "run_policy_bench"]
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +128,7 @@ class QemuFirmwareProcess(FirmwareProcess):
         self.icount = icount
         self._tmp: str | None = None
         self._sock: socket.socket | None = None
+        self._keeper: int | None = None
 
     def argv(self, sock_path: str) -> list[str]:
         """The QEMU command line."""
@@ -143,6 +154,7 @@ class QemuFirmwareProcess(FirmwareProcess):
             err = self._stop_and_collect()
             raise FirmwareError(f"QEMU did not start ({' '.join(argv)}): {line!r} {err}")
         self.port = m.group(1)
+        self._keeper = os.open(self.port, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
         self._sock = self._connect_plant(sock_path)
         self._start_reader()
         log.debug("qemu pid %d: host link %s, plant %s", self.proc.pid, self.port, sock_path)
@@ -186,7 +198,66 @@ class QemuFirmwareProcess(FirmwareProcess):
                 proc.kill()
                 _, err_b = proc.communicate(timeout=5.0)
             err = err_b.decode(errors="replace")
+        if self._keeper is not None:
+            os.close(self._keeper)
+            self._keeper = None
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
         return err
+
+
+@dataclass(frozen=True)
+class PolicyBenchResult:
+    """``policy.h`` on the emulated Cortex-M4F.
+
+    Attributes:
+        actions: (N, out_dim) float32 outputs, one row per observation.
+        instructions: (N,) instructions per forward pass (``-icount shift=0``: one
+            instruction is 1 ns of emulated time, read from SysTick at the core clock, so
+            the resolution is 1e9 / BOARD_SYSCLK_HZ = 40 instructions per sample).
+    """
+
+    actions: np.ndarray
+    instructions: np.ndarray
+
+
+SYSCLK_HZ = 25_000_000
+
+
+def policy_bench_elf(policy_h: Path, build_dir: Path) -> Path:
+    """Build ``policy_bench_m4.elf`` (``boards/mps2_an386/policy_bench.c``) with ``policy_h``."""
+    reason = qemu_missing()
+    if reason:
+        raise FirmwareError(f"cannot build the policy bench: {reason}")
+    out = Path(build_dir) / "policy_bench_m4.elf"
+    res = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(FIRMWARE_DIR),
+                          f"M4_BUILD={Path(build_dir).resolve()}",
+                          f"POLICY_H={Path(policy_h).resolve()}", str(out.resolve())],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise FirmwareError(f"building {out.name} failed:\n{res.stderr[-2000:]}")
+    return out
+
+
+def run_policy_bench(elf: Path, observations: np.ndarray, out_dim: int,
+                     timeout_s: float = 120.0) -> PolicyBenchResult:
+    """Run ``observations`` (N, in_dim) through ``policy.h`` on the emulated M4 (UART0 on
+    QEMU's stdio, ``-icount shift=0``); returns outputs and instructions per inference."""
+    obs = np.ascontiguousarray(observations, dtype="<f4")
+    if obs.ndim != 2 or obs.shape[0] < 1:
+        raise ValueError(f"observations must be (N, in_dim) with N >= 1, got {obs.shape}")
+    argv = [QEMU, "-M", QEMU_MACHINE, "-nodefaults", "-display", "none", "-nic", "none",
+            "-serial", "stdio", "-semihosting-config", "enable=on,target=native",
+            "-icount", "shift=0", "-kernel", str(elf)]
+    blob = struct.pack("<I", obs.shape[0]) + obs.tobytes()
+    res = subprocess.run(argv, input=blob, capture_output=True, timeout=timeout_s)
+    rec = 4 * out_dim + 4
+    want = rec * obs.shape[0]
+    if res.returncode != 0 or len(res.stdout) != want:
+        raise FirmwareError(f"policy bench: exit {res.returncode}, {len(res.stdout)} of {want} "
+                            f"bytes: {res.stderr.decode(errors='replace')[-1000:]}")
+    raw = np.frombuffer(res.stdout, dtype=np.uint8).reshape(obs.shape[0], rec)
+    actions = raw[:, :4 * out_dim].copy().view("<f4").astype(np.float32)
+    ticks = raw[:, 4 * out_dim:].copy().view("<u4").reshape(-1).astype(np.int64)
+    return PolicyBenchResult(actions, ticks * (1_000_000_000 // SYSCLK_HZ))

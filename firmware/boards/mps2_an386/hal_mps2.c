@@ -89,10 +89,16 @@ static void uart_kick(uart_t *u)
     }
 }
 
+/* Queue a whole frame, or drop it whole when the ring lacks room (a stalled link): the
+ * receiver then sees a missing frame (a sequence gap), never a torn one. */
 static void uart_write(uart_t *u, const uint8_t *buf, size_t n)
 {
     size_t i;
     uint32_t s;
+    if (RING_SIZE - ring_count(&u->tx) < n) {
+        u->tx.dropped += (uint32_t)n;
+        return;
+    }
     for (i = 0; i < n; ++i) {
         (void)ring_put(&u->tx, buf[i]);
     }
