@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rt-priority", type=int, default=0,
                    help="SCHED_FIFO priority 1..99 for the harness and the firmware (0: off; "
                         "needs root or CAP_SYS_NICE)")
+    p.add_argument("--link-probe", type=int, default=300,
+                   help="ping-pong round trips on the same link after the episodes, the floor "
+                        "cmd_rtt_p99_us is compared with (rtt_p99_vs_link; 0: off)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -57,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--watchdog-ms must be in 1..60000")
     if not 0.0 <= args.planner_latency_ms <= 10_000.0:
         raise CliError("--planner-latency-ms must be in 0..10000")
+    if args.link_probe < 0:
+        raise CliError("--link-probe must be >= 0")
     if not 0 <= args.rt_priority <= 99:
         raise CliError("--rt-priority must be in 0..99 (0: off)")
     try:
@@ -70,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
                     firmware=FirmwareConfig(watchdog_ms=args.watchdog_ms, safe=args.safe),
                     check_estop=not args.no_estop_check, seed=args.seed,
                     planner_latency_s=args.planner_latency_ms / 1e3, target=args.target,
-                    rt_priority=args.rt_priority)
+                    rt_priority=args.rt_priority, link_probe=args.link_probe)
     bar = tqdm(total=args.episodes, desc="hil episodes", unit="ep",
                disable=args.json or not sys.stderr.isatty())
     try:
@@ -84,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         keys = ("success", "episodes", "cmd_rtt_p50_us", "cmd_rtt_p99_us", "bad_frames",
                 "lost_frames", "watchdog_trips", "estop_ok", "corrupted_executed",
-                "safe_entry_ms", "fw_safe_entry_us", "target")
-        print_table([{"metric": k, "value": out[k]} for k in keys], title="edgerl hil")
+                "safe_entry_ms", "fw_safe_entry_us", "link_rtt_p99_us", "rtt_p99_vs_link",
+                "target")
+        print_table([{"metric": k, "value": out.get(k)} for k in keys], title="edgerl hil")
     return 0 if out["estop_ok"] is not False and out["corrupted_executed"] == 0 else 1
