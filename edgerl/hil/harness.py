@@ -438,6 +438,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
                 if progress is not None:
                     progress(ep + 1, cfg.episodes)
             controller.stop()
+            if cfg.rt_priority > 1:
+                set_fifo(0, cfg.rt_priority)  # the probe below runs as bench serial does
             reconnects = transport.connects - 1  # before the e-stop self-test's re-plug
             # the episodes' counts, before the probe (the firmware answers in order, so every
             # echo of an episode setpoint has arrived once the STATUS has)
