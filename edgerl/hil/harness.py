@@ -25,7 +25,7 @@ import numpy as np
 from edgerl.clock import MonotonicClock
 from edgerl.hil.faults import FaultSpec, RxFaults, TxFaults
 from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess
-from edgerl.hil.rt import realtime, set_fifo
+from edgerl.hil.rt import realtime, set_fifo, set_fifo_process
 from edgerl.hil.targets import TARGETS, make_firmware
 from edgerl.runtime.serial_transport import (
     SerialCommandSink,
@@ -378,7 +378,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
     steps_total = 0
     with make_firmware(fw_cfg, cfg.target) as fw:
         if cfg.rt_priority > 0 and fw.proc is not None:
-            set_fifo(fw.proc.pid, cfg.rt_priority)
+            set_fifo_process(fw.proc.pid, cfg.rt_priority)
         transport = SerialTransport(SerialConfig(fw.port), tx_filter=tx, rx_filter=rx)
         controller: LqrController | BundleController | None = None
         try:

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Iterator
 
-__all__ = ["realtime", "set_fifo"]
+__all__ = ["realtime", "set_fifo", "set_fifo_process"]
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,15 @@ def set_fifo(pid: int, priority: int) -> None:
     except (OSError, AttributeError) as exc:
         raise OSError(f"cannot set SCHED_FIFO priority {priority} for pid {pid} ({exc}); "
                       "it needs root or CAP_SYS_NICE") from None
+
+
+def set_fifo_process(pid: int, priority: int) -> None:
+    """SCHED_FIFO ``priority`` for every thread of process ``pid`` (QEMU runs the emulated
+    core in its own thread, beside the main loop that serves the serial ports)."""
+    tasks = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task")) \
+        if os.path.isdir(f"/proc/{pid}/task") else [pid]
+    for tid in tasks:
+        set_fifo(tid, priority)
 
 
 @contextlib.contextmanager
