@@ -158,9 +158,12 @@ class FirmwareProcess:
         return buf.decode(errors="replace")
 
     def _plant_read(self) -> bytes:
-        """Block for the next bytes of the plant link (ACTUATOR frames); b"" at its end."""
-        assert self.proc is not None and self.proc.stdout is not None
-        return os.read(self.proc.stdout.fileno(), 4096)
+        """Block for the next bytes of the plant link (ACTUATOR frames); b"" at its end
+        (also once :meth:`stop` has let go of the process)."""
+        proc = self.proc
+        if proc is None or proc.stdout is None:
+            return b""
+        return os.read(proc.stdout.fileno(), 4096)
 
     def _plant_write(self, data: bytes) -> None:
         """Write bytes to the firmware's sensor HAL."""
@@ -176,7 +179,7 @@ class FirmwareProcess:
         while True:
             try:
                 data = self._plant_read()
-            except OSError:
+            except (OSError, ValueError):  # ValueError: the pipe was closed by stop()
                 break
             if not data:
                 break

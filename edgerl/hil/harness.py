@@ -1,13 +1,15 @@
-"""The HIL harness: simulated plant <-> firmware host process <-> pty <-> SerialTransport
-<-> controller (EditLoop over a bundle, or the task's LQR expert) <-> planner.
+"""The HIL harness: simulated plant <-> firmware (host process, or the Cortex-M4 build in
+QEMU: ``HilConfig.target``) <-> pty <-> SerialTransport <-> controller (EditLoop over a
+bundle, or the task's LQR expert) <-> planner.
 
 How plant state reaches the firmware: the harness owns the plant. Every control period it
 (1) takes the firmware's newest ACTUATOR output (the command really applied, including
 safe-state and e-stop zeros), (2) steps the plant with it, (3) writes the new plant state as a
-SENSOR frame into the firmware's stdin (its sensor HAL). The firmware echoes the state to the
-host in STATE messages over the pty, and the host controller only ever sees the plant through
-those. The controller runs at the same rate, half a period after the plant, and sends one
-SETPOINT per tick through a sink that the faults can freeze.
+SENSOR frame into the firmware's sensor HAL (the host build's stdin; UART1 on the M4). The
+firmware echoes the state to the host in STATE messages over the pty, and the host
+controller only ever sees the plant through those. The controller runs at the same rate,
+half a period after the plant, and sends one SETPOINT per tick through a sink that the
+faults can freeze.
 """
 
 from __future__ import annotations

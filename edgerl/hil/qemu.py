@@ -175,8 +175,8 @@ class QemuFirmwareProcess(FirmwareProcess):
                 time.sleep(0.01)
 
     def _plant_read(self) -> bytes:
-        assert self._sock is not None
-        return self._sock.recv(4096)
+        sock = self._sock
+        return b"" if sock is None else sock.recv(4096)
 
     def _plant_write(self, data: bytes) -> None:
         assert self._sock is not None
