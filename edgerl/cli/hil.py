@@ -1,4 +1,5 @@
-"""``edgerl hil``: the firmware host build on a pty against a simulated plant, with faults."""
+"""``edgerl hil``: the firmware (host build on a pty, or the Cortex-M4 build in QEMU) against a
+simulated plant, with faults."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 from edgerl.cli import CliError
 
-HELP = "hardware-in-the-loop: real firmware on a pty <-> simulated plant, with fault injection"
+HELP = ("hardware-in-the-loop: real firmware (host build or Cortex-M4 in QEMU) <-> simulated "
+        "plant, with fault injection")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,6 +31,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write-latency-model", type=Path, default=None, metavar="FILE",
                    help="write the measured planner delay (observation -> chunk, host side) "
                         "as a latency model for `edgerl train --latency-model` (bundle mode)")
+    p.add_argument("--target", choices=("host", "qemu-m4"), default="host",
+                   help="firmware target: host (POSIX build on a pty, default) or qemu-m4 "
+                        "(Cortex-M4 build in qemu-system-arm -M mps2-an386)")
+    p.add_argument("--rt-priority", type=int, default=0,
+                   help="SCHED_FIFO priority 1..99 for the harness and the firmware (0: off; "
+                        "needs root or CAP_SYS_NICE)")
+    p.add_argument("--link-probe", type=int, default=300,
+                   help="ping-pong round trips on the same link after the episodes, the floor "
+                        "cmd_rtt_p99_us is compared with (rtt_p99_vs_link; 0: off)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -52,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--watchdog-ms must be in 1..60000")
     if not 0.0 <= args.planner_latency_ms <= 10_000.0:
         raise CliError("--planner-latency-ms must be in 0..10000")
+    if args.link_probe < 0:
+        raise CliError("--link-probe must be >= 0")
+    if not 0 <= args.rt_priority <= 99:
+        raise CliError("--rt-priority must be in 0..99 (0: off)")
     try:
         faults = FaultSpec.parse(args.faults)
     except ValueError as exc:
@@ -64,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
                     max_steps=args.max_steps, faults=faults,
                     firmware=FirmwareConfig(watchdog_ms=args.watchdog_ms, safe=args.safe),
                     check_estop=not args.no_estop_check, seed=args.seed,
-                    planner_latency_s=args.planner_latency_ms / 1e3)
+                    planner_latency_s=args.planner_latency_ms / 1e3, target=args.target,
+                    rt_priority=args.rt_priority, link_probe=args.link_probe)
     bar = tqdm(total=args.episodes, desc="hil episodes", unit="ep",
                disable=args.json or not sys.stderr.isatty())
     try:
@@ -81,8 +97,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         keys = ("success", "episodes", "cmd_rtt_p50_us", "cmd_rtt_p99_us", "bad_frames",
                 "lost_frames", "watchdog_trips", "estop_ok", "corrupted_executed",
-                "safe_entry_ms")
-        print_table([{"metric": k, "value": out[k]} for k in keys], title="edgerl hil")
+                "safe_entry_ms", "fw_safe_entry_us", "link_rtt_p99_us", "rtt_p99_vs_link",
+                "target")
+        print_table([{"metric": k, "value": out.get(k)} for k in keys], title="edgerl hil")
     return 0 if out["estop_ok"] is not False and out["corrupted_executed"] == 0 else 1
 
 

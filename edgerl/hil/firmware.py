@@ -61,7 +61,9 @@ class FirmwareConfig:
         state_period_ms: STATE at least this often while linked (0: only per setpoint).
         status_period_ms: STATUS period (0: only on events).
         policy: Use the build with the on-MCU policy (``policy.h``).
-        device: Use this serial device instead of a new pty.
+        device: Use this serial device instead of a new pty (host build only).
+        fallback: On a watchdog trip: ``safe`` (the safe action) or ``policy`` (the on-MCU
+            policy holds the robot until the host is back; needs ``policy``).
     """
 
     watchdog_ms: int = 100
@@ -71,13 +73,25 @@ class FirmwareConfig:
     status_period_ms: int = 100
     policy: bool = False
     device: str | None = None
+    fallback: str = "safe"
 
-    def argv(self) -> list[str]:
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first bad field."""
         if self.safe not in ("zero", "hold"):
             raise ValueError(f"safe must be 'zero' or 'hold', got {self.safe!r}")
+        if self.fallback not in ("safe", "policy"):
+            raise ValueError(f"fallback must be 'safe' or 'policy', got {self.fallback!r}")
+        if self.fallback == "policy" and not self.policy:
+            raise ValueError("fallback='policy' needs the build with the on-MCU policy "
+                             "(policy=True)")
+        if not 1 <= self.watchdog_ms <= 60000:
+            raise ValueError(f"watchdog_ms must be in 1..60000, got {self.watchdog_ms}")
+
+    def argv(self) -> list[str]:
+        self.validate()
         out = ["--plant-stdio", "--watchdog-ms", str(self.watchdog_ms), "--safe", self.safe,
                "--n-cmd", str(self.n_cmd), "--state-period-ms", str(self.state_period_ms),
-               "--status-period-ms", str(self.status_period_ms)]
+               "--status-period-ms", str(self.status_period_ms), "--fallback", self.fallback]
         if self.device:
             out += ["--device", self.device]
         return out
@@ -125,9 +139,7 @@ class FirmwareProcess:
             err = self._stop_and_collect()
             raise FirmwareError(f"firmware did not start ({argv}): {line!r} {err}")
         self.port = line.split(" ", 1)[1].strip()
-        self._reader = threading.Thread(target=self._read_loop, name="fw-plant-reader",
-                                        daemon=True)
-        self._reader.start()
+        self._start_reader()
         log.debug("firmware pid %d on %s", self.proc.pid, self.port)
         return self
 
@@ -145,13 +157,29 @@ class FirmwareProcess:
                 buf += ch
         return buf.decode(errors="replace")
 
+    def _plant_read(self) -> bytes:
+        """Block for the next bytes of the plant link (ACTUATOR frames); b"" at its end
+        (also once :meth:`stop` has let go of the process)."""
+        proc = self.proc
+        if proc is None or proc.stdout is None:
+            return b""
+        return os.read(proc.stdout.fileno(), 4096)
+
+    def _plant_write(self, data: bytes) -> None:
+        """Write bytes to the firmware's sensor HAL."""
+        assert self.proc is not None and self.proc.stdin is not None
+        os.write(self.proc.stdin.fileno(), data)
+
+    def _start_reader(self) -> None:
+        self._reader = threading.Thread(target=self._read_loop, name="fw-plant-reader",
+                                        daemon=True)
+        self._reader.start()
+
     def _read_loop(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
         while True:
             try:
-                data = os.read(fd, 4096)
-            except OSError:
+                data = self._plant_read()
+            except (OSError, ValueError):  # ValueError: the pipe was closed by stop()
                 break
             if not data:
                 break
@@ -171,12 +199,11 @@ class FirmwareProcess:
 
     def send_sensor(self, state: Sequence[float] | np.ndarray, plant_time_s: float) -> None:
         """Write the plant state to the firmware's sensor HAL (stdin)."""
-        assert self.proc is not None and self.proc.stdin is not None
         state = np.asarray(state, np.float32).reshape(-1)
         frame = encode("SENSOR", self._plant_seq, plant_time_us=int(plant_time_s * 1e6)
                        & 0xFFFFFFFF, n=state.shape[0], state=state.tolist())
         self._plant_seq = (self._plant_seq + 1) & 0xFFFF
-        os.write(self.proc.stdin.fileno(), frame)
+        self._plant_write(frame)
 
     def wait_actuator(self, pred, timeout_s: float) -> ActuatorSample | None:
         """Wait until ``pred(newest sample)`` holds; returns that sample or None."""

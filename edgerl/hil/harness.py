@@ -1,13 +1,15 @@
-"""The HIL harness: simulated plant <-> firmware host process <-> pty <-> SerialTransport
-<-> controller (EditLoop over a bundle, or the task's LQR expert) <-> planner.
+"""The HIL harness: simulated plant <-> firmware (host process, or the Cortex-M4 build in
+QEMU: ``HilConfig.target``) <-> pty <-> SerialTransport <-> controller (EditLoop over a
+bundle, or the task's LQR expert) <-> planner.
 
 How plant state reaches the firmware: the harness owns the plant. Every control period it
 (1) takes the firmware's newest ACTUATOR output (the command really applied, including
 safe-state and e-stop zeros), (2) steps the plant with it, (3) writes the new plant state as a
-SENSOR frame into the firmware's stdin (its sensor HAL). The firmware echoes the state to the
-host in STATE messages over the pty, and the host controller only ever sees the plant through
-those. The controller runs at the same rate, half a period after the plant, and sends one
-SETPOINT per tick through a sink that the faults can freeze.
+SENSOR frame into the firmware's sensor HAL (the host build's stdin; UART1 on the M4). The
+firmware echoes the state to the host in STATE messages over the pty, and the host
+controller only ever sees the plant through those. The controller runs at the same rate,
+half a period after the plant, and sends one SETPOINT per tick through a sink that the
+faults can freeze.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import numpy as np
 from edgerl.clock import MonotonicClock
 from edgerl.hil.faults import FaultSpec, RxFaults, TxFaults
 from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess
+from edgerl.hil.rt import realtime, set_fifo, set_fifo_process
+from edgerl.hil.targets import TARGETS, make_firmware
 from edgerl.runtime.serial_transport import (
     SerialCommandSink,
     SerialConfig,
@@ -33,7 +37,7 @@ from edgerl.runtime.serial_transport import (
 )
 from edgerl.wire import MAX_CMD, MAX_STATE, Mode
 
-__all__ = ["HilConfig", "HilResult", "estop_check", "run_hil"]
+__all__ = ["HilConfig", "HilResult", "estop_check", "link_probe", "run_hil"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +59,14 @@ class HilConfig:
         seed: Plant seed.
         planner_latency_s: Added to each planner call (emulates a slow foundation model, as
             the training delay did); bundle mode only.
+        target: Where the firmware runs: ``host`` (POSIX build on a pty) or ``qemu-m4``
+            (Cortex-M4 build in ``qemu-system-arm -M mps2-an386``).
+        link_probe: After the episodes, this many ping-pong round trips on the same link
+            (one setpoint in flight, as ``edgerl bench serial``): ``link_rtt_p99_us`` is the
+            floor the episodes' ``cmd_rtt_p99_us`` is compared with (``rtt_p99_vs_link``).
+        rt_priority: SCHED_FIFO priority for the harness threads and the firmware process
+            (0: off; needs root or CAP_SYS_NICE), with a 0.1 ms GIL switch interval; the
+            plant's physics runs one priority lower so serial I/O preempts it.
     """
 
     bundle: Path | None = None
@@ -66,6 +78,9 @@ class HilConfig:
     check_estop: bool = True
     seed: int = 0
     planner_latency_s: float = 0.0
+    target: str = "host"
+    rt_priority: int = 0
+    link_probe: int = 300
 
 
 @dataclass
@@ -257,9 +272,9 @@ def estop_check(fw: FirmwareProcess, transport: SerialTransport, n_cmd: int,
     time.sleep(0.05)
     hello = transport.replug()
     res["latched_across_reconnect"] = hello.mode == Mode.ESTOP
-    before = transport.request_status()["setpoints_rejected"]
+    before = transport.request_status(timeout_s=timeout_s)["setpoints_rejected"]
     transport.send_setpoint(np.full(n_cmd, 0.5, np.float32))
-    status = transport.request_status()
+    status = transport.request_status(timeout_s=timeout_s)
     res["setpoint_rejected"] = (status["setpoints_rejected"] == before + 1
                                 and status["mode"] == Mode.ESTOP
                                 and fw.actuator is not None
@@ -271,6 +286,22 @@ def estop_check(fw: FirmwareProcess, transport: SerialTransport, n_cmd: int,
     s = fw.wait_actuator(lambda a: a.mode == Mode.ACTIVE, timeout_s)
     res["resumed_on_setpoint"] = s is not None and bool(np.allclose(s.cmd, 0.125))
     return res
+
+
+def link_probe(transport: SerialTransport, n_cmd: int, count: int) -> dict[str, float]:
+    """``count`` zero setpoints, each waited for (its STATE echo) before the next: the link's
+    own round trip (host clock, µs) without the control loop's load. Empty for 0."""
+    rtts = []
+    for _ in range(count):
+        seq = transport.send_setpoint(np.zeros(n_cmd, np.float32))
+        s = transport.wait_state(seq, 0.5)
+        if seq > 0 and s is not None and s.setpoint_seq == seq:
+            rtts.append((s.t_host - transport.sent_times()[seq]) * 1e6)
+    if not rtts:
+        return {}
+    r = np.asarray(rtts)
+    return {"link_rtt_samples": int(r.size), "link_rtt_p50_us": float(np.percentile(r, 50)),
+            "link_rtt_p99_us": float(np.percentile(r, 99))}
 
 
 def _make_plant(task: str, seed: int) -> Any:
@@ -305,6 +336,21 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
     """Run the HIL episodes; everything started here is stopped on return or error."""
     import torch
 
+    if cfg.target not in TARGETS:
+        raise ValueError(f"unknown firmware target {cfg.target!r}: expected one of {TARGETS}")
+    threads = torch.get_num_threads()
+    # one plant env: intra-op worker threads only spin against the serial reader for the CPU
+    torch.set_num_threads(1)
+    try:
+        with realtime(cfg.rt_priority):  # threads started inside inherit SCHED_FIFO
+            return _run_hil(cfg, progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> HilResult:
+    import torch
+
     task = cfg.task or _bundle_task(cfg.bundle) or "cartpole"
     plant = _make_plant(task, cfg.seed)
     rate = float(plant.spec.control_hz)
@@ -319,7 +365,9 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
     tx, rx = TxFaults(cfg.faults), RxFaults(cfg.faults)
     successes = 0
     steps_total = 0
-    with FirmwareProcess(fw_cfg) as fw:
+    with make_firmware(fw_cfg, cfg.target) as fw:
+        if cfg.rt_priority > 0 and fw.proc is not None:
+            set_fifo_process(fw.proc.pid, cfg.rt_priority)
         transport = SerialTransport(SerialConfig(fw.port), tx_filter=tx, rx_filter=rx)
         controller: LqrController | BundleController | None = None
         try:
@@ -338,6 +386,10 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
             fw.send_sensor(obs, 0.0)
             t0 = time.perf_counter() + 2 * period
             controller.start(t0)
+            if cfg.rt_priority > 1:
+                # the plant's physics (this thread) yields to the serial readers and the
+                # controller: at equal SCHED_FIFO priority a woken reader would wait for it
+                set_fifo(0, cfg.rt_priority - 1)
             on_reset = getattr(controller, "episode_reset", None)
             clock = MonotonicClock()
             k = 0
@@ -377,11 +429,18 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
             controller.stop()
             loop = getattr(controller, "loop", None)
             latencies = [] if loop is None else list(loop.metrics.planner_latency_s)
+            if cfg.rt_priority > 1:
+                set_fifo(0, cfg.rt_priority)  # the probe below runs as bench serial does
             reconnects = transport.connects - 1  # before the e-stop self-test's re-plug
+            # the episodes' counts, before the probe (the firmware answers in order, so every
+            # echo of an episode setpoint has arrived once the STATUS has)
+            transport.tx_filter = transport.rx_filter = None  # the rest runs fault-free
+            loop_status = transport.request_status(timeout_s=2.0)
+            loop_ts = transport.stats()
             time.sleep(0.05)
-            transport.tx_filter = transport.rx_filter = None  # the self-test runs fault-free
+            probe = link_probe(transport, n_cmd, cfg.link_probe)
             estop = estop_check(fw, transport, n_cmd) if cfg.check_estop else {}
-            status = transport.request_status()
+            status = transport.request_status(timeout_s=2.0)
             ts = transport.stats()
         finally:
             if controller is not None:
@@ -391,8 +450,11 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
     executed_corrupt = len(acked & tx.corrupted_setpoints)
     details = {
         "task": task, "control_hz": rate, "steps": steps_total,
-        "setpoints_sent": ts.setpoints_sent, "setpoints_applied": status["setpoints_applied"],
-        "cmd_rtt_max_us": ts.rtt_max_us, "rtt_samples": ts.rtt_samples,
+        "setpoints_sent": loop_ts.setpoints_sent,
+        "setpoints_applied": loop_status["setpoints_applied"],
+        "cmd_rtt_max_us": loop_ts.rtt_max_us, "rtt_samples": loop_ts.rtt_samples,
+        **probe, "rtt_p99_vs_link": (round(loop_ts.rtt_p99_us / probe["link_rtt_p99_us"], 3)
+                                     if probe.get("link_rtt_p99_us") else None),
         "fw_bad_frames": status["bad_frames"], "host_bad_frames": ts.bad_frames,
         "fw_lost_frames": status["lost_frames"], "host_lost_frames": ts.lost_frames,
         "corrupted_executed": executed_corrupt, "reconnects": reconnects,
@@ -400,12 +462,13 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
         "fw_safe_entry_us": status["safe_entry_us"], "estop_checks": estop,
         "faults": cfg.faults.as_dict(), "injected": {**tx.as_dict(),
                                                      "rx_corrupted_bytes": rx.corrupted_bytes},
-        "watchdog_ms": fw_cfg.watchdog_ms,
+        "watchdog_ms": fw_cfg.watchdog_ms, "target": cfg.target,
+        "rt_priority": cfg.rt_priority,
         "controller": "lqr" if cfg.bundle is None else str(cfg.bundle),
     }
     return HilResult(
         success=successes / max(cfg.episodes, 1), episodes=cfg.episodes,
-        cmd_rtt_p50_us=ts.rtt_p50_us, cmd_rtt_p99_us=ts.rtt_p99_us,
+        cmd_rtt_p50_us=loop_ts.rtt_p50_us, cmd_rtt_p99_us=loop_ts.rtt_p99_us,
         bad_frames=status["bad_frames"] + ts.bad_frames,
         lost_frames=status["lost_frames"] + ts.lost_frames,
         watchdog_trips=status["watchdog_trips"],

@@ -15,7 +15,12 @@ typedef struct {
     uint8_t n_cmd;            /* joints driven (1..EDGERL_MAX_CMD) */
     uint32_t state_period_us; /* STATE at least this often while linked (0: only on SETPOINT) */
     uint32_t status_period_us; /* STATUS this often while linked (0: only on events) */
+    uint8_t fallback;         /* on a watchdog trip: EDGERL_FALLBACK_SAFE (safe_action) or
+                                 EDGERL_FALLBACK_POLICY (run the on-MCU policy, if built in) */
 } edgerl_fw_config_t;
+
+#define EDGERL_FALLBACK_SAFE 0
+#define EDGERL_FALLBACK_POLICY 1
 
 typedef struct {
     edgerl_fw_config_t cfg;
@@ -40,6 +45,8 @@ typedef struct {
     uint32_t setpoints_rejected;
     uint32_t estops;
     uint32_t safe_entry_us;
+    uint8_t in_fallback;   /* LOCAL_POLICY entered by the watchdog (not by SET_MODE) */
+    uint32_t policy_runs;
 } edgerl_fw_t;
 
 void edgerl_fw_init(edgerl_fw_t *fw, const edgerl_fw_config_t *cfg, uint32_t now_us);

@@ -3,6 +3,10 @@
  *  - setpoints are absolute: applying one twice is harmless;
  *  - watchdog: in ACTIVE / LOCAL_POLICY, no valid command for cfg.watchdog_us => SAFE
  *    (zero or hold); only a new valid SETPOINT leaves SAFE;
+ *  - fallback (cfg.fallback == EDGERL_FALLBACK_POLICY, policy built in): a watchdog trip
+ *    in ACTIVE enters LOCAL_POLICY instead, so the on-MCU policy holds the robot while
+ *    the host link is down; it ends in SAFE when the plant state goes stale (no sensor
+ *    update for cfg.watchdog_us), and a valid SETPOINT hands control back to the host;
  *  - ESTOP (host message or the hardware input, hal_estop_input) latches (zero output,
  *    setpoints rejected) through disconnects and HELLOs until a CLEAR_ESTOP with the right
  *    token, which leads to SAFE, not ACTIVE. */
@@ -157,6 +161,7 @@ static void on_setpoint(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
     fw->last_setpoint_seq = sp.seq;
     fw->last_setpoint_host_us = sp.host_time_us;
     fw->last_cmd_us = now;
+    fw->in_fallback = 0;
     ++fw->setpoints_applied;
     if (fw->mode != EDGERL_MODE_ACTIVE) {
         enter_mode(fw, EDGERL_MODE_ACTIVE, now);
@@ -199,6 +204,7 @@ static void run_policy(edgerl_fw_t *fw)
         in[i] = i < fw->n_state ? fw->state[i] : 0.0f;
     }
     edgerl_policy_forward(in, out);
+    ++fw->policy_runs;
     for (i = 0; i < EDGERL_MAX_CMD; ++i) {
         fw->cmd[i] = i < EDGERL_POLICY_OUT_DIM && is_finite(out[i]) ? out[i] : 0.0f;
     }
@@ -216,6 +222,7 @@ static void on_set_mode(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
         ++fw->setpoints_rejected;
     } else if (m.mode == EDGERL_MODE_LOCAL_POLICY && edgerl_fw_has_policy()) {
         fw->last_cmd_us = now;
+        fw->in_fallback = 0;
         fw->mode = EDGERL_MODE_LOCAL_POLICY;
         run_policy(fw);
         send_status(fw, now);
@@ -233,6 +240,7 @@ static void latch_estop(edgerl_fw_t *fw, uint32_t now)
         ++fw->estops;
     }
     fw->estop = 1;
+    fw->in_fallback = 0;
     enter_mode(fw, EDGERL_MODE_ESTOP, now);
 }
 
@@ -326,11 +334,26 @@ void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us)
     if (hal_estop_input()) {
         latch_estop(fw, now_us);
     }
-    if ((fw->mode == EDGERL_MODE_ACTIVE || fw->mode == EDGERL_MODE_LOCAL_POLICY)
-        && since > fw->cfg.watchdog_us) {
+    if (fw->in_fallback && fw->mode == EDGERL_MODE_LOCAL_POLICY) {
+        if (now_us - fw->sensor_us > fw->cfg.watchdog_us) {
+            fw->in_fallback = 0; /* the policy would act on a stale plant state */
+            enter_mode(fw, EDGERL_MODE_SAFE, now_us);
+        }
+    } else if ((fw->mode == EDGERL_MODE_ACTIVE || fw->mode == EDGERL_MODE_LOCAL_POLICY)
+               && since > fw->cfg.watchdog_us) {
         ++fw->watchdog_trips;
         fw->safe_entry_us = since;
-        enter_mode(fw, EDGERL_MODE_SAFE, now_us);
+        if (fw->mode == EDGERL_MODE_ACTIVE && fw->cfg.fallback == EDGERL_FALLBACK_POLICY
+            && edgerl_fw_has_policy() && now_us - fw->sensor_us <= fw->cfg.watchdog_us) {
+            fw->in_fallback = 1;
+            fw->mode = EDGERL_MODE_LOCAL_POLICY;
+            run_policy(fw);
+            if (fw->linked) {
+                send_status(fw, now_us);
+            }
+        } else {
+            enter_mode(fw, EDGERL_MODE_SAFE, now_us);
+        }
     }
     if (!fw->linked) {
         return;

@@ -1,6 +1,7 @@
 /* Host build of the firmware: the same core as an MCU build, on a pty.
  * usage: edgerl_fw_host [--device PATH] [--plant-stdio] [--watchdog-ms N] [--safe zero|hold]
- *                       [--n-cmd N] [--state-period-ms N] [--status-period-ms N] */
+ *                       [--n-cmd N] [--state-period-ms N] [--status-period-ms N]
+ *                       [--fallback safe|policy] */
 #define _XOPEN_SOURCE 700
 #include <signal.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@ static int usage(const char *msg)
 {
     fprintf(stderr, "edgerl_fw_host: %s\nusage: edgerl_fw_host [--device PATH] [--plant-stdio]"
             " [--watchdog-ms N] [--safe zero|hold] [--n-cmd N] [--state-period-ms N]"
-            " [--status-period-ms N]\n", msg);
+            " [--status-period-ms N] [--fallback safe|policy]\n", msg);
     return 2;
 }
 
@@ -57,6 +58,7 @@ int main(int argc, char **argv)
     cfg.n_cmd = 1;
     cfg.state_period_us = 20000u;
     cfg.status_period_us = 100000u;
+    cfg.fallback = EDGERL_FALLBACK_SAFE;
     for (i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -76,6 +78,10 @@ int main(int argc, char **argv)
             cfg.safe_action = EDGERL_SAFE_ZERO;
         } else if (strcmp(a, "--safe") == 0 && strcmp(val, "hold") == 0) {
             cfg.safe_action = EDGERL_SAFE_HOLD;
+        } else if (strcmp(a, "--fallback") == 0 && strcmp(val, "safe") == 0) {
+            cfg.fallback = EDGERL_FALLBACK_SAFE;
+        } else if (strcmp(a, "--fallback") == 0 && strcmp(val, "policy") == 0) {
+            cfg.fallback = EDGERL_FALLBACK_POLICY;
         } else if (strcmp(a, "--n-cmd") == 0 && parse_u32(val, EDGERL_MAX_CMD, &v) == 0 && v) {
             cfg.n_cmd = (uint8_t)v;
         } else if (strcmp(a, "--state-period-ms") == 0 && parse_u32(val, 60000u, &v) == 0) {

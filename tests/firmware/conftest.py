@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +52,43 @@ def link(start_fw) -> Iterator:
     yield make
     for t in transports:
         t.close()
+
+
+def require_qemu() -> None:
+    """Skip (with the reason) where qemu-system-arm / arm-none-eabi-gcc are absent; in CI
+    (``CI=true``) fail instead: .ci/run installs them, so their absence is a broken job."""
+    from edgerl.hil.qemu import qemu_missing
+
+    reason = qemu_missing()
+    if reason is None:
+        return
+    if os.environ.get("CI", "").lower() in ("true", "1"):
+        pytest.fail(f"CI=true but the Cortex-M4 target cannot run: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def qemu_elfs() -> dict[str, Path]:
+    """The linked Cortex-M4 firmware images (``make -C firmware qemu-m4`` once)."""
+    from edgerl.hil.qemu import qemu_elf
+
+    require_qemu()
+    return {"plain": qemu_elf(False), "policy": qemu_elf(True)}
+
+
+@pytest.fixture
+def start_qemu(qemu_elfs) -> Iterator:
+    """``start_qemu(**FirmwareConfig fields) -> QemuFirmwareProcess``; stopped at teardown."""
+    from edgerl.hil.qemu import QemuFirmwareProcess
+
+    procs: list[FirmwareProcess] = []
+
+    def start(elf: Path | None = None, **kw) -> FirmwareProcess:
+        cfg = FirmwareConfig(**kw)
+        fw = QemuFirmwareProcess(cfg, elf=elf or qemu_elfs["policy" if cfg.policy else "plain"])
+        procs.append(fw.start())
+        return fw
+
+    yield start
+    for fw in procs:
+        fw.stop()

@@ -121,3 +121,27 @@ def test_hil_writes_the_measured_planner_latency_for_training(fw_binaries, tmp_p
     assert out["latency_model"]["p50_ms"] == measured.p50_ms
     assert main(["hil", "--write-latency-model", str(path)]) == 1
     assert "needs --bundle" in capsys.readouterr().err
+
+
+def test_hil_rt_priority_reports_the_link_floor_beside_the_loop_round_trip(fw_binaries):
+    try:
+        res = run_hil(HilConfig(max_steps=40, check_estop=False, rt_priority=10,
+                                link_probe=200)).as_dict()
+    except OSError as exc:  # no root / CAP_SYS_NICE here
+        pytest.skip(str(exc))
+    assert res["rt_priority"] == 10 and res["target"] == "host"
+    assert res["link_rtt_samples"] == 200
+    assert 0 < res["link_rtt_p50_us"] <= res["link_rtt_p99_us"]
+    assert res["rtt_p99_vs_link"] == pytest.approx(res["cmd_rtt_p99_us"]
+                                                   / res["link_rtt_p99_us"], rel=1e-2)
+    # the probe's setpoints are not counted as the episodes' round trips
+    assert res["rtt_samples"] == res["setpoints_sent"] <= 40
+    import os
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # restored after the run
+
+
+def test_hil_cli_rejects_a_bad_rt_priority_and_target(capsys):
+    assert main(["hil", "--rt-priority", "100"]) == 1
+    assert "--rt-priority must be in 0..99" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unknown firmware target 'avr'"):
+        run_hil(HilConfig(target="avr"))
