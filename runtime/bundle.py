@@ -11,7 +11,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from edgerl.runtime.inference import InferenceBackend, InferenceError, make_backend
+from edgerl.runtime.inference import (
+    InferenceBackend,
+    InferenceError,
+    TensorRTOptions,
+    make_backend,
+)
 from edgerl.serde import SchemaError
 from edgerl.spec import BundleError, PolicySpec, load_bundle_manifest
 
@@ -24,10 +29,12 @@ PLANNER_FILE = "planner.onnx"
 
 
 def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = "cpu",
-                warmup: int = 20) -> tuple[PolicySpec, InferenceBackend | None]:
+                warmup: int = 20, trt: TensorRTOptions | None = None
+                ) -> tuple[PolicySpec, InferenceBackend | None]:
     """``(spec, backend)`` for a bundle directory.
 
-    ``backend`` is ``onnx`` (onnxruntime on ``device``) or ``numpy`` (``policy_mlp.npz``).
+    ``backend`` is ``onnx`` (onnxruntime on ``device``: ``auto``/``cpu``/``cuda``/``tensorrt``,
+    TensorRT EP options ``trt``) or ``numpy`` (``policy_mlp.npz``).
     A ``planner`` or ``rtc`` bundle without a policy network returns ``backend=None``: the
     command is the planner's chunk row.
 
@@ -52,7 +59,7 @@ def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = 
                           "cannot be checked; re-export the bundle")
     if backend == "onnx" and not model.is_file():
         raise BundleError(f"{model}: missing (method {spec.method!r} needs a policy network)")
-    net = make_backend(spec, bundle_dir, backend=backend, device=device, warmup=warmup)
+    net = make_backend(spec, bundle_dir, backend=backend, device=device, warmup=warmup, trt=trt)
     check_shapes(spec, net)
     log.info("loaded bundle %s: task=%s method=%s %.0f Hz backend=%s", bundle_dir, spec.task,
              spec.method, spec.control_hz, net.name)

@@ -46,6 +46,7 @@ from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
 from edgerl_ros.common import (
     CHUNK_QOS,
     COMMAND_QOS,
+    DEVICE_PARAMS,
     DIAG_QOS,
     EPISODE_QOS,
     STATE_QOS,
@@ -56,6 +57,7 @@ from edgerl_ros.common import (
     diag_array,
     diag_status,
     run_node,
+    trt_options,
 )
 from edgerl_ros.messages import (
     COMMAND_FIELDS,
@@ -89,6 +91,7 @@ PARAMS = [
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
     ParamSpec("autostart", False, "configure and activate at start-up (no lifecycle manager)",
               read_only=True),
+    *DEVICE_PARAMS,
 ]
 
 
@@ -160,7 +163,8 @@ class EditPolicyNode(LifecycleNode):
             self.get_logger().error("configure failed: parameter 'bundle' is empty")
             return TransitionCallbackReturn.FAILURE
         try:
-            spec, backend = load_bundle(p["bundle"], backend=p["backend"])
+            spec, backend = load_bundle(p["bundle"], backend=p["backend"], device=p["device"],
+                                        trt=trt_options(p))
             cfg = LoopConfig(rate_hz=float(p["rate_hz"]) or None, spin_s=float(p["spin_s"]),
                              safety=SafetyConfig(stale_policy=p["stale_policy"]))
             slot = StampedObservationSlot(spec.observation.dim)
@@ -309,6 +313,7 @@ class EditPolicyNode(LifecycleNode):
             m = loop.metrics.summary()
             out.update({
                 "configured_rate_hz": loop.rate_hz,
+                "inference": getattr(loop.backend, "name", "none"),
                 "rt_priority_applied": self.rt_applied,
                 "ticks": m["ticks"],
                 "commands_sent": self.commands_sent,

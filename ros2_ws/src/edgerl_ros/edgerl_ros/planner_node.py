@@ -50,6 +50,7 @@ from edgerl.runtime.stand_in import DelayedPlanner
 from edgerl.spec import PolicySpec, load_bundle_manifest
 from edgerl_ros.common import (
     CHUNK_QOS,
+    DEVICE_PARAMS,
     DIAG_QOS,
     EPISODE_QOS,
     INSTRUCTION_QOS,
@@ -60,6 +61,7 @@ from edgerl_ros.common import (
     diag_array,
     diag_status,
     run_node,
+    trt_options,
 )
 from edgerl_ros.messages import (
     BadMessage,
@@ -90,6 +92,7 @@ PARAMS = [
     ParamSpec("extra_latency_s", 0.0, "added delay before publishing (emulate a slow model)",
               0.0, 10.0),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
+    *DEVICE_PARAMS,
 ]
 
 
@@ -99,15 +102,21 @@ class OnnxChunkPlanner:
     Args:
         path: The ONNX file.
         spec: The bundle's manifest (chunk horizon/dt, sizes).
+        device: onnxruntime device (``auto``: TensorRT EP, else CUDA EP, else CPU).
+        trt: TensorRT EP options (:class:`edgerl.runtime.inference.TensorRTOptions`).
     """
 
-    def __init__(self, path: str | Path, spec: PolicySpec) -> None:
+    def __init__(self, path: str | Path, spec: PolicySpec, device: str = "cpu",
+                 trt: Any = None) -> None:
         import onnxruntime as ort
+
+        from edgerl.runtime.inference import open_session
 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self.session, self.requested = open_session(path, device, opts, trt)
+        self.provider = self.session.get_providers()[0]
         inputs = self.session.get_inputs()
         if len(inputs) != 1:
             raise ValueError(f"{path}: expected one input (the observation), got "
@@ -217,8 +226,9 @@ class PlannerNode(Node):
 
             self.remote = RemotePlanner(host=p["remote_host"], port=int(p["remote_port"]))
             self.remote.start()
-        planner: Any = self.expert or self.remote or OnnxChunkPlanner(bundle / PLANNER_FILE,
-                                                                      self.spec)
+        planner: Any = self.expert or self.remote or OnnxChunkPlanner(
+            bundle / PLANNER_FILE, self.spec, device=p["device"], trt=trt_options(p))
+        self._onnx = planner if isinstance(planner, OnnxChunkPlanner) else None
         if p["extra_latency_s"] > 0:
             planner = DelayedPlanner(planner, float(p["extra_latency_s"]))
         self.period_s = float(p["period_s"]) or float(self.spec.chunk.period_s)
@@ -311,6 +321,7 @@ class PlannerNode(Node):
         stats = self.client.stats()
         return {
             "mode": self.mode,
+            "inference": getattr(self._onnx, "provider", "none"),
             "health": stats.pop("health"),
             "chunk_rate_hz": self.chunks.rate_hz(),
             "chunks_published": self.chunks.count,

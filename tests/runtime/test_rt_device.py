@@ -1,0 +1,147 @@
+"""Device selection: auto -> TensorRT EP -> CUDA EP -> CPU, TensorRT EP options, and the same
+through ``load_bundle`` beside an installed ``onnxruntime-gpu`` distribution.
+
+No GPU here: the last test installs a stub ``onnxruntime-gpu`` distribution (dist-info +
+an ``onnxruntime`` package) on ``PYTHONPATH``. Its module is the real CPU onnxruntime with
+the provider list a GPU build reports, and it records what each ``InferenceSession`` was
+asked for; the real onnxruntime then runs the model on CPU (and our code says so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from edgerl.runtime.inference import (
+    InferenceError,
+    TensorRTOptions,
+    choose_providers,
+    default_trt_cache_dir,
+)
+
+CPU, CUDA, TRT = "CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider"
+GPU_BUILD = [TRT, CUDA, CPU]
+
+
+def test_trt_options_are_the_onnxruntime_option_strings(tmp_path):
+    opts = TensorRTOptions(cache_dir=tmp_path / "c", fp16=True, workspace_mb=256)
+    assert opts.provider_options() == {
+        "trt_fp16_enable": "True", "trt_max_workspace_size": str(256 * 1024 * 1024),
+        "trt_engine_cache_enable": "True", "trt_engine_cache_path": str(tmp_path / "c"),
+        "trt_timing_cache_enable": "True", "trt_timing_cache_path": str(tmp_path / "c")}
+    off = TensorRTOptions(cache_dir="").provider_options()
+    assert off == {"trt_fp16_enable": "False", "trt_max_workspace_size": str(1 << 30)}
+    with pytest.raises(InferenceError, match="workspace_mb must be in"):
+        TensorRTOptions(workspace_mb=0)
+
+
+def test_default_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("EDGERL_TRT_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_trt_cache_dir() == tmp_path / "edgerl" / "tensorrt"
+    assert TensorRTOptions().provider_options()["trt_engine_cache_path"] == \
+        str(tmp_path / "edgerl" / "tensorrt")
+    monkeypatch.setenv("EDGERL_TRT_CACHE", str(tmp_path / "mine"))
+    assert default_trt_cache_dir() == tmp_path / "mine"
+
+
+def test_auto_prefers_tensorrt_then_cuda_then_cpu(tmp_path):
+    trt = TensorRTOptions(cache_dir=tmp_path, fp16=True)
+    assert choose_providers("auto", GPU_BUILD, trt) == [(TRT, trt.provider_options()), CUDA, CPU]
+    assert choose_providers("auto", [CUDA, CPU], trt) == [CUDA, CPU]
+    assert choose_providers("auto", [CPU], trt) == [CPU]
+    assert choose_providers("cpu", GPU_BUILD) == [CPU]
+    assert choose_providers("cuda", GPU_BUILD) == [CUDA, CPU]
+    assert choose_providers("tensorrt", [TRT, CPU], trt) == [(TRT, trt.provider_options()), CPU]
+    with pytest.raises(InferenceError, match="needs TensorrtExecutionProvider.*onnxruntime-gpu"):
+        choose_providers("tensorrt", [CUDA, CPU])
+
+
+STUB_INIT = '''
+"""Stub of NVIDIA's onnxruntime-gpu for tests: the real CPU onnxruntime underneath, the
+provider list of a GPU build on top, and a record of what sessions were asked for."""
+import importlib
+import os
+import sys
+
+_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_stub = sys.modules.pop("onnxruntime")
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+_real = importlib.import_module("onnxruntime")
+sys.path.insert(0, _here)
+for _k in dir(_real):
+    if not _k.startswith("__"):
+        setattr(_stub, _k, getattr(_real, _k))
+sys.modules["onnxruntime"] = _stub
+STUB = True
+ASKED = []
+
+
+def get_available_providers():
+    return ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+class InferenceSession(_real.InferenceSession):
+    def __init__(self, path_or_bytes, sess_options=None, providers=None,
+                 provider_options=None, **kwargs):
+        ASKED.append({"providers": list(providers or []),
+                      "provider_options": list(provider_options or [])})
+        super().__init__(path_or_bytes, sess_options, providers=providers,
+                         provider_options=provider_options, **kwargs)
+'''
+
+PROBE = '''
+import importlib.metadata as md, json, logging, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+import onnxruntime
+from edgerl.runtime.bundle import load_bundle
+from edgerl.runtime.inference import TensorRTOptions
+trt = TensorRTOptions(cache_dir=sys.argv[2], fp16=True, workspace_mb=512)
+spec, net = load_bundle(sys.argv[1], device="auto", trt=trt, warmup=1)
+net.input[...] = 0.5
+print(json.dumps({"stub": getattr(onnxruntime, "STUB", False),
+                  "dist": md.version("onnxruntime-gpu"), "asked": onnxruntime.ASKED,
+                  "requested": net.requested, "provider": net.provider,
+                  "action": net.infer().tolist()}))
+'''
+
+
+def _write_stub(site):
+    dist = site / "onnxruntime_gpu-1.23.2.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: onnxruntime-gpu\n"
+                                   "Version: 1.23.2\n")
+    (dist / "top_level.txt").write_text("onnxruntime\n")
+    (dist / "RECORD").write_text("")
+    (site / "onnxruntime").mkdir()
+    (site / "onnxruntime" / "__init__.py").write_text(textwrap.dedent(STUB_INIT))
+
+
+def test_auto_picks_tensorrt_with_cache_options_beside_onnxruntime_gpu(mlp_bundle, tmp_path):
+    site, cache = tmp_path / "site", tmp_path / "trt-cache"
+    _write_stub(site)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)}
+    res = subprocess.run([sys.executable, "-c", PROBE, str(mlp_bundle), str(cache)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    want_opts = {"trt_fp16_enable": "True", "trt_max_workspace_size": str(512 << 20),
+                 "trt_engine_cache_enable": "True", "trt_engine_cache_path": str(cache),
+                 "trt_timing_cache_enable": "True", "trt_timing_cache_path": str(cache)}
+    assert out["stub"] is True and out["dist"] == "1.23.2"
+    assert out["requested"] == [[TRT, want_opts], CUDA, CPU]
+    # what onnxruntime.InferenceSession itself received: names + per-provider options
+    assert out["asked"] == [{"providers": [TRT, CUDA, CPU],
+                             "provider_options": [want_opts, {}, {}]}]
+    assert cache.is_dir()  # created for TensorRT's engine cache
+    # no real TensorRT here: onnxruntime runs on CPU, and the runtime says so
+    assert out["provider"] == CPU
+    assert "asked onnxruntime for TensorrtExecutionProvider but the session runs on " \
+           "CPUExecutionProvider" in res.stderr
+    assert len(out["action"][0]) == 2
