@@ -21,10 +21,12 @@ SUMMARY_KEYS = ("success", "cmd_rate_hz", "configured_rate_hz", "e2e_latency_p50
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bundle", required=True, type=Path, help="bundle directory")
-    p.add_argument("--robot", default="sim", choices=("sim", "serial", "ros"),
+    p.add_argument("--robot", default="sim", choices=("sim", "serial", "ros2_control", "ros"),
                    help="robot to drive: sim = sim_robot_node running the bundle's task; "
-                        "serial = the edgerl firmware on --port; ros = the robot's own ROS "
-                        "driver (only planner + edit policy start)")
+                        "serial = the edgerl firmware on --port; ros2_control = "
+                        "ros2_control_bridge_node (/joint_states + a controller, mapped in "
+                        "--params); ros = the robot's own ROS driver speaks edgerl's topics "
+                        "(only planner + edit policy start)")
     p.add_argument("--port", default="", help="serial device for --robot serial")
     p.add_argument("--baud", type=int, default=1_000_000,
                    help="UART baud rate for --robot serial (default 1000000)")

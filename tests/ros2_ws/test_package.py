@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "ros2_ws" / "src" / "edgerl_ros"
-EXECUTABLES = {"edit_policy_node", "planner_node", "sim_robot_node", "serial_bridge_node"}
+EXECUTABLES = {"edit_policy_node", "planner_node", "sim_robot_node", "serial_bridge_node",
+               "ros2_control_bridge_node"}
 
 
 def _setup_kwargs() -> dict:
@@ -67,7 +68,8 @@ class TestLaunchFile:
         execs = {kw.value.value: n.func.id for n in calls for kw in n.keywords
                  if kw.arg == "executable"}
         assert execs == {"sim_robot_node": "Node", "serial_bridge_node": "Node",
-                         "planner_node": "Node", "edit_policy_node": "LifecycleNode"}
+                         "ros2_control_bridge_node": "Node", "planner_node": "Node",
+                         "edit_policy_node": "LifecycleNode"}
         imports = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
         assert {"launch", "launch_ros.actions"} <= imports
 
@@ -82,7 +84,7 @@ class TestLaunchFile:
                 args[n.args[0].value] = (
                     getattr(kw.get("default_value"), "value", None),
                     [e.value for e in kw["choices"].elts] if "choices" in kw else None)
-        assert args["robot"] == ("sim", ["sim", "serial", "ros"])
+        assert args["robot"] == ("sim", ["sim", "serial", "ros2_control", "ros"])
         assert args["port"][0] == "/dev/ttyACM0" and args["baud"][0] == "1000000"
         assert args["device"] == ("auto", ["auto", "cpu", "cuda", "tensorrt"])
         conds = {}
@@ -98,6 +100,8 @@ class TestLaunchFile:
         assert conds == {"sim_robot_node": ("LaunchConfigurationEquals", ["robot", "sim"]),
                          "serial_bridge_node": ("LaunchConfigurationEquals",
                                                 ["robot", "serial"]),
+                         "ros2_control_bridge_node": ("LaunchConfigurationEquals",
+                                                      ["robot", "ros2_control"]),
                          "planner_node": None, "edit_policy_node": None}
         assert params["serial_bridge_node"] == {"bundle", "port", "baudrate"}
         assert "device" in params["planner_node"] and "device" in params["edit_policy_node"]
@@ -108,7 +112,8 @@ class TestParamsYaml:
         from edgerl_ros.graph import DEFAULT_CONFIG, load_params_yaml
 
         params = load_params_yaml(DEFAULT_CONFIG)
-        assert set(params) == {"edit_policy_node", "planner_node", "sim_robot_node"}
+        assert set(params) == {"edit_policy_node", "planner_node", "sim_robot_node",
+                               "ros2_control_bridge_node"}
         assert params["edit_policy_node"]["stale_policy"] == "hold"
         assert params["sim_robot_node"]["command_timeout_s"] == 0.5
 

@@ -47,7 +47,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG = PACKAGE_DIR.parent / "config" / "edgerl.yaml"
 #: What ``robot`` may be: the node that speaks for the robot (``ros``: none, the robot's
 #: own ROS driver publishes ``robot/joint_states`` and takes ``robot/command``).
-ROBOTS = {"sim": "sim_robot_node", "serial": "serial_bridge_node", "ros": None}
+ROBOTS = {"sim": "sim_robot_node", "serial": "serial_bridge_node",
+          "ros2_control": "ros2_control_bridge_node", "ros": None}
 
 
 class DeployError(RuntimeError):
@@ -227,6 +228,10 @@ def robot_nodes(robot: str, params: dict[str, dict[str, Any]], spec: Any, bundle
         nodes["serial_bridge_node"] = {
             **params.get("serial_bridge_node", {}), "port": str(port), "baudrate": int(baud),
             "bundle": str(bundle), "command_field": edit.get("command_field", "effort")}
+    elif robot == "ros2_control":
+        nodes["ros2_control_bridge_node"] = {
+            **params.get("ros2_control_bridge_node", {}), "bundle": str(bundle),
+            "command_field": edit.get("command_field", "effort")}
     nodes["planner_node"] = {**params.get("planner_node", {}), "bundle": str(bundle)}
     nodes["edit_policy_node"] = edit
     return nodes

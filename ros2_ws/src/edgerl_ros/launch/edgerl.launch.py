@@ -4,8 +4,10 @@ pip rclpy exists.
 
 ``robot`` picks the robot side: ``sim`` (default; ``sim_robot_node``, needs torch + MuJoCo),
 ``serial`` (``serial_bridge_node`` to the edgerl firmware: ``port:=/dev/ttyACM0
-baud:=1000000``) or ``ros`` (nothing: the robot's own driver publishes
-``robot/joint_states``). ``serial`` and ``ros`` start no node that imports torch.
+baud:=1000000``), ``ros2_control`` (``ros2_control_bridge_node``: ``/joint_states`` and a
+forward_command_controller / JointTrajectoryController, mapped in the parameter file) or
+``ros`` (nothing: the robot's own driver speaks ``robot/joint_states`` / ``robot/command``).
+Only ``sim`` starts a node that imports torch.
 ``device:=auto|cpu|cuda|tensorrt`` sets the onnxruntime device of the planner and edit policy.
 
 The edit policy is a lifecycle node: ``autostart`` configures and activates it itself; set
@@ -31,7 +33,8 @@ def generate_launch_description() -> LaunchDescription:
     return LaunchDescription([
         DeclareLaunchArgument("bundle", description="bundle directory (manifest.json + ONNX)"),
         DeclareLaunchArgument("task", default_value="cartpole", description="sim task"),
-        DeclareLaunchArgument("robot", default_value="sim", choices=["sim", "serial", "ros"],
+        DeclareLaunchArgument("robot", default_value="sim",
+                              choices=["sim", "serial", "ros2_control", "ros"],
                               description="robot side: sim_robot_node, serial_bridge_node "
                                           "(edgerl firmware) or the robot's own ROS driver"),
         DeclareLaunchArgument("port", default_value="/dev/ttyACM0",
@@ -51,6 +54,9 @@ def generate_launch_description() -> LaunchDescription:
                                   "baudrate": ParameterValue(LaunchConfiguration("baud"),
                                                              value_type=int)}],
              output="screen", condition=LaunchConfigurationEquals("robot", "serial")),
+        Node(package="edgerl_ros", executable="ros2_control_bridge_node",
+             name="ros2_control_bridge_node", parameters=[params, {"bundle": bundle}],
+             output="screen", condition=LaunchConfigurationEquals("robot", "ros2_control")),
         Node(package="edgerl_ros", executable="planner_node", name="planner_node",
              parameters=[params, {"bundle": bundle, "device": device}], output="screen"),
         LifecycleNode(package="edgerl_ros", executable="edit_policy_node",
