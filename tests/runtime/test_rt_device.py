@@ -145,3 +145,50 @@ def test_auto_picks_tensorrt_with_cache_options_beside_onnxruntime_gpu(mlp_bundl
     assert "asked onnxruntime for TensorrtExecutionProvider but the session runs on " \
            "CPUExecutionProvider" in res.stderr
     assert len(out["action"][0]) == 2
+
+
+def _add_engine(bundle, data: bytes, listed: bool = True):
+    from edgerl.spec import PolicySpec, sha256_file
+
+    (bundle / "policy.engine").write_bytes(data)
+    spec = PolicySpec.load(bundle)
+    if listed:
+        spec.files["policy.engine"] = sha256_file(bundle / "policy.engine")
+    spec.save(bundle)
+    return spec
+
+
+def test_policy_engine_falls_back_to_onnxruntime_with_the_reason(mlp_bundle, caplog):
+    import importlib.util
+    import logging
+
+    from edgerl.runtime.bundle import load_bundle
+    from edgerl.runtime.trt_engine import engine_status
+
+    if importlib.util.find_spec("tensorrt") is not None:
+        pytest.skip("tensorrt is installed here: the GPU check covers the engine path")
+    spec = _add_engine(mlp_bundle, b"not an engine built here")
+    assert engine_status(spec, mlp_bundle)[0] is False
+    with caplog.at_level(logging.INFO, logger="edgerl.runtime.bundle"):
+        _, net = load_bundle(mlp_bundle, device="auto", warmup=1)
+    assert net.name == "onnxruntime:CPUExecutionProvider"
+    assert "policy.engine not used (the tensorrt Python package is not importable" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="edgerl.runtime.bundle"):
+        load_bundle(mlp_bundle, device="cpu", warmup=1)  # cpu: the engine is not considered
+    assert "policy.engine" not in caplog.text
+
+
+def test_engine_status_reasons(mlp_bundle, make_bundle):
+    from edgerl.runtime.trt_engine import engine_status
+    from edgerl.spec import PolicySpec
+
+    spec = PolicySpec.load(mlp_bundle)
+    assert engine_status(spec, mlp_bundle) == (False, "no policy.engine in the bundle")
+    spec = _add_engine(mlp_bundle, b"x", listed=False)
+    assert engine_status(spec, mlp_bundle) == (
+        False, "policy.engine is not listed in manifest.files (hash unchecked)")
+    rec = make_bundle("rec", recurrent=True)
+    spec = _add_engine(rec, b"x")
+    assert engine_status(spec, rec) == (
+        False, "policy.engine: recurrent policies run through onnxruntime")
