@@ -30,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", default="", help="serial device for --robot serial")
     p.add_argument("--baud", type=int, default=1_000_000,
                    help="UART baud rate for --robot serial (default 1000000)")
+    p.add_argument("--device", default=None, choices=("auto", "cpu", "cuda", "tensorrt"),
+                   help="onnxruntime device of the planner and edit policy (default: the "
+                        "parameter file's, auto)")
     p.add_argument("--duration", type=float, default=10.0,
                    help="seconds to run after the first command (default 10)")
     p.add_argument("--params", type=Path, default=None,
@@ -63,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if not 1200 <= args.baud <= 20_000_000:
         raise CliError(f"--baud must be in 1200..20000000, got {args.baud}")
     cfg = DeployConfig(bundle=args.bundle, robot=args.robot, port=args.port, baud=args.baud,
+                       device=args.device,
                        duration_s=args.duration,
                        params_file=args.params or DEFAULT_CONFIG, record=args.record,
                        domain_id=args.domain_id, instruction=args.instruction,

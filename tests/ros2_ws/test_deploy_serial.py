@@ -52,7 +52,8 @@ def test_deploy_serial_graph_drives_the_firmware_without_torch(fed_firmware, tmp
 
     bundle = write_task_bundle(tmp_path / "cartpole_bundle", planner=True)
     rc = main(["deploy", "--bundle", str(bundle), "--robot", "serial",
-               "--port", fed_firmware.port, "--baud", "115200", "--duration", "3", "--json",
+               "--port", fed_firmware.port, "--baud", "115200", "--device", "auto",
+               "--duration", "3", "--json",
                "--domain-id", str(ros_domain)])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0, out
@@ -62,6 +63,11 @@ def test_deploy_serial_graph_drives_the_firmware_without_torch(fed_firmware, tmp
     assert out["torch_loaded"] == {"serial_bridge_node": False, "planner_node": False,
                                    "edit_policy_node": False}
     assert torch_mapped(os.getpid()) is True
+    # --device auto reached the edit node (no GPU provider here: onnxruntime on CPU)
+    import onnxruntime as ort
+
+    if "TensorrtExecutionProvider" not in ort.get_available_providers():
+        assert out["edit_inference"] == "onnxruntime:CPUExecutionProvider"
     assert out["diagnostics_sources"] == ["edgerl: edit_policy_node", "edgerl: planner_node",
                                           "edgerl: serial_bridge_node"]
     # commands at the manifest's 50 Hz, applied by the firmware (acked setpoints, actuator)

@@ -398,6 +398,8 @@ class DeployConfig:
             own ROS driver publishes the state; only planner + edit policy start).
         port: Serial device for ``robot="serial"`` (``/dev/ttyACM0``, a pty).
         baud: UART baud rate for ``robot="serial"`` (ignored by USB-CDC and ptys).
+        device: onnxruntime device of the planner and edit policy (``None``: the parameter
+            file's).
         duration_s: Seconds to run after the first command arrives.
         params_file: ROS 2 parameter YAML (defaults: config/edgerl.yaml).
         record: Write the session's topics to this MCAP file.
@@ -413,6 +415,7 @@ class DeployConfig:
     robot: str = "sim"
     port: str = ""
     baud: int = 1_000_000
+    device: str | None = None
     duration_s: float = 10.0
     params_file: Path | None = DEFAULT_CONFIG
     record: Path | None = None
@@ -463,6 +466,9 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
     except (BundleError, ValueError) as exc:
         raise DeployError(f"bundle: {exc}") from exc
     params = load_params_yaml(cfg.params_file)
+    if cfg.device is not None:
+        for node in ("planner_node", "edit_policy_node"):
+            params.setdefault(node, {})["device"] = cfg.device
     node_params = robot_nodes(cfg.robot, params, spec, bundle, cfg.port, cfg.baud)
     domain = cfg.domain_id if cfg.domain_id is not None else random.randint(1, 200)
     env = ros_env(domain)
@@ -612,6 +618,7 @@ def _summarise(monitor: _Monitor, spec: Any, cfg: DeployConfig, t_first: float, 
         "successes": int(successes) if math.isfinite(successes) else 0,
         "bad_msgs_injected": int(bad_sent),
         "diagnostics_sources": sorted(diag),
+        "edit_inference": edit.get("inference"),
         "edit_tick_compute_p99_us": _as_number(edit.get("tick_compute_p99_us")),
         "edit_deadline_misses": _as_number(edit.get("deadline_misses")),
         "edit_state_age_at_tick_p50_ms": _as_number(edit.get("state_age_at_tick_p50_ms")),
