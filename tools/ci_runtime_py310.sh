@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # CI job: the edge install on its own terms (JetPack 6 / ROS 2 Humble ship Python 3.10).
-#  1. a Python 3.10 venv (.venv-rt310) from `.[runtime]` + constraints-runtime.txt alone (no
-#     torch, no MuJoCo, no rclpy), checked to be free of them;
-#  2. the runtime, firmware-link and contract tests in it (numpy 1.21.6, onnxruntime 1.23.2);
+#  1. a Python 3.10 venv (.venv-rt310) from `.[runtime]` + constraints-runtime.txt (no torch,
+#     no MuJoCo; checked), plus pip rclpy (the `ros` extra's cp310 wheels, pinned as in
+#     constraints.txt) and edgerl_ros for the ROS tests that need no torch;
+#  2. the runtime, firmware-link and contract tests in it (numpy 1.21.6, onnxruntime 1.23.2),
+#     and the torch-free ROS tests: the robot:=serial graph against the host firmware on a
+#     pty (no torch in any node), ros2_control interop, the nodes' device parameter;
 #  3. every runtime pin downloaded as a manylinux aarch64 cp310 wheel (the Jetson's platform),
 #     and the downloaded set must be exactly the pinned set.
 # PY310 names the interpreter (default: python3.10 on PATH, else pyenv's 3.10.13).
@@ -23,12 +26,23 @@ if [ -z "${PY310:-}" ] || ! is_py310 "$PY310"; then
 fi
 PIP=(--quiet --disable-pip-version-check)
 
-# 1. the venv (re-installed only when the lock or pyproject.toml change)
+# 1. the venv (re-installed only when the locks, pyproject.toml or this script change)
 stamp="$VENV/.edgerl-rt310"
-if [ ! -f "$stamp" ] || [ "$LOCK" -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ "$LOCK" -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ] \
+        || [ constraints.txt -nt "$stamp" ] || [ "$0" -nt "$stamp" ]; then
     test -x "$VENV/bin/python" || "$PY310" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install "${PIP[@]}" -c "$LOCK" -e ".[runtime]" \
-        onnx pytest pytest-timeout hypothesis
+    # the ROS wheels' pins come from the workstation lock, minus what the runtime lock pins
+    ros_pins=$(mktemp)
+    sed 's/==.*//' "$LOCK" | grep -v '^#' | tr 'A-Z_.' 'a-z--' > "$ros_pins.names"
+    while IFS= read -r line; do
+        name=$(echo "${line%%==*}" | tr 'A-Z_.' 'a-z--')
+        grep -qx "$name" "$ros_pins.names" || echo "$line"
+    done < constraints.txt > "$ros_pins"
+    "$VENV/bin/python" -m pip install "${PIP[@]}" -c "$LOCK" -c "$ros_pins" \
+        -e ".[runtime,ros]" onnx pytest pytest-timeout hypothesis
+    "$VENV/bin/python" -m pip install "${PIP[@]}" --no-deps --no-build-isolation \
+        -e ros2_ws/src/edgerl_ros
+    rm -f "$ros_pins" "$ros_pins.names"
     touch "$stamp"
 fi
 "$VENV/bin/python" - "$LOCK" <<'EOF'
@@ -37,14 +51,14 @@ import importlib.util
 import sys
 
 assert sys.version_info[:2] == (3, 10), sys.version
-heavy = [m for m in ("torch", "mujoco", "rclpy", "matplotlib") if importlib.util.find_spec(m)]
+heavy = [m for m in ("torch", "mujoco", "matplotlib") if importlib.util.find_spec(m)]
 assert not heavy, f"the runtime venv must not contain {heavy}"
 pins = dict(line.split("==") for line in open(sys.argv[1])
             if "==" in line and not line.startswith("#"))
 wrong = {n: (v.strip(), md.version(n)) for n, v in pins.items() if md.version(n) != v.strip()}
 assert not wrong, f"installed versions differ from the lock (pin, installed): {wrong}"
 print(f"ci-py310: Python {sys.version.split()[0]}, {len(pins)} pins installed as locked, "
-      "no torch/mujoco/rclpy")
+      "no torch/mujoco")
 EOF
 
 # 2. the runtime subset: everything under tests/ that needs only the [runtime] install
@@ -52,7 +66,9 @@ EOF
     tests/runtime tests/firmware tests/edgerl tests/test_architecture.py \
     --ignore tests/edgerl/test_edit_obs.py --ignore tests/edgerl/test_demo.py \
     --ignore tests/firmware/test_fw_hil.py --ignore tests/firmware/test_fw_bench_serial.py \
-    --deselect tests/runtime/test_rt_metrics.py::test_json_and_png_export
+    --deselect tests/runtime/test_rt_metrics.py::test_json_and_png_export \
+    tests/ros2_ws/test_deploy_serial.py tests/ros2_ws/test_ros2_control_bridge.py \
+    tests/ros2_ws/test_device_param.py
 
 # 3. the lock's runtime section as manylinux aarch64 cp310 wheels (glibc up to 2.35)
 tmp=$(mktemp -d)

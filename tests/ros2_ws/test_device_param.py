@@ -1,11 +1,19 @@
 """The ``device`` / ``trt_*`` parameters of the edit and planner nodes (real rclpy, no GPU
-here: ``auto`` lands on CPU, an explicit GPU device fails with the reason)."""
+here: ``auto`` lands on CPU, an explicit GPU device fails with the reason). No torch needed
+(the Python 3.10 runtime CI job runs it)."""
 
 from __future__ import annotations
 
 import pytest
+from rt_bundles import write_mlp_bundle
 
 pytestmark = pytest.mark.ros
+
+
+@pytest.fixture
+def bundle(tmp_path):
+    return write_mlp_bundle(tmp_path / "bundle", obs_dim=4, action_dim=1, control_hz=50.0,
+                            hidden=(16,))
 
 
 def _edit_node(ctx, bundle, **params):
@@ -17,12 +25,12 @@ def _edit_node(ctx, bundle, **params):
         *(Parameter(k, value=v) for k, v in params.items())])
 
 
-def test_edit_node_device_auto_runs_on_what_this_onnxruntime_has(rclpy_context, session_bundle,
+def test_edit_node_device_auto_runs_on_what_this_onnxruntime_has(rclpy_context, bundle,
                                                                   tmp_path):
     import onnxruntime as ort
     from rclpy.lifecycle import TransitionCallbackReturn
 
-    node = _edit_node(rclpy_context, session_bundle, device="auto", trt_fp16=True,
+    node = _edit_node(rclpy_context, bundle, device="auto", trt_fp16=True,
                       trt_cache_dir=str(tmp_path / "cache"), trt_workspace_mb=64)
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
@@ -36,13 +44,13 @@ def test_edit_node_device_auto_runs_on_what_this_onnxruntime_has(rclpy_context, 
         node.destroy_node()
 
 
-def test_edit_node_refuses_a_gpu_device_this_onnxruntime_lacks(rclpy_context, session_bundle):
+def test_edit_node_refuses_a_gpu_device_this_onnxruntime_lacks(rclpy_context, bundle):
     import onnxruntime as ort
     from rclpy.lifecycle import TransitionCallbackReturn
 
     if "TensorrtExecutionProvider" in ort.get_available_providers():
         pytest.skip("this onnxruntime has TensorRT")
-    node = _edit_node(rclpy_context, session_bundle, device="tensorrt")
+    node = _edit_node(rclpy_context, bundle, device="tensorrt")
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
         assert node.loop is None
@@ -50,11 +58,11 @@ def test_edit_node_refuses_a_gpu_device_this_onnxruntime_lacks(rclpy_context, se
         node.destroy_node()
 
 
-def test_device_parameter_rejects_unknown_values(rclpy_context, session_bundle):
+def test_device_parameter_rejects_unknown_values(rclpy_context, bundle):
     from rclpy.exceptions import InvalidParameterValueException
 
     with pytest.raises(InvalidParameterValueException):
-        _edit_node(rclpy_context, session_bundle, device="gpu")
+        _edit_node(rclpy_context, bundle, device="gpu")
 
 
 def test_onnx_planner_takes_the_device(make_bundle_with_planner, tmp_path):

@@ -1,7 +1,7 @@
 """ros2_control interop: observation names <- (joint, field) of a standard ``/joint_states``;
 commands -> a forward_command_controller (``Float64MultiArray``) or a JointTrajectoryController
 (``JointTrajectory``). Real rclpy; the stand-ins publish and subscribe the exact message types
-and topic names ros2_control uses."""
+and topic names ros2_control uses. No torch needed (the Python 3.10 runtime CI job runs it)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,19 @@ import time
 
 import numpy as np
 import pytest
+from rt_bundles import write_mlp_bundle
 
 pytestmark = pytest.mark.ros
 
-OBS = ["cart_x", "cart_vel", "pole_angle", "pole_vel"]
-MAP = "cart_x=slider:position, cart_vel=slider:velocity, pole_angle=hinge:position, " \
-      "pole_vel=hinge:velocity"
+OBS = ["o0", "o1", "o2", "o3"]  # a cart-pole: cart x, cart velocity, pole angle, pole velocity
+MAP = "o0=slider:position, o1=slider:velocity, o2=hinge:position, o3=hinge:velocity"
+
+
+@pytest.fixture
+def bundle(tmp_path):
+    """An edit bundle with observations o0..o3 and one action a0 (the slider's force)."""
+    return write_mlp_bundle(tmp_path / "bundle", obs_dim=4, action_dim=1, control_hz=50.0,
+                            hidden=(16,))
 
 
 def _joint_states(names, pos, vel, stamp_ns=1_700_000_000_123_456_789):
@@ -42,11 +49,11 @@ class TestObservationMap:
                                       np.array([1.5, 0.7, 0.2, -0.3], np.float32))
 
     @pytest.mark.parametrize("text,needle", [
-        ("cart_x=slider:position", "no joint for cart_vel, pole_angle, pole_vel"),
-        (MAP + ", cart_x=slider:effort", "'cart_x' is mapped twice"),
+        ("o0=slider:position", "no joint for o1, o2, o3"),
+        (MAP + ", o0=slider:effort", "'o0' is mapped twice"),
         (MAP.replace("hinge:velocity", "hinge:accel"), "field 'accel' is not one of"),
         (MAP + ", goal=target:position", "'goal' is not an observation"),
-        (MAP.replace("cart_x=slider:position", "cart_x slider"), "expected obs_name=joint:field"),
+        (MAP.replace("o0=slider:position", "o0 slider"), "expected obs_name=joint:field"),
     ])
     def test_bad_maps_name_the_problem(self, text, needle):
         from edgerl_ros.ros2_control_bridge_node import parse_observation_map
@@ -100,8 +107,7 @@ def _wait(pred, timeout=10.0, publish=None):
 
 
 @pytest.mark.parametrize("interface", ["forward", "trajectory"])
-def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, session_bundle,
-                                                             interface):
+def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bundle, interface):
     import rclpy
     from edgerl_ros.common import STATE_QOS, TOPICS
     from edgerl_ros.messages import make_joint_state, stamp_to_ns
@@ -112,7 +118,7 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, sess
     from trajectory_msgs.msg import JointTrajectory
 
     bridge = Ros2ControlBridgeNode(context=rclpy_context, parameter_overrides=[
-        Parameter("bundle", value=str(session_bundle)), Parameter("observation_map", value=MAP),
+        Parameter("bundle", value=str(bundle)), Parameter("observation_map", value=MAP),
         Parameter("command_joints", value="slider"),
         Parameter("command_interface", value=interface),
         Parameter("trajectory_time_s", value=0.05)])
@@ -140,7 +146,7 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, sess
         np.testing.assert_allclose(st.position, [1.5, 0.7, 0.2, -0.3], rtol=1e-6)
         assert stamp_to_ns(st.header.stamp) == stamp_to_ns(js.header.stamp)
 
-        cmd = make_joint_state(["cart_force"], np.array([0.25]), 123, field="effort")
+        cmd = make_joint_state(["a0"], np.array([0.25]), 123, field="effort")
         assert _wait(lambda: got_cmd, publish=lambda: cmd_pub.publish(cmd))
         out = got_cmd[-1]
         if interface == "forward":
@@ -160,12 +166,12 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, sess
             node.destroy_node()
 
 
-def test_command_joints_must_match_the_actions(rclpy_context, session_bundle):
+def test_command_joints_must_match_the_actions(rclpy_context, bundle):
     from edgerl_ros.ros2_control_bridge_node import Ros2ControlBridgeNode
     from rclpy.parameter import Parameter
 
     with pytest.raises(ValueError, match=r"command_joints: 2 joints .* for 1 actions"):
         Ros2ControlBridgeNode(context=rclpy_context, parameter_overrides=[
-            Parameter("bundle", value=str(session_bundle)),
+            Parameter("bundle", value=str(bundle)),
             Parameter("observation_map", value=MAP),
             Parameter("command_joints", value="slider, hinge")])
