@@ -20,6 +20,7 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd)
 OUT=${OUT:-$REPO/out/gpu}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 LOG="$OUT/gpu_device_check.log"
 exec > >(tee "$LOG") 2>&1
 echo "== gpu_device_check $(date -u +%FT%TZ) on $(hostname)"
@@ -42,6 +43,7 @@ for f in "$REPO"/edgerl/*; do ln -s "$f" "$PKG/edgerl/$(basename "$f")"; done
 ln -s "$REPO/runtime" "$PKG/edgerl/runtime"
 export PYTHONPATH="$PKG${PYTHONPATH:+:$PYTHONPATH}"
 export EDGERL_TRT_CACHE="$OUT/trt_cache"
+cd "$PKG"  # not the repo root: its edgerl/ (without runtime/) would shadow the tree above
 
 "$PY" - "$REPO/benchmarks/data/gpu_check_bundle" "$OUT" <<'EOF'
 import json

@@ -80,3 +80,54 @@ def test_onnx_planner_takes_the_device(make_bundle_with_planner, tmp_path):
         with pytest.raises(InferenceError, match="needs CUDAExecutionProvider"):
             OnnxChunkPlanner(bundle / "planner.onnx", spec, device="cuda",
                              trt=TensorRTOptions(cache_dir=tmp_path))
+
+
+NODE_PROBE = '''
+import json, sys
+import rclpy
+from rclpy.parameter import Parameter
+import onnxruntime
+from edgerl_ros.edit_policy_node import EditPolicyNode
+rclpy.init()
+node = EditPolicyNode(parameter_overrides=[
+    Parameter("bundle", value=sys.argv[1]), Parameter("device", value="auto"),
+    Parameter("trt_cache_dir", value=sys.argv[2]), Parameter("trt_fp16", value=True),
+    Parameter("trt_workspace_mb", value=256)])
+ok = node.trigger_configure().value
+print(json.dumps({"configured": ok, "asked": onnxruntime.ASKED,
+                  "requested": node.loop.backend.requested,
+                  "inference": node.values()["inference"]}))
+node.shutdown()
+node.destroy_node()
+rclpy.shutdown()
+'''
+
+
+def test_edit_node_device_auto_picks_tensorrt_beside_onnxruntime_gpu(bundle, tmp_path,
+                                                                     ros_domain):
+    """device:=auto on the node with a (stub) onnxruntime-gpu that lists TensorRT: the
+    session is asked for TensorRT with the node's cache/fp16/workspace options."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ort_gpu_stub import write_ort_gpu_stub
+
+    site, cache = write_ort_gpu_stub(tmp_path / "site"), tmp_path / "trt-cache"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)}
+    res = subprocess.run([sys.executable, "-c", NODE_PROBE, str(bundle), str(cache)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    opts = {"trt_fp16_enable": "True", "trt_max_workspace_size": str(256 << 20),
+            "trt_engine_cache_enable": "True", "trt_engine_cache_path": str(cache),
+            "trt_timing_cache_enable": "True", "trt_timing_cache_path": str(cache)}
+    assert out["requested"] == [["TensorrtExecutionProvider", opts], "CUDAExecutionProvider",
+                                "CPUExecutionProvider"]
+    assert out["asked"][0]["providers"][0] == "TensorrtExecutionProvider"
+    assert out["asked"][0]["provider_options"][0] == opts
+    assert cache.is_dir()
+    # no TensorRT here: the real onnxruntime runs it on CPU, and the node reports that
+    assert out["inference"] == "onnxruntime:CPUExecutionProvider"

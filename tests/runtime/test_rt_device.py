@@ -1,10 +1,10 @@
 """Device selection: auto -> TensorRT EP -> CUDA EP -> CPU, TensorRT EP options, and the same
 through ``load_bundle`` beside an installed ``onnxruntime-gpu`` distribution.
 
-No GPU here: the last test installs a stub ``onnxruntime-gpu`` distribution (dist-info +
-an ``onnxruntime`` package) on ``PYTHONPATH``. Its module is the real CPU onnxruntime with
-the provider list a GPU build reports, and it records what each ``InferenceSession`` was
-asked for; the real onnxruntime then runs the model on CPU (and our code says so).
+No GPU here: the stub test puts a stub ``onnxruntime-gpu`` distribution
+(``ort_gpu_stub.py``) on ``PYTHONPATH``: the real CPU onnxruntime with the provider list a
+GPU build reports, recording what each ``InferenceSession`` was asked for; the real
+onnxruntime then runs the model on CPU (and our code says so).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
+from ort_gpu_stub import write_ort_gpu_stub
 
 from edgerl.runtime.inference import (
     InferenceError,
@@ -62,39 +62,6 @@ def test_auto_prefers_tensorrt_then_cuda_then_cpu(tmp_path):
         choose_providers("tensorrt", [CUDA, CPU])
 
 
-STUB_INIT = '''
-"""Stub of NVIDIA's onnxruntime-gpu for tests: the real CPU onnxruntime underneath, the
-provider list of a GPU build on top, and a record of what sessions were asked for."""
-import importlib
-import os
-import sys
-
-_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_stub = sys.modules.pop("onnxruntime")
-sys.path = [p for p in sys.path if os.path.abspath(p or ".") != _here]
-_real = importlib.import_module("onnxruntime")
-sys.path.insert(0, _here)
-for _k in dir(_real):
-    if not _k.startswith("__"):
-        setattr(_stub, _k, getattr(_real, _k))
-sys.modules["onnxruntime"] = _stub
-STUB = True
-ASKED = []
-
-
-def get_available_providers():
-    return ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
-
-
-class InferenceSession(_real.InferenceSession):
-    def __init__(self, path_or_bytes, sess_options=None, providers=None,
-                 provider_options=None, **kwargs):
-        ASKED.append({"providers": list(providers or []),
-                      "provider_options": list(provider_options or [])})
-        super().__init__(path_or_bytes, sess_options, providers=providers,
-                         provider_options=provider_options, **kwargs)
-'''
-
 PROBE = '''
 import importlib.metadata as md, json, logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
@@ -111,20 +78,9 @@ print(json.dumps({"stub": getattr(onnxruntime, "STUB", False),
 '''
 
 
-def _write_stub(site):
-    dist = site / "onnxruntime_gpu-1.23.2.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: onnxruntime-gpu\n"
-                                   "Version: 1.23.2\n")
-    (dist / "top_level.txt").write_text("onnxruntime\n")
-    (dist / "RECORD").write_text("")
-    (site / "onnxruntime").mkdir()
-    (site / "onnxruntime" / "__init__.py").write_text(textwrap.dedent(STUB_INIT))
-
-
 def test_auto_picks_tensorrt_with_cache_options_beside_onnxruntime_gpu(mlp_bundle, tmp_path):
     site, cache = tmp_path / "site", tmp_path / "trt-cache"
-    _write_stub(site)
+    write_ort_gpu_stub(site)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)}
     res = subprocess.run([sys.executable, "-c", PROBE, str(mlp_bundle), str(cache)], env=env,
