@@ -7,13 +7,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.edgerl-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint bench firmware venv clean help test-mjlab
+.PHONY: demo test lint bench firmware venv clean help test-mjlab test-runtime310
 
 help:
 	@echo "make demo   - set up .venv and run the main job (edgerl demo --fast)"
 	@echo "make test   - set up .venv and run the test suite"
 	@echo "make lint   - ruff"
 	@echo "make bench  - the benchmarks quoted in docs/benchmarks.md"
+	@echo "make test-runtime310 - Python 3.10 runtime-only venv: its tests + aarch64 wheel check"
 	@echo "make test-mjlab - mjlab cartpole through edgerl in a separate .venv-mjlab (CPU)"
 
 venv: $(STAMP)
@@ -41,6 +42,9 @@ lint: $(STAMP)
 
 bench: $(STAMP) firmware
 	$(BIN)/python benchmarks/run_all.py
+
+test-runtime310: firmware  ## the edge install (Python 3.10, constraints-runtime.txt; CI runs it)
+	bash tools/ci_runtime_py310.sh
 
 test-mjlab:  ## mjlab cartpole -> edit -> export -> runtime, in its own venv (.venv-mjlab)
 	bash tools/test_mjlab.sh

@@ -11,7 +11,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from edgerl.runtime.inference import InferenceBackend, InferenceError, make_backend
+from edgerl.runtime.inference import (
+    InferenceBackend,
+    InferenceError,
+    TensorRTOptions,
+    make_backend,
+)
 from edgerl.serde import SchemaError
 from edgerl.spec import BundleError, PolicySpec, load_bundle_manifest
 
@@ -24,11 +29,17 @@ PLANNER_FILE = "planner.onnx"
 
 
 def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = "cpu",
-                warmup: int = 20) -> tuple[PolicySpec, InferenceBackend | None]:
+                warmup: int = 20, trt: TensorRTOptions | None = None
+                ) -> tuple[PolicySpec, InferenceBackend | None]:
     """``(spec, backend)`` for a bundle directory.
 
-    ``backend`` is ``onnx`` (onnxruntime on ``device``) or ``numpy`` (``policy_mlp.npz``).
-    A ``planner``, ``blend`` or ``rtc`` bundle without a policy network returns ``backend=None``: the
+    ``backend`` is ``onnx`` (onnxruntime on ``device``: ``auto``/``cpu``/``cuda``/``tensorrt``,
+    TensorRT EP options ``trt``) or ``numpy`` (``policy_mlp.npz``). With ``device`` ``auto`` or
+    ``tensorrt`` the exported ``policy.engine`` runs through TensorRT directly when it matches
+    this machine (:mod:`edgerl.runtime.trt_engine`); otherwise the reason is logged and
+    onnxruntime runs ``policy.onnx``.
+    A ``planner``, ``blend`` or ``rtc`` bundle without a policy network returns ``backend=None``:
+    the
     command is the planner's chunk row.
 
     Raises:
@@ -52,11 +63,37 @@ def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = 
                           "cannot be checked; re-export the bundle")
     if backend == "onnx" and not model.is_file():
         raise BundleError(f"{model}: missing (method {spec.method!r} needs a policy network)")
-    net = make_backend(spec, bundle_dir, backend=backend, device=device, warmup=warmup)
+    net = _prebuilt_engine(spec, bundle_dir, warmup) \
+        if backend == "onnx" and device in ("auto", "tensorrt") else None
+    if net is None:
+        net = make_backend(spec, bundle_dir, backend=backend, device=device, warmup=warmup,
+                           trt=trt)
     check_shapes(spec, net)
     log.info("loaded bundle %s: task=%s method=%s %.0f Hz backend=%s", bundle_dir, spec.task,
              spec.method, spec.control_hz, net.name)
     return spec, net
+
+
+def _prebuilt_engine(spec: PolicySpec, bundle_dir: Path, warmup: int
+                     ) -> InferenceBackend | None:
+    """The bundle's ``policy.engine`` as a backend when it matches this machine, else None
+    (with the reason logged)."""
+    from edgerl.runtime.trt_engine import ENGINE_FILE, TensorRTEngineBackend, engine_status
+
+    if not (bundle_dir / ENGINE_FILE).is_file():
+        return None
+    usable, reason = engine_status(spec, bundle_dir)
+    if usable:
+        try:
+            net = TensorRTEngineBackend(spec, bundle_dir, warmup=warmup)
+        except (RuntimeError, OSError) as exc:
+            usable, reason = False, str(exc)
+        else:
+            log.info("%s: running %s with %s", bundle_dir, ENGINE_FILE, reason)
+            return net
+    log.info("%s not used (%s); running policy.onnx through onnxruntime", ENGINE_FILE,
+             reason)
+    return None
 
 
 def check_shapes(spec: PolicySpec, net: InferenceBackend) -> None:

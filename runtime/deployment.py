@@ -51,7 +51,7 @@ class Deployment:
                     obs: ObservationSlot | None = None, planner: Any = "auto",
                     planner_cfg: PlannerClientConfig | None = None,
                     extra_latency_s: float = 0.0, backend: str = "onnx",
-                    device: str = "cpu", warmup: int = 20) -> Deployment:
+                    device: str = "cpu", warmup: int = 20, trt: Any = None) -> Deployment:
         """Load ``path`` and wire buffer, loop and planner client from its manifest.
 
         Args:
@@ -65,10 +65,11 @@ class Deployment:
             planner_cfg: Planner client options (default: thread mode, the manifest's
                 chunk period).
             extra_latency_s: Added to every planner call (emulates a slow model).
-            backend / device / warmup: Inference backend (see ``load_bundle``).
+            backend / device / warmup / trt: Inference backend and its device and TensorRT EP
+                options (see ``load_bundle``).
         """
         path = Path(path)
-        spec, net = load_bundle(path, backend=backend, device=device, warmup=warmup)
+        spec, net = load_bundle(path, backend=backend, device=device, warmup=warmup, trt=trt)
         buffer = ChunkBuffer(MergeConfig.from_timing(spec.timing, merge), spec.action.dim)
         loop = EditLoop(spec, net, buffer, obs=obs, sink=sink, cfg=loop_cfg)
         client = cls._client(path, spec, buffer, loop.obs, loop.metrics, planner, planner_cfg,

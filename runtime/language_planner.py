@@ -79,23 +79,26 @@ class InstructionTokenizer:
         return ids, mask
 
 
-def _session(path: Path, threads: int) -> Any:
+def _session(path: Path, threads: int, device: str = "cpu") -> Any:
+    """An onnxruntime session on ``device`` (``auto``: TensorRT EP, else CUDA EP, else CPU)."""
     import onnxruntime as ort
+
+    from edgerl.runtime.inference import open_session
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.log_severity_level = 3
-    return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+    return open_session(path, device, opts)[0]
 
 
 class OnnxSentenceEncoder:
     """``encoder.onnx`` + tokenizer: ``embed(texts) -> (N, 384)`` float32, unit norm."""
 
     def __init__(self, onnx_path: str | Path, tokenizer_path: str | Path,
-                 threads: int = 1) -> None:
-        self.session = _session(Path(onnx_path), threads)
+                 threads: int = 1, device: str = "cpu") -> None:
+        self.session = _session(Path(onnx_path), threads, device)
         self.tokenizer = InstructionTokenizer.from_file(tokenizer_path)
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -116,10 +119,12 @@ class OnnxLanguagePlanner:
             VLA that re-reads its prompt would have; used by ``edgerl bench planner``).
         cache_size: Most instructions kept beyond the bundle's own.
         threads: onnxruntime intra-op threads per session.
+        device: onnxruntime device of the sessions (``auto``: TensorRT EP, else CUDA EP,
+            else CPU; see :func:`edgerl.runtime.inference.choose_providers`).
     """
 
     def __init__(self, bundle_dir: str | Path, *, cache: bool = True, cache_size: int = 256,
-                 threads: int = 1) -> None:
+                 threads: int = 1, device: str = "cpu") -> None:
         bundle_dir = Path(bundle_dir)
         self.spec: PolicySpec = load_bundle_manifest(bundle_dir)
         if self.spec.method != "language_planner":
@@ -130,7 +135,8 @@ class OnnxLanguagePlanner:
         c = self.spec.chunk
         self.info = PlannerInfo(horizon=c.horizon, action_dim=self.spec.action.dim, dt_s=c.dt_s,
                                 period_s=c.period_s, expected_latency_s=c.expected_latency_s)
-        self.head = _session(bundle_dir / HEAD_FILE, threads)
+        self.device = device
+        self.head = _session(bundle_dir / HEAD_FILE, threads, device)
         self.cache_enabled = cache
         self.cache_size = cache_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -145,7 +151,8 @@ class OnnxLanguagePlanner:
         if (bundle_dir / ENCODER_FILE).is_file():
             try:
                 self._encoder = OnnxSentenceEncoder(bundle_dir / ENCODER_FILE,
-                                                    bundle_dir / TOKENIZER_FILE, threads)
+                                                    bundle_dir / TOKENIZER_FILE, threads,
+                                                    device)
             except ImportError as exc:
                 self._encoder_error = str(exc)
                 log.warning("%s; only the %d cached instructions can be planned", exc,

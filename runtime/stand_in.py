@@ -14,6 +14,8 @@ Both can be built in a planner subprocess from a ``"module:function"`` factory n
 
 from __future__ import annotations
 
+from typing import Any
+
 import hashlib
 import logging
 import time
@@ -81,9 +83,14 @@ class BurnPlanner:
 
 
 class OnnxChunkPlanner:
-    """``planner.onnx``: input ``(1, O)`` observation, output ``(1, H*A)`` or ``(1, H, A)``."""
+    """``planner.onnx``: input ``(1, O)`` observation, output ``(1, H*A)`` or ``(1, H, A)``.
 
-    def __init__(self, model: str | Path, info: PlannerInfo) -> None:
+    ``device`` / ``trt``: where onnxruntime runs it (``edgerl.runtime.inference.DEVICES``,
+    TensorRT EP options); ``provider`` is the execution provider it really runs on.
+    """
+
+    def __init__(self, model: str | Path, info: PlannerInfo, device: str = "cpu",
+                 trt: Any = None) -> None:
         import onnxruntime as ort
 
         from edgerl.runtime.inference import OrtBackend
@@ -96,7 +103,9 @@ class OnnxChunkPlanner:
                              "served with `edgerl serve-planner`")
         in_name, out_name = inputs[0].name, sess.get_outputs()[0].name
         del sess
-        self.net = OrtBackend(model, input_name=in_name, output_name=out_name, warmup=3)
+        self.net = OrtBackend(model, input_name=in_name, output_name=out_name, warmup=3,
+                              device=device, trt=trt)
+        self.provider = self.net.session.get_providers()[0]
         self.info = info
         if self.net.output.size != info.horizon * info.action_dim:
             raise ValueError(f"{model}: output has {self.net.output.size} elements, expected "

@@ -1,5 +1,9 @@
-"""``edgerl deploy --bundle B --robot sim``: run the ROS 2 node graph (sim robot + planner +
-edit policy) as separate processes over pip rclpy, measure it, stop it cleanly."""
+"""``edgerl deploy --bundle B --robot sim|serial|ros``: run the ROS 2 node graph (robot side +
+planner + edit policy) as separate processes over pip rclpy, measure it, stop it cleanly.
+
+``--robot serial --port /dev/ttyACM0 --baud 1000000`` drives the edgerl firmware through
+``serial_bridge_node``; ``--robot ros`` starts only the planner and the edit policy (the
+robot's own ROS driver publishes the state). Neither loads torch (``torch_loaded``)."""
 
 from __future__ import annotations
 
@@ -10,16 +14,26 @@ from pathlib import Path
 
 from edgerl.cli import CliError
 
-HELP = "run the ROS 2 node graph (sim robot + planner + edit policy) as processes and measure it"
+HELP = "run the ROS 2 node graph (robot + planner + edit policy) as processes and measure it"
 
 SUMMARY_KEYS = ("success", "cmd_rate_hz", "configured_rate_hz", "e2e_latency_p50_us",
-                "e2e_latency_p99_us", "diagnostics_seen", "dropped_bad_msgs")
+                "e2e_latency_p99_us", "diagnostics_seen", "dropped_bad_msgs", "torch_loaded")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bundle", required=True, type=Path, help="bundle directory")
-    p.add_argument("--robot", default="sim", choices=("sim",),
-                   help="robot to drive: sim = sim_robot_node running the bundle's task")
+    p.add_argument("--robot", default="sim", choices=("sim", "serial", "ros2_control", "ros"),
+                   help="robot to drive: sim = sim_robot_node running the bundle's task; "
+                        "serial = the edgerl firmware on --port; ros2_control = "
+                        "ros2_control_bridge_node (/joint_states + a controller, mapped in "
+                        "--params); ros = the robot's own ROS driver speaks edgerl's topics "
+                        "(only planner + edit policy start)")
+    p.add_argument("--port", default="", help="serial device for --robot serial")
+    p.add_argument("--baud", type=int, default=1_000_000,
+                   help="UART baud rate for --robot serial (default 1000000)")
+    p.add_argument("--device", default=None, choices=("auto", "cpu", "cuda", "tensorrt"),
+                   help="onnxruntime device of the planner and edit policy (default: the "
+                        "parameter file's, auto)")
     p.add_argument("--duration", type=float, default=10.0,
                    help="seconds to run after the first command (default 10)")
     p.add_argument("--params", type=Path, default=None,
@@ -58,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--domain-id must be in 0..232, got {args.domain_id}")
     if args.inject_bad_hz < 0:
         raise CliError("--inject-bad-hz must be >= 0")
+    if args.robot == "serial" and not args.port:
+        raise CliError("--robot serial needs --port (e.g. /dev/ttyACM0)")
+    if not 1200 <= args.baud <= 20_000_000:
+        raise CliError(f"--baud must be in 1200..20000000, got {args.baud}")
     record = args.record
     params = args.params or DEFAULT_CONFIG
     tmp = None
@@ -66,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         params = override_params(Path(params), Path(tmp.name), args.trigger, args.rate_hz)
     if args.write_latency_model is not None and record is None:
         record = args.write_latency_model.with_suffix(".mcap")
-    cfg = DeployConfig(bundle=args.bundle, robot=args.robot, duration_s=args.duration,
+    cfg = DeployConfig(bundle=args.bundle, robot=args.robot, port=args.port, baud=args.baud,
+                       device=args.device, duration_s=args.duration,
                        params_file=params, record=record,
                        domain_id=args.domain_id, instruction=args.instruction,
                        inject_bad_hz=args.inject_bad_hz, log_dir=args.log_dir)

@@ -32,6 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--obs-dim", type=int, default=None,
                    help="refuse observations of another size (default: the bundle's)")
     p.add_argument("--threads", type=int, default=1, help="onnxruntime threads per session")
+    p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda", "tensorrt"),
+                   help="onnxruntime device of the language planner (auto: TensorRT EP, else "
+                        "CUDA EP, else CPU; default cpu)")
 
 
 def _load_factory(spec: str):  # -> Planner
@@ -51,6 +54,7 @@ def _load_factory(spec: str):  # -> Planner
 
 
 def run(args: argparse.Namespace) -> int:
+    from edgerl.runtime.inference import InferenceError
     from edgerl.runtime.planner_server import PlannerServer, ServerConfig
     from edgerl.serde import SchemaError
     from edgerl.spec import BundleError
@@ -62,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
         from edgerl.runtime.language_planner import OnnxLanguagePlanner
 
         try:
-            planner = OnnxLanguagePlanner(args.bundle, threads=args.threads)
-        except (BundleError, SchemaError, FileNotFoundError) as exc:
+            planner = OnnxLanguagePlanner(args.bundle, threads=args.threads,
+                                          device=args.device)
+        except (BundleError, SchemaError, FileNotFoundError, InferenceError) as exc:
             raise CliError(str(exc)) from exc
         obs_dim = obs_dim or planner.obs_dim
         log.info("loaded %s: task %s, H=%d, %d cached instructions", args.bundle,

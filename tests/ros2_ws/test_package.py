@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "ros2_ws" / "src" / "edgerl_ros"
-EXECUTABLES = {"edit_policy_node", "planner_node", "sim_robot_node", "serial_bridge_node"}
+EXECUTABLES = {"edit_policy_node", "planner_node", "sim_robot_node", "serial_bridge_node",
+               "ros2_control_bridge_node"}
 
 
 def _setup_kwargs() -> dict:
@@ -30,7 +31,8 @@ class TestPackageXml:
         assert root.find("export/build_type").text == "ament_python"
         deps = {e.text for e in root.iter("exec_depend")}
         assert {"rclpy", "sensor_msgs", "trajectory_msgs", "diagnostic_msgs", "std_msgs",
-                "lifecycle_msgs"} <= deps
+                "lifecycle_msgs", "rcl_interfaces", "python3-serial",
+                "python3-yaml"} <= deps
         for tag in ("version", "description", "maintainer", "license"):
             assert root.findtext(tag), tag
 
@@ -65,10 +67,44 @@ class TestLaunchFile:
                  and getattr(n.func, "id", "") in ("Node", "LifecycleNode")]
         execs = {kw.value.value: n.func.id for n in calls for kw in n.keywords
                  if kw.arg == "executable"}
-        assert execs == {"sim_robot_node": "Node", "planner_node": "Node",
+        assert execs == {"sim_robot_node": "Node", "serial_bridge_node": "Node",
+                         "ros2_control_bridge_node": "Node", "planner_node": "Node",
                          "edit_policy_node": "LifecycleNode"}
         imports = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
         assert {"launch", "launch_ros.actions"} <= imports
+
+    def test_robot_argument_picks_the_robot_node(self):
+        """robot:=sim starts sim_robot_node, robot:=serial serial_bridge_node (with port and
+        baud), robot:=ros neither; device reaches the planner and the edit policy."""
+        tree = ast.parse((PKG / "launch" / "edgerl.launch.py").read_text())
+        args = {}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "DeclareLaunchArgument":
+                kw = {k.arg: k.value for k in n.keywords}
+                args[n.args[0].value] = (
+                    getattr(kw.get("default_value"), "value", None),
+                    [e.value for e in kw["choices"].elts] if "choices" in kw else None)
+        assert args["robot"] == ("sim", ["sim", "serial", "ros2_control", "ros"])
+        assert args["port"][0] == "/dev/ttyACM0" and args["baud"][0] == "1000000"
+        assert args["device"] == ("auto", ["auto", "cpu", "cuda", "tensorrt"])
+        conds = {}
+        params = {}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and getattr(n.func, "id", "") in ("Node", "LifecycleNode"):
+                kw = {k.arg: k.value for k in n.keywords}
+                exe = kw["executable"].value
+                c = kw.get("condition")
+                conds[exe] = (c.func.id, [a.value for a in c.args]) if c is not None else None
+                params[exe] = {k.value for d in kw["parameters"].elts
+                               if isinstance(d, ast.Dict) for k in d.keys}
+        assert conds == {"sim_robot_node": ("LaunchConfigurationEquals", ["robot", "sim"]),
+                         "serial_bridge_node": ("LaunchConfigurationEquals",
+                                                ["robot", "serial"]),
+                         "ros2_control_bridge_node": ("LaunchConfigurationEquals",
+                                                      ["robot", "ros2_control"]),
+                         "planner_node": None, "edit_policy_node": None}
+        assert params["serial_bridge_node"] == {"bundle", "port", "baudrate"}
+        assert "device" in params["planner_node"] and "device" in params["edit_policy_node"]
 
 
 class TestParamsYaml:
@@ -76,7 +112,8 @@ class TestParamsYaml:
         from edgerl_ros.graph import DEFAULT_CONFIG, load_params_yaml
 
         params = load_params_yaml(DEFAULT_CONFIG)
-        assert set(params) == {"edit_policy_node", "planner_node", "sim_robot_node"}
+        assert set(params) == {"edit_policy_node", "planner_node", "sim_robot_node",
+                               "ros2_control_bridge_node"}
         assert params["edit_policy_node"]["stale_policy"] == "hold"
         assert params["sim_robot_node"]["command_timeout_s"] == 0.5
 

@@ -136,7 +136,7 @@ def test_device_choice(caplog):
     assert "using CPU" in caplog.text
     assert choose_providers("auto", ["CUDAExecutionProvider", cpu])[0] == "CUDAExecutionProvider"
     assert choose_providers("auto", ["TensorrtExecutionProvider", "CUDAExecutionProvider",
-                                     cpu])[0] == "TensorrtExecutionProvider"
+                                     cpu])[0][0] == "TensorrtExecutionProvider"
     with pytest.raises(InferenceError, match="CUDAExecutionProvider, which this onnxruntime"):
         choose_providers("cuda", [cpu])
     with pytest.raises(InferenceError, match="unknown device 'gpu'"):

@@ -12,6 +12,7 @@ NODES = {
     "planner_node": "edgerl_ros.planner_node:main",
     "sim_robot_node": "edgerl_ros.sim_robot_node:main",
     "serial_bridge_node": "edgerl_ros.serial_bridge_node:main",
+    "ros2_control_bridge_node": "edgerl_ros.ros2_control_bridge_node:main",
 }
 
 setup(

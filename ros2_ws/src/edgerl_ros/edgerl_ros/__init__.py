@@ -2,7 +2,8 @@
 
 Executables (``python -m edgerl_ros.<node>`` or the console scripts of the same name):
 ``edit_policy_node`` (lifecycle; the fast loop), ``planner_node``, ``sim_robot_node``,
-``serial_bridge_node``. :mod:`edgerl_ros.graph` starts them as processes for ``edgerl deploy``.
+``serial_bridge_node``, ``ros2_control_bridge_node``. :mod:`edgerl_ros.graph` starts them
+as processes for ``edgerl deploy``.
 """
 
 from __future__ import annotations
@@ -15,4 +16,5 @@ NODE_MODULES: dict[str, str] = {
     "planner_node": "edgerl_ros.planner_node",
     "sim_robot_node": "edgerl_ros.sim_robot_node",
     "serial_bridge_node": "edgerl_ros.serial_bridge_node",
+    "ros2_control_bridge_node": "edgerl_ros.ros2_control_bridge_node",
 }

@@ -45,11 +45,13 @@ __all__ = [
     "INSTRUCTION_QOS",
     "STATE_QOS",
     "TOPICS",
+    "DEVICE_PARAMS",
     "ParamSpec",
     "RealtimeThreads",
     "declare_validated",
     "diag_status",
     "run_node",
+    "trt_options",
 ]
 
 log = logging.getLogger(__name__)
@@ -127,6 +129,28 @@ class ParamSpec:
         if self.choices and value not in self.choices:
             return f"{self.name}: {value!r} is not one of {', '.join(self.choices)}"
         return None
+
+
+#: onnxruntime device parameters of the nodes that run networks (edit policy, planner).
+DEVICE_PARAMS = [
+    ParamSpec("device", "auto", "onnxruntime device: auto = TensorRT EP, else CUDA EP, else CPU",
+              choices=("auto", "cpu", "cuda", "tensorrt"), read_only=True),
+    ParamSpec("trt_cache_dir", "", "TensorRT engine cache directory ('' = ~/.cache/edgerl/"
+              "tensorrt, 'off' = rebuild the engine at every start)", read_only=True),
+    ParamSpec("trt_fp16", False, "let TensorRT use fp16 kernels", read_only=True),
+    ParamSpec("trt_workspace_mb", 1024, "TensorRT builder workspace (MiB)", 1, 65536,
+              read_only=True),
+]
+
+
+def trt_options(params: dict[str, Any]) -> Any:
+    """:class:`edgerl.runtime.inference.TensorRTOptions` from the :data:`DEVICE_PARAMS`."""
+    from edgerl.runtime.inference import TensorRTOptions
+
+    cache = params["trt_cache_dir"]
+    return TensorRTOptions(cache_dir=None if cache == "" else ("" if cache == "off" else cache),
+                           fp16=bool(params["trt_fp16"]),
+                           workspace_mb=int(params["trt_workspace_mb"]))
 
 
 def declare_validated(node: Any, specs: list[ParamSpec],

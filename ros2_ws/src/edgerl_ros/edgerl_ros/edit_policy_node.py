@@ -46,6 +46,7 @@ from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
 from edgerl_ros.common import (
     CHUNK_QOS,
     COMMAND_QOS,
+    DEVICE_PARAMS,
     DIAG_QOS,
     EPISODE_QOS,
     STATE_QOS,
@@ -56,6 +57,7 @@ from edgerl_ros.common import (
     diag_array,
     diag_status,
     run_node,
+    trt_options,
 )
 from edgerl_ros.messages import (
     COMMAND_FIELDS,
@@ -94,6 +96,7 @@ PARAMS = [
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
     ParamSpec("autostart", False, "configure and activate at start-up (no lifecycle manager)",
               read_only=True),
+    *DEVICE_PARAMS,
 ]
 
 
@@ -172,7 +175,8 @@ class EditPolicyNode(LifecycleNode):
             # merge, stale rule and trigger from the manifest's timing (as trained)
             dep = Deployment.from_bundle(p["bundle"], self._send, loop_cfg=cfg, obs=slot,
                                          merge="" if p["merge"] == "manifest" else p["merge"],
-                                         planner="none", backend=p["backend"])
+                                         planner="none", backend=p["backend"],
+                                         device=p["device"], trt=trt_options(p))
             spec, loop = dep.spec, dep.loop
         except Exception as exc:  # a bad bundle must not take the process down
             self.get_logger().error(f"configure failed: {exc}")
@@ -319,6 +323,7 @@ class EditPolicyNode(LifecycleNode):
                 "configured_rate_hz": loop.rate_hz,
                 "trigger": loop.trigger,
                 "trigger_timeouts": loop.trigger_timeouts,
+                "inference": getattr(loop.backend, "name", "none"),
                 "rt_priority_applied": self.rt_applied,
                 "ticks": m["ticks"],
                 "commands_sent": self.commands_sent,

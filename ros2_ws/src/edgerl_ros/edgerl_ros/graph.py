@@ -2,9 +2,15 @@
 with an in-process monitor node, optionally record it to MCAP, and stop it cleanly.
 
 ``edgerl deploy`` is a thin CLI over :func:`deploy`. The graph is the one
-``launch/edgerl.launch.py`` starts on a full ROS 2 install: ``sim_robot_node`` +
+``launch/edgerl.launch.py`` starts on a full ROS 2 install: the robot side (``robot``:
+``sim`` = ``sim_robot_node``, ``serial`` = ``serial_bridge_node`` on ``port``/``baud`` to the
+edgerl firmware, ``ros`` = nothing: the robot's own driver publishes the state) +
 ``planner_node`` + ``edit_policy_node`` (lifecycle, autostarted), each ``python -m
 edgerl_ros.<node> --ros-args -r __node:=... -p name:=value ...``.
+
+Only ``sim_robot_node`` needs torch/MuJoCo; the result's ``torch_loaded`` says, per node
+process, whether a torch library is mapped into it (``/proc/<pid>/maps``), so a real-robot
+graph is checked to run on a runtime-only install.
 
 Stopping: SIGINT to every child (rclpy shuts down cleanly), then SIGKILL after
 ``stop_timeout_s``; this runs in ``finally`` so nothing is left running on errors either.
@@ -32,13 +38,17 @@ import numpy as np
 
 from edgerl_ros import NODE_MODULES
 
-__all__ = ["DeployConfig", "DeployError", "GraphProcesses", "deploy", "load_params_yaml",
-           "ros_env", "to_ros_args"]
+__all__ = ["ROBOTS", "DeployConfig", "DeployError", "GraphProcesses", "deploy",
+           "load_params_yaml", "robot_nodes", "ros_env", "to_ros_args", "torch_mapped"]
 
 log = logging.getLogger(__name__)
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG = PACKAGE_DIR.parent / "config" / "edgerl.yaml"
+#: What ``robot`` may be: the node that speaks for the robot (``ros``: none, the robot's
+#: own ROS driver publishes ``robot/joint_states`` and takes ``robot/command``).
+ROBOTS = {"sim": "sim_robot_node", "serial": "serial_bridge_node",
+          "ros2_control": "ros2_control_bridge_node", "ros": None}
 
 
 class DeployError(RuntimeError):
@@ -147,6 +157,11 @@ class GraphProcesses:
         log.debug("started %s (pid %d): %s", node, proc.pid, " ".join(cmd))
         return proc
 
+    def torch_loaded(self) -> dict[str, bool]:
+        """Per running node: whether a torch shared library is mapped into its process."""
+        return {node: torch_mapped(proc.pid) for node, proc in self.procs.items()
+                if proc.poll() is None}
+
     def check_alive(self) -> None:
         """Raise :class:`DeployError` (with the log tail) if a node has exited."""
         for node, proc in self.procs.items():
@@ -177,6 +192,49 @@ class GraphProcesses:
                 proc.kill()
                 codes[node] = proc.wait(timeout=5.0)
         return codes
+
+
+def torch_mapped(pid: int) -> bool:
+    """Whether process ``pid`` has torch loaded: a ``torch/`` shared object or ``libtorch``
+    in ``/proc/<pid>/maps`` (an imported torch always maps ``torch/_C*.so``).
+
+    Raises:
+        DeployError: no ``/proc/<pid>/maps`` (not Linux, or the process is gone).
+    """
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError as exc:
+        raise DeployError(f"cannot read /proc/{pid}/maps: {exc}") from exc
+    return any(("/torch/" in line or "libtorch" in line) and ".so" in line
+               for line in maps.splitlines())
+
+
+def robot_nodes(robot: str, params: dict[str, dict[str, Any]], spec: Any, bundle: Path,
+                port: str = "", baud: int = 1_000_000) -> dict[str, dict[str, Any]]:
+    """``{node: parameters}`` of the graph for ``robot`` (see :data:`ROBOTS`), in start order.
+
+    Raises:
+        DeployError: unknown robot, or ``serial`` without a port.
+    """
+    if robot not in ROBOTS:
+        raise DeployError(f"robot {robot!r}: choose one of {', '.join(ROBOTS)}")
+    nodes: dict[str, dict[str, Any]] = {}
+    edit = {**params.get("edit_policy_node", {}), "bundle": str(bundle), "autostart": True}
+    if robot == "sim":
+        nodes["sim_robot_node"] = {**params.get("sim_robot_node", {}), "task": spec.task}
+    elif robot == "serial":
+        if not port:
+            raise DeployError("robot 'serial' needs a port (--port /dev/ttyACM0)")
+        nodes["serial_bridge_node"] = {
+            **params.get("serial_bridge_node", {}), "port": str(port), "baudrate": int(baud),
+            "bundle": str(bundle), "command_field": edit.get("command_field", "effort")}
+    elif robot == "ros2_control":
+        nodes["ros2_control_bridge_node"] = {
+            **params.get("ros2_control_bridge_node", {}), "bundle": str(bundle),
+            "command_field": edit.get("command_field", "effort")}
+    nodes["planner_node"] = {**params.get("planner_node", {}), "bundle": str(bundle)}
+    nodes["edit_policy_node"] = edit
+    return nodes
 
 
 # --- monitor ---------------------------------------------------------------------------------
@@ -335,7 +393,13 @@ class DeployConfig:
 
     Attributes:
         bundle: Bundle directory (manifest.json + policy.onnx [+ planner.onnx]).
-        robot: ``sim`` (sim_robot_node runs the bundle's task) or ``serial`` (not here yet).
+        robot: ``sim`` (sim_robot_node runs the bundle's task), ``serial``
+            (serial_bridge_node to the edgerl firmware on ``port``) or ``ros`` (the robot's
+            own ROS driver publishes the state; only planner + edit policy start).
+        port: Serial device for ``robot="serial"`` (``/dev/ttyACM0``, a pty).
+        baud: UART baud rate for ``robot="serial"`` (ignored by USB-CDC and ptys).
+        device: onnxruntime device of the planner and edit policy (``None``: the parameter
+            file's).
         duration_s: Seconds to run after the first command arrives.
         params_file: ROS 2 parameter YAML (defaults: config/edgerl.yaml).
         record: Write the session's topics to this MCAP file.
@@ -349,6 +413,9 @@ class DeployConfig:
 
     bundle: Path
     robot: str = "sim"
+    port: str = ""
+    baud: int = 1_000_000
+    device: str | None = None
     duration_s: float = 10.0
     params_file: Path | None = DEFAULT_CONFIG
     record: Path | None = None
@@ -391,21 +458,18 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
     from edgerl.spec import BundleError, load_bundle_manifest
     from edgerl_ros.common import INSTRUCTION_QOS, TOPICS
 
-    if cfg.robot != "sim":
-        raise DeployError(f"robot {cfg.robot!r}: only 'sim' is supported by deploy here; "
-                          "use serial_bridge_node for firmware")
+    if cfg.robot not in ROBOTS:
+        raise DeployError(f"robot {cfg.robot!r}: choose one of {', '.join(ROBOTS)}")
     bundle = Path(cfg.bundle).resolve()
     try:
         spec = load_bundle_manifest(bundle)
     except (BundleError, ValueError) as exc:
         raise DeployError(f"bundle: {exc}") from exc
     params = load_params_yaml(cfg.params_file)
-    node_params = {
-        "sim_robot_node": {**params.get("sim_robot_node", {}), "task": spec.task},
-        "planner_node": {**params.get("planner_node", {}), "bundle": str(bundle)},
-        "edit_policy_node": {**params.get("edit_policy_node", {}), "bundle": str(bundle),
-                             "autostart": True},
-    }
+    if cfg.device is not None:
+        for node in ("planner_node", "edit_policy_node"):
+            params.setdefault(node, {})["device"] = cfg.device
+    node_params = robot_nodes(cfg.robot, params, spec, bundle, cfg.port, cfg.baud)
     domain = cfg.domain_id if cfg.domain_id is not None else random.randint(1, 200)
     env = ros_env(domain)
     own_log_dir = cfg.log_dir is None
@@ -443,8 +507,8 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
 
         spin_thread = threading.Thread(target=spin, name="deploy-monitor", daemon=True)
         spin_thread.start()
-        for name in ("sim_robot_node", "planner_node", "edit_policy_node"):
-            graph.start(name, node_params[name])
+        for name, values in node_params.items():
+            graph.start(name, values)
 
         t_start = time.perf_counter()
         while monitor.first_command_time() is None:
@@ -471,8 +535,10 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
         while monitor.diag_msgs < n_diag + 3 and time.perf_counter() < wait_until:
             time.sleep(0.05)
         graph.check_alive()
+        torch_loaded = graph.torch_loaded()
         result = _summarise(monitor, spec, cfg, t_first, t_end, domain,  # type: ignore[arg-type]
                             injector.sent if injector else 0, log_dir)
+        result["torch_loaded"] = torch_loaded
         clean = True
         return result
     finally:
@@ -514,12 +580,21 @@ def _summarise(monitor: _Monitor, spec: Any, cfg: DeployConfig, t_first: float, 
     steady_lat = lat_arr[(times >= t_lo) & (times <= t_end)] if lat_arr.size else lat_arr
     steady_lat = list(steady_lat[np.isfinite(steady_lat)])
     robot = diag.get("edgerl: sim_robot_node", {})
+    serial = diag.get("edgerl: serial_bridge_node", {})
     edit = diag.get("edgerl: edit_policy_node", {})
     dropped = sum(int(_as_number(d.get("dropped_bad_msgs")) or 0) for d in diag.values()
                   if math.isfinite(_as_number(d.get("dropped_bad_msgs"))))
     successes = _as_number(robot.get("successes"))
+    if cfg.robot == "sim":  # the task says so
+        success = bool(math.isfinite(successes) and successes > 0)
+    elif cfg.robot == "serial":  # linked, and the firmware applied our setpoints
+        success = serial.get("connected") == "True" and \
+            _as_number(serial.get("setpoints_acked")) > 0 and steady.size > 0
+    else:  # a robot we cannot see into: commands flowed
+        success = bool(steady.size > 0)
     return {
-        "success": bool(math.isfinite(successes) and successes > 0),
+        "success": success,
+        "robot_kind": cfg.robot,
         "cmd_rate_hz": float(rate),
         "configured_rate_hz": float(spec.control_hz),
         # measured where the command lands: the robot process (state publish -> command in)
@@ -533,13 +608,18 @@ def _summarise(monitor: _Monitor, spec: Any, cfg: DeployConfig, t_first: float, 
         "method": spec.method,
         "duration_s": float(cfg.duration_s),
         "commands": int(steady.size),
-        "episodes": int(_as_number(robot.get("episodes")) or 0),
+        "episodes": int(episodes) if math.isfinite(episodes := _as_number(
+            robot.get("episodes"))) else 0,
         "robot_step_rate_hz": _as_number(robot.get("step_rate_hz")),
-        "robot": robot,
+        "robot": robot or serial,
+        "serial_rtt_p50_us": _as_number(serial.get("rtt_p50_us")),
+        "serial_rtt_p99_us": _as_number(serial.get("rtt_p99_us")),
+        "serial_setpoints_acked": _as_number(serial.get("setpoints_acked")),
         "successes": int(successes) if math.isfinite(successes) else 0,
         "bad_msgs_injected": int(bad_sent),
         "diagnostics_sources": sorted(diag),
         "edit_tick_compute_p50_us": _as_number(edit.get("tick_compute_p50_us")),
+        "edit_inference": edit.get("inference"),
         "edit_tick_compute_p99_us": _as_number(edit.get("tick_compute_p99_us")),
         "edit_trigger": edit.get("trigger"),
         "edit_trigger_timeouts": _as_number(edit.get("trigger_timeouts")),

@@ -50,6 +50,7 @@ from edgerl.runtime.stand_in import DelayedPlanner, OnnxChunkPlanner
 from edgerl.spec import PolicySpec, load_bundle_manifest
 from edgerl_ros.common import (
     CHUNK_QOS,
+    DEVICE_PARAMS,
     DIAG_QOS,
     EPISODE_QOS,
     INSTRUCTION_QOS,
@@ -60,6 +61,7 @@ from edgerl_ros.common import (
     diag_array,
     diag_status,
     run_node,
+    trt_options,
 )
 from edgerl_ros.messages import (
     BadMessage,
@@ -90,17 +92,20 @@ PARAMS = [
     ParamSpec("extra_latency_s", 0.0, "added delay before publishing (emulate a slow model)",
               0.0, 10.0),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
+    *DEVICE_PARAMS,
 ]
 
 
-def onnx_chunk_planner(path: str | Path, spec: PolicySpec) -> OnnxChunkPlanner:
+def onnx_chunk_planner(path: str | Path, spec: PolicySpec, device: str = "cpu",
+                       trt: Any = None) -> OnnxChunkPlanner:
     """The runtime's :class:`~edgerl.runtime.stand_in.OnnxChunkPlanner` over ``path`` with the
     manifest's chunk timing (one ONNX planner implementation for the ROS node, the HIL
-    harness and ``bench loop``)."""
+    harness and ``bench loop``), on ``device`` (``auto``: TensorRT EP, else CUDA EP, else
+    CPU) with TensorRT EP options ``trt``."""
     info = PlannerInfo(horizon=spec.chunk.horizon, action_dim=spec.action.dim,
                        dt_s=spec.chunk.dt_s, period_s=spec.chunk.period_s,
                        expected_latency_s=spec.chunk.expected_latency_s)
-    return OnnxChunkPlanner(path, info)
+    return OnnxChunkPlanner(path, info, device=device, trt=trt)
 
 
 def fit_horizon(rows: np.ndarray, horizon: int) -> np.ndarray:
@@ -188,8 +193,9 @@ class PlannerNode(Node):
 
             self.remote = RemotePlanner(host=p["remote_host"], port=int(p["remote_port"]))
             self.remote.start()
-        planner: Any = self.expert or self.remote or onnx_chunk_planner(bundle / PLANNER_FILE,
-                                                                      self.spec)
+        planner: Any = self.expert or self.remote or onnx_chunk_planner(
+            bundle / PLANNER_FILE, self.spec, device=p["device"], trt=trt_options(p))
+        self._onnx = planner if isinstance(planner, OnnxChunkPlanner) else None
         if p["extra_latency_s"] > 0:
             planner = DelayedPlanner(planner, float(p["extra_latency_s"]))
         self.period_s = float(p["period_s"]) or float(self.spec.chunk.period_s)
@@ -282,6 +288,7 @@ class PlannerNode(Node):
         stats = self.client.stats()
         return {
             "mode": self.mode,
+            "inference": getattr(self._onnx, "provider", "none"),
             "health": stats.pop("health"),
             "chunk_rate_hz": self.chunks.rate_hz(),
             "chunks_published": self.chunks.count,

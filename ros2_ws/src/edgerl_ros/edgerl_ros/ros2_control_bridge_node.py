@@ -1,0 +1,247 @@
+"""``ros2_control_bridge_node``: edgerl's graph on a robot driven by ros2_control.
+
+ros2_control's ``joint_state_broadcaster`` publishes real joints on ``/joint_states``
+(``sensor_msgs/JointState``: one name per joint, ``position`` / ``velocity`` / ``effort``
+per joint). edgerl's nodes speak the bundle's observation and action names. This node maps
+between them, with no glue code:
+
+* ``observation_map``: one ``obs_name=joint:field`` entry per observation name of the
+  bundle (comma separated), e.g. ``cart_x=slider:position, cart_vel=slider:velocity``. Each
+  ``/joint_states`` message becomes one ``robot/joint_states`` message in edgerl's form
+  (observation names, values in ``position``) with the same stamp. A message lacking a
+  mapped joint or field, or carrying a non-finite value, is dropped and counted. Joints the
+  map does not use may be present (a broadcaster publishes every joint).
+* ``command_interface``: ``forward`` publishes each ``robot/command`` as a
+  ``std_msgs/Float64MultiArray`` (``data`` in ``command_joints`` order) to a
+  ``forward_command_controller`` (``.../commands``); ``trajectory`` publishes a one-point
+  ``trajectory_msgs/JointTrajectory`` (``joint_names`` = ``command_joints``, the command in
+  ``positions``, reached after ``trajectory_time_s``) to a ``JointTrajectoryController``
+  (``.../joint_trajectory``). ``command_joints`` lists the controller's joints in the
+  bundle's action order (one per action).
+
+The mapping logic lives in :class:`JointMap` and :func:`parse_observation_map` (plain
+classes, tested without ROS).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from edgerl.spec import load_bundle_manifest
+from edgerl_ros.common import (
+    COMMAND_QOS,
+    DIAG_QOS,
+    STATE_QOS,
+    TOPICS,
+    ParamSpec,
+    declare_validated,
+    diag_array,
+    diag_status,
+    run_node,
+)
+from edgerl_ros.messages import (
+    COMMAND_FIELDS,
+    BadMessage,
+    joint_state_values,
+    make_joint_state,
+    stamp_to_ns,
+)
+from edgerl_ros.stats import DropCounter
+
+__all__ = ["PARAMS", "JointMap", "Ros2ControlBridgeNode", "main", "parse_observation_map"]
+
+log = logging.getLogger(__name__)
+
+JOINT_FIELDS = ("position", "velocity", "effort")
+
+PARAMS = [
+    ParamSpec("bundle", "", "bundle whose manifest names the observations and actions",
+              read_only=True),
+    ParamSpec("observation_map", "", "obs_name=joint:field, ... (one per observation name; "
+              "field: position | velocity | effort)", read_only=True),
+    ParamSpec("joint_states_topic", "/joint_states", "ros2_control joint_state_broadcaster "
+              "topic", read_only=True),
+    ParamSpec("command_interface", "forward", "forward = forward_command_controller "
+              "(Float64MultiArray), trajectory = JointTrajectoryController",
+              choices=("forward", "trajectory"), read_only=True),
+    ParamSpec("command_topic", "", "controller topic ('' = /forward_command_controller/"
+              "commands or /joint_trajectory_controller/joint_trajectory)", read_only=True),
+    ParamSpec("command_joints", "", "controller joints in the bundle's action order, comma "
+              "separated", read_only=True),
+    ParamSpec("command_field", "effort", "robot/command JointState field holding the command",
+              choices=COMMAND_FIELDS),
+    ParamSpec("trajectory_time_s", 0.02, "time_from_start of the trajectory point", 0.0, 10.0),
+    ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
+]
+
+DEFAULT_COMMAND_TOPICS = {"forward": "/forward_command_controller/commands",
+                          "trajectory": "/joint_trajectory_controller/joint_trajectory"}
+
+
+@dataclass(frozen=True)
+class JointMap:
+    """Observation ``i`` = ``/joint_states`` joint ``joints[i]``, field ``fields[i]``."""
+
+    names: tuple[str, ...]
+    joints: tuple[str, ...]
+    fields: tuple[str, ...]
+
+    def observation(self, msg: JointState) -> np.ndarray:
+        """``(len(names),)`` float32 observation from a ros2_control ``JointState``.
+
+        Raises:
+            BadMessage: a mapped joint is absent (``missing_joint``), a field has the wrong
+                length (``wrong_length``) or a value is not finite (``non_finite``).
+        """
+        index = {n: i for i, n in enumerate(msg.name)}
+        out = np.empty(len(self.names), dtype=np.float32)
+        for k, (joint, field) in enumerate(zip(self.joints, self.fields)):
+            i = index.get(joint)
+            if i is None:
+                raise BadMessage(f"missing_joint: {joint!r} (for {self.names[k]}) not in "
+                                 "/joint_states")
+            values = getattr(msg, field)
+            if len(values) != len(msg.name):
+                raise BadMessage(f"wrong_length: {len(msg.name)} names but {len(values)} "
+                                 f"{field} values")
+            v = float(values[i])
+            if not np.isfinite(v):
+                raise BadMessage(f"non_finite: {joint}.{field} = {v}")
+            out[k] = v
+        return out
+
+
+def parse_observation_map(text: str, obs_names: Sequence[str]) -> JointMap:
+    """Parse ``obs=joint:field, ...``; every observation name must appear exactly once.
+
+    Raises:
+        ValueError: malformed entry, unknown field or observation, duplicate or missing names.
+    """
+    pairs: dict[str, tuple[str, str]] = {}
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        name, sep, target = entry.partition("=")
+        joint, sep2, field = target.partition(":")
+        name, joint, field = name.strip(), joint.strip(), field.strip()
+        if not sep or not sep2 or not name or not joint:
+            raise ValueError(f"observation_map entry {entry!r}: expected obs_name=joint:field")
+        if field not in JOINT_FIELDS:
+            raise ValueError(f"observation_map entry {entry!r}: field {field!r} is not one of "
+                             f"{', '.join(JOINT_FIELDS)}")
+        if name not in obs_names:
+            raise ValueError(f"observation_map: {name!r} is not an observation of the bundle "
+                             f"({', '.join(obs_names)})")
+        if name in pairs:
+            raise ValueError(f"observation_map: {name!r} is mapped twice")
+        pairs[name] = (joint, field)
+    missing = [n for n in obs_names if n not in pairs]
+    if missing:
+        raise ValueError(f"observation_map: no joint for {', '.join(missing)} (every "
+                         "observation must come from /joint_states)")
+    return JointMap(tuple(obs_names), tuple(pairs[n][0] for n in obs_names),
+                    tuple(pairs[n][1] for n in obs_names))
+
+
+def _split_names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+class Ros2ControlBridgeNode(Node):
+    """See the module docstring."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("ros2_control_bridge_node", **kwargs)
+        p = declare_validated(self, PARAMS)
+        if not p["bundle"]:
+            raise ValueError("ros2_control_bridge_node: parameter 'bundle' is required")
+        spec = load_bundle_manifest(p["bundle"])
+        self.action_names = spec.action.names
+        self.map = parse_observation_map(p["observation_map"], spec.observation.names)
+        self.command_joints = _split_names(p["command_joints"])
+        if len(self.command_joints) != spec.action.dim:
+            raise ValueError(f"command_joints: {len(self.command_joints)} joints "
+                             f"{self.command_joints} for {spec.action.dim} actions "
+                             f"({', '.join(self.action_names)})")
+        self.interface = p["command_interface"]
+        self.command_field = p["command_field"]
+        self.trajectory_time_s = float(p["trajectory_time_s"])
+        topic = p["command_topic"] or DEFAULT_COMMAND_TOPICS[self.interface]
+        msg_type = Float64MultiArray if self.interface == "forward" else JointTrajectory
+        # controllers subscribe with the default (reliable, depth 10) QoS
+        self.cmd_pub = self.create_publisher(msg_type, topic, 10)
+        self.state_pub = self.create_publisher(JointState, TOPICS["state"], STATE_QOS)
+        self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
+        self.drops = DropCounter()
+        self.states = 0
+        self.commands = 0
+        # joint_state_broadcaster publishes reliable; a best-effort reader matches it
+        self.create_subscription(JointState, p["joint_states_topic"], self._on_joint_states,
+                                 STATE_QOS)
+        self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
+        self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
+        self.get_logger().info(f"ros2_control bridge: {p['joint_states_topic']} -> "
+                               f"{TOPICS['state']}, {TOPICS['command']} -> {topic} "
+                               f"({self.interface})")
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        try:
+            obs = self.map.observation(msg)
+        except BadMessage as exc:
+            self.drops.drop("/joint_states", str(exc))
+            return
+        stamp = stamp_to_ns(msg.header.stamp)
+        if stamp <= 0:
+            self.drops.drop("/joint_states", "no_stamp: header.stamp is zero")
+            return
+        self.state_pub.publish(make_joint_state(self.map.names, obs, stamp))
+        self.states += 1
+
+    def _on_command(self, msg: JointState) -> None:
+        try:
+            values = joint_state_values(msg, self.action_names, self.command_field)
+        except BadMessage as exc:
+            self.drops.drop(TOPICS["command"], str(exc))
+            return
+        if self.interface == "forward":
+            out: Any = Float64MultiArray(data=[float(v) for v in values])
+        else:
+            out = JointTrajectory()
+            out.header.stamp = msg.header.stamp
+            out.joint_names = list(self.command_joints)
+            t = self.trajectory_time_s
+            out.points = [JointTrajectoryPoint(
+                positions=[float(v) for v in values],
+                time_from_start=Duration(sec=int(t), nanosec=int(round((t % 1.0) * 1e9))))]
+        self.cmd_pub.publish(out)
+        self.commands += 1
+
+    def values(self) -> dict[str, Any]:
+        return {"states_published": self.states, "commands_forwarded": self.commands,
+                "command_interface": self.interface, "dropped_bad_msgs": self.drops.total,
+                **{f"dropped {k}": v for k, v in self.drops.by_key().items()}}
+
+    def _publish_diagnostics(self) -> None:
+        level, message = (1, self.drops.last_reason) if self.drops.total else (0, "ok")
+        self.diag_pub.publish(diag_array(self, [diag_status(
+            "edgerl: ros2_control_bridge_node", self.interface, self.values(), level,
+            message)]))
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(Ros2ControlBridgeNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

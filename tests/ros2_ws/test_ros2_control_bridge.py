@@ -1,0 +1,177 @@
+"""ros2_control interop: observation names <- (joint, field) of a standard ``/joint_states``;
+commands -> a forward_command_controller (``Float64MultiArray``) or a JointTrajectoryController
+(``JointTrajectory``). Real rclpy; the stand-ins publish and subscribe the exact message types
+and topic names ros2_control uses. No torch needed (the Python 3.10 runtime CI job runs it)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from rt_bundles import write_mlp_bundle
+
+pytestmark = pytest.mark.ros
+
+OBS = ["o0", "o1", "o2", "o3"]  # a cart-pole: cart x, cart velocity, pole angle, pole velocity
+MAP = "o0=slider:position, o1=slider:velocity, o2=hinge:position, o3=hinge:velocity"
+
+
+@pytest.fixture
+def bundle(tmp_path):
+    """An edit bundle with observations o0..o3 and one action a0 (the slider's force)."""
+    return write_mlp_bundle(tmp_path / "bundle", obs_dim=4, action_dim=1, control_hz=50.0,
+                            hidden=(16,))
+
+
+def _joint_states(names, pos, vel, stamp_ns=1_700_000_000_123_456_789):
+    from edgerl_ros.messages import ns_to_stamp
+    from sensor_msgs.msg import JointState
+
+    msg = JointState()
+    msg.header.stamp = ns_to_stamp(stamp_ns)
+    msg.name, msg.position, msg.velocity = list(names), list(pos), list(vel)
+    msg.effort = [0.0] * len(names)
+    return msg
+
+
+class TestObservationMap:
+    def test_maps_joint_fields_in_observation_order(self):
+        from edgerl_ros.ros2_control_bridge_node import parse_observation_map
+
+        m = parse_observation_map(MAP, OBS)
+        assert m.joints == ("slider", "slider", "hinge", "hinge")
+        assert m.fields == ("position", "velocity", "position", "velocity")
+        # a broadcaster publishes every joint, in its own order
+        msg = _joint_states(["wheel", "hinge", "slider"], [9.0, 0.2, 1.5], [8.0, -0.3, 0.7])
+        np.testing.assert_array_equal(m.observation(msg),
+                                      np.array([1.5, 0.7, 0.2, -0.3], np.float32))
+
+    @pytest.mark.parametrize("text,needle", [
+        ("o0=slider:position", "no joint for o1, o2, o3"),
+        (MAP + ", o0=slider:effort", "'o0' is mapped twice"),
+        (MAP.replace("hinge:velocity", "hinge:accel"), "field 'accel' is not one of"),
+        (MAP + ", goal=target:position", "'goal' is not an observation"),
+        (MAP.replace("o0=slider:position", "o0 slider"), "expected obs_name=joint:field"),
+    ])
+    def test_bad_maps_name_the_problem(self, text, needle):
+        from edgerl_ros.ros2_control_bridge_node import parse_observation_map
+
+        with pytest.raises(ValueError, match=needle):
+            parse_observation_map(text, OBS)
+
+    def test_missing_joint_and_non_finite_are_bad_messages(self):
+        from edgerl_ros.messages import BadMessage
+        from edgerl_ros.ros2_control_bridge_node import parse_observation_map
+
+        m = parse_observation_map(MAP, OBS)
+        with pytest.raises(BadMessage, match="missing_joint: 'hinge'"):
+            m.observation(_joint_states(["slider"], [0.0], [0.0]))
+        with pytest.raises(BadMessage, match="non_finite: hinge.velocity"):
+            m.observation(_joint_states(["slider", "hinge"], [0.0, 0.0], [0.0, float("nan")]))
+
+
+class _Spin:
+    """Spin nodes in a background thread; ``wait(pred)`` polls up to ``timeout`` s."""
+
+    def __init__(self, ctx, *nodes):
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.ex = SingleThreadedExecutor(context=ctx)
+        for n in nodes:
+            self.ex.add_node(n)
+        self.stop = threading.Event()
+        self.th = threading.Thread(target=self._run, daemon=True)
+        self.th.start()
+
+    def _run(self):
+        while not self.stop.is_set():
+            self.ex.spin_once(timeout_sec=0.02)
+
+    def close(self):
+        self.stop.set()
+        self.th.join(5)
+        self.ex.shutdown()
+
+
+def _wait(pred, timeout=10.0, publish=None):
+    t_end = time.monotonic() + timeout
+    while time.monotonic() < t_end:
+        if publish is not None:
+            publish()
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("interface", ["forward", "trajectory"])
+def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bundle, interface):
+    import rclpy
+    from edgerl_ros.common import STATE_QOS, TOPICS
+    from edgerl_ros.messages import make_joint_state, stamp_to_ns
+    from edgerl_ros.ros2_control_bridge_node import Ros2ControlBridgeNode
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory
+
+    bridge = Ros2ControlBridgeNode(context=rclpy_context, parameter_overrides=[
+        Parameter("bundle", value=str(bundle)), Parameter("observation_map", value=MAP),
+        Parameter("command_joints", value="slider"),
+        Parameter("command_interface", value=interface),
+        Parameter("trajectory_time_s", value=0.05)])
+    # stand-ins: joint_state_broadcaster (publisher) and the controller (subscriber), with
+    # ros2_control's topic names and default QoS (reliable, depth 10)
+    robot = rclpy.create_node("stand_in_ros2_control", context=rclpy_context)
+    js_pub = robot.create_publisher(JointState, "/joint_states", 10)
+    got_cmd, got_state = [], []
+    if interface == "forward":
+        robot.create_subscription(Float64MultiArray, "/forward_command_controller/commands",
+                                  got_cmd.append, 10)
+    else:
+        robot.create_subscription(JointTrajectory,
+                                  "/joint_trajectory_controller/joint_trajectory",
+                                  got_cmd.append, 10)
+    edge = rclpy.create_node("stand_in_edit_policy", context=rclpy_context)
+    edge.create_subscription(JointState, TOPICS["state"], got_state.append, STATE_QOS)
+    cmd_pub = edge.create_publisher(JointState, TOPICS["command"], STATE_QOS)
+    spin = _Spin(rclpy_context, bridge, robot, edge)
+    try:
+        js = _joint_states(["hinge", "slider", "wheel"], [0.2, 1.5, 9.0], [-0.3, 0.7, 8.0])
+        assert _wait(lambda: got_state, publish=lambda: js_pub.publish(js))
+        st = got_state[-1]
+        assert list(st.name) == OBS
+        np.testing.assert_allclose(st.position, [1.5, 0.7, 0.2, -0.3], rtol=1e-6)
+        assert stamp_to_ns(st.header.stamp) == stamp_to_ns(js.header.stamp)
+
+        cmd = make_joint_state(["a0"], np.array([0.25]), 123, field="effort")
+        assert _wait(lambda: got_cmd, publish=lambda: cmd_pub.publish(cmd))
+        out = got_cmd[-1]
+        if interface == "forward":
+            assert list(out.data) == [0.25]
+        else:
+            assert list(out.joint_names) == ["slider"] and len(out.points) == 1
+            assert list(out.points[0].positions) == [0.25]
+            assert out.points[0].time_from_start.nanosec == 50_000_000
+        # a command with wrong names is dropped and counted, not forwarded
+        n = len(got_cmd)
+        cmd_pub.publish(make_joint_state(["bogus"], np.array([1.0]), 124, field="effort"))
+        assert _wait(lambda: bridge.drops.total >= 1, timeout=5.0)
+        assert len(got_cmd) == n and bridge.values()["commands_forwarded"] >= 1
+    finally:
+        spin.close()
+        for node in (bridge, robot, edge):
+            node.destroy_node()
+
+
+def test_command_joints_must_match_the_actions(rclpy_context, bundle):
+    from edgerl_ros.ros2_control_bridge_node import Ros2ControlBridgeNode
+    from rclpy.parameter import Parameter
+
+    with pytest.raises(ValueError, match=r"command_joints: 2 joints .* for 1 actions"):
+        Ros2ControlBridgeNode(context=rclpy_context, parameter_overrides=[
+            Parameter("bundle", value=str(bundle)),
+            Parameter("observation_map", value=MAP),
+            Parameter("command_joints", value="slider, hinge")])
