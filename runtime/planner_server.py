@@ -24,7 +24,7 @@ Life of a request:
    ``admission=False`` turns this off (the unbounded baseline of ``bench planner --load-sweep``).
 4. **Batch**: the batcher takes requests by priority (``robot`` before ``training``), then
    earliest deadline, up to ``max_batch_rows`` rows, waiting at most ``batch_window_s`` after the
-   oldest one for others to join. Requests past their deadline are answered
+   oldest one for others to join (planners with ``plan_batch`` only). Requests past their deadline are answered
    ``deadline_exceeded`` without running. A planner with ``plan_batch(obs (n, O),
    instructions, now) -> (n, H, A)`` answers a whole batch across clients in one call;
    otherwise each ``plan`` runs on its own.
@@ -550,17 +550,19 @@ class PlannerServer:
                 raise WireError("unknown_type", f"message type {kind!r} is not known "
                                                 "(plan, plan_batch, health)")
         except WireError as exc:
-            self._count("bad_frames")
             if exc.code in ("quota_exceeded", "overloaded", "deadline_unmeetable"):
                 self._drop(exc.code)
                 log.debug("client %s: %s", session.peer, exc)
             else:
+                self._count("bad_frames")
                 session.bad_frames += 1
                 log.warning("client %s: refused a message: %s", session.peer, exc)
-            self._send(session, error_msg(req_id, exc.code, exc.message))
-            if exc.code == "unauthorized":
+            if exc.code == "unauthorized":  # untagged, so a misconfigured client can read it
+                session.writer.write(encode_frame(error_msg(req_id, exc.code, exc.message)))
                 session.closed = True  # the tag sequence is broken: nothing later can verify
-            elif session.bad_frames >= self.config.max_bad_frames:
+                return
+            self._send(session, error_msg(req_id, exc.code, exc.message))
+            if session.bad_frames >= self.config.max_bad_frames:
                 self._refuse_and_close(session, "quota_exceeded", f"{session.bad_frames} "
                                        "refused messages on this connection")
 
@@ -642,7 +644,8 @@ class PlannerServer:
                 continue
             oldest = min(j.received for j in self._queue)
             wait = oldest + self.config.batch_window_s - time.monotonic()
-            if wait > 0 and sum(j.request.rows for j in self._queue) < self.config.max_batch_rows:
+            if self._has_batch and wait > 0 and sum(
+                    j.request.rows for j in self._queue) < self.config.max_batch_rows:
                 await asyncio.sleep(wait)
             batch = self._take_batch()
             if not batch:
