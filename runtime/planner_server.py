@@ -23,11 +23,11 @@ Life of a request:
    deadline: the queue never fills with work that will be thrown away (admission control).
    ``admission=False`` turns this off (the unbounded baseline of ``bench planner --load-sweep``).
 4. **Batch**: the batcher takes requests by priority (``robot`` before ``training``), then
-   earliest deadline, up to ``max_batch_rows`` rows, waiting at most ``batch_window_s`` after the
-   oldest one for others to join (planners with ``plan_batch`` only). Requests past their deadline are answered
-   ``deadline_exceeded`` without running. A planner with ``plan_batch(obs (n, O),
-   instructions, now) -> (n, H, A)`` answers a whole batch across clients in one call;
-   otherwise each ``plan`` runs on its own.
+   earliest deadline, up to ``max_batch_rows`` rows, waiting at most ``batch_window_s`` after
+   the oldest one for others to join (planners with ``plan_batch`` only). Requests past their
+   deadline are answered ``deadline_exceeded`` without running. A planner with
+   ``plan_batch(obs (n, O), instructions, now) -> (n, H, A)`` answers a whole batch across
+   clients in one call; otherwise each ``plan`` runs on its own.
 5. **Reply**: ``chunk`` / ``chunk_batch``, or ``deadline_exceeded`` when the answer is late,
    or ``planner_error`` when the planner raised. A client that does not read its replies
    (more than ``max_outbuf`` bytes queued) is closed.

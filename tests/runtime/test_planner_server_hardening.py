@@ -23,13 +23,7 @@ from planner_fixtures import (
 )
 
 from edgerl.runtime.planner_server import PlannerServer, ServerConfig
-from edgerl.runtime.planner_wire import (
-    HEADER,
-    FrameAuth,
-    encode_array,
-    encode_frame,
-    recv_frame,
-)
+from edgerl.runtime.planner_wire import HEADER, encode_array, encode_frame, recv_frame
 from edgerl.runtime.remote_planner import RemotePlanner, RemotePlannerError
 
 SECRET = b"0123456789abcdef-shared-secret"
@@ -184,6 +178,8 @@ class TestAuthentication:
             ServerConfig(secret=b"short").validate()
 
     def test_tagged_frames_round_trip_and_everything_else_is_refused(self, serve):
+        from edgerl.runtime.planner_wire import FrameAuth
+
         server = serve(AffinePlanner(), secret=SECRET)
         host, port = server.address
         with RemotePlanner(host=host, port=port, secret=SECRET) as client:
