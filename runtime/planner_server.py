@@ -531,7 +531,8 @@ class PlannerServer:
         try:
             if session.auth is not None:
                 body = session.auth.open(body)
-            msg = decode_payload(body, max_frame=self.config.max_frame)
+            msg = decode_payload(body, max_frame=self.config.max_frame,
+                                 max_items=max(64, self.config.max_batch_rows))
             raw_id = msg.get("id", -1)
             req_id = raw_id if type(raw_id) is int and abs(raw_id) < (1 << 63) else -1
             kind = msg["type"]

@@ -185,14 +185,25 @@ def encode_frame(payload: dict[str, Any]) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
-def decode_payload(body: bytes, *, max_frame: int = DEFAULT_MAX_FRAME) -> dict[str, Any]:
-    """msgpack bytes -> message map, checking the version; raises :class:`WireError`."""
+def decode_payload(body: bytes, *, max_frame: int = DEFAULT_MAX_FRAME,
+                   max_items: int = 1 << 16) -> dict[str, Any]:
+    """msgpack bytes -> message map, checking the version; raises :class:`WireError`.
+
+    ``max_items`` bounds every list (e.g. a ``plan_batch``'s instructions): msgpack checks
+    it from the list's header, so an oversized batch is refused (``quota_exceeded``) before
+    any of its items is decoded.
+    """
     try:
         msg = msgpack.unpackb(body, raw=False, strict_map_key=True, ext_hook=_refuse_ext,
                               max_bin_len=max_frame, max_str_len=max_frame,
-                              max_array_len=1 << 16, max_map_len=1 << 10)
+                              max_array_len=max_items, max_map_len=1 << 10)
     except WireError:
         raise
+    except ValueError as exc:
+        if "max_array_len" in str(exc):
+            raise WireError("quota_exceeded", f"a list longer than {max_items} items "
+                                              f"(max_batch_rows): {exc}") from exc
+        raise WireError("malformed", f"not a msgpack document ({exc})") from exc
     except Exception as exc:  # msgpack raises several unrelated types for bad bytes
         raise WireError("malformed",
                         f"not a msgpack document ({type(exc).__name__}: {exc})") from exc

@@ -115,7 +115,7 @@ class TestWorkQuotas:
         hog.sendall(encode_frame(batch_msg(1, np.zeros((4096, OBS_DIM)), texts)))
         reply = raw_reply(hog)
         assert time.monotonic() - t < 1.0
-        assert reply["code"] == "quota_exceeded" and "4096 rows" in reply["message"]
+        assert reply["code"] == "quota_exceeded" and "max_batch_rows" in reply["message"]
         answer, took = timed_plan(good, 2)
         assert answer["type"] == "chunk" and took < 0.5
         assert planner.rows == 1  # only the good request reached the planner
