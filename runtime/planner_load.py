@@ -92,6 +92,14 @@ class LoadConfig:
         slow_byte_s: Pause between a slowloris client's bytes (s).
         reply_timeout_s: A good client gives up on an answer after this long.
         seed: Random start offsets.
+        hostile_on_s: With ``hostile_off_s``, the hostile clients alternate: active for
+            ``hostile_on_s``, then gone for ``hostile_off_s`` (from ``start_at``), so
+            the good clients' latency with and without them is measured side by side under
+            the same background load (:meth:`LoadResult.split`). ``0``: always active.
+        hostile_off_s: See ``hostile_on_s``.
+        start_at: Monotonic time (s, system-wide clock) at which every client starts;
+            ``0`` = now.
+        hostile_gap_s: Pause between an ``oversized`` or ``malformed`` client's frames.
     """
 
     good: int = 48
@@ -103,6 +111,24 @@ class LoadConfig:
     slow_byte_s: float = 0.2
     reply_timeout_s: float = 2.0
     seed: int = 0
+    hostile_on_s: float = 0.0
+    hostile_off_s: float = 0.0
+    start_at: float = 0.0
+    hostile_gap_s: float = 0.05
+
+    def hostile_active(self, t: float) -> bool:
+        """Whether the hostile clients are active at monotonic time ``t``."""
+        if self.hostile_on_s <= 0 or self.hostile_off_s <= 0:
+            return True
+        return (t - self.start_at) % (self.hostile_on_s + self.hostile_off_s) < \
+            self.hostile_on_s
+
+    def next_hostile_start(self, t: float) -> float:
+        """The start of the next active window at or after ``t``."""
+        if self.hostile_active(t):
+            return t
+        cycle = self.hostile_on_s + self.hostile_off_s
+        return self.start_at + ((t - self.start_at) // cycle + 1) * cycle
 
 
 @dataclass
@@ -118,6 +144,7 @@ class LoadResult:
     """
 
     latencies_s: list[float] = field(default_factory=list)
+    sent_at: list[float] = field(default_factory=list)  # monotonic send time of each latency
     replies: Counter = field(default_factory=Counter)
     hostile: Counter = field(default_factory=Counter)
     wall_s: float = 0.0
@@ -127,6 +154,15 @@ class LoadResult:
         if not self.latencies_s:
             return float("nan")
         return float(np.percentile(np.asarray(self.latencies_s) * 1e3, q))
+
+    def split(self, cfg: LoadConfig) -> tuple[LoadResult, LoadResult]:
+        """``(while hostile clients were active, while they were not)`` by send time."""
+        on, off = LoadResult(), LoadResult()
+        for t, lat in zip(self.sent_at, self.latencies_s):
+            part = on if cfg.hostile_active(t) else off
+            part.latencies_s.append(lat)
+            part.sent_at.append(t)
+        return on, off
 
     def summary(self) -> dict[str, Any]:
         return {"requests": sum(self.replies.values()), "replies": dict(self.replies),
@@ -175,6 +211,7 @@ async def _good_client(address: tuple[str, int], cfg: LoadConfig, end: float,
                 took = time.monotonic() - start
                 if reply.get("type") == "chunk" and reply.get("id") == req_id:
                     result.latencies_s.append(took)
+                    result.sent_at.append(start)
                     result.replies["chunk"] += 1
                 else:
                     result.replies[str(reply.get("code", reply.get("type")))] += 1
@@ -218,6 +255,10 @@ async def _hostile_client(kind: str, address: tuple[str, int], cfg: LoadConfig, 
                           result: LoadResult) -> None:
     k = 0
     while time.monotonic() < end:
+        wake = cfg.next_hostile_start(time.monotonic())
+        if wake > time.monotonic():
+            await asyncio.sleep(min(wake, end) - time.monotonic())
+            continue
         try:
             reader, writer = await asyncio.open_connection(*address)
         except OSError:
@@ -227,12 +268,14 @@ async def _hostile_client(kind: str, address: tuple[str, int], cfg: LoadConfig, 
         result.hostile[f"{kind}:connections"] += 1
         drain = asyncio.ensure_future(_drain_replies(kind, reader, result))
         try:
-            while time.monotonic() < end and not drain.done():
+            while (time.monotonic() < end and not drain.done()
+                   and cfg.hostile_active(time.monotonic())):
                 if kind == "idle":
                     await asyncio.sleep(0.05)
                 elif kind == "slowloris":
                     for byte in _plan(k, cfg.obs_dim, 0.0, 0.0):
-                        if time.monotonic() >= end or drain.done():
+                        if (time.monotonic() >= end or drain.done()
+                                or not cfg.hostile_active(time.monotonic())):
                             break
                         writer.write(bytes([byte]))
                         await asyncio.sleep(cfg.slow_byte_s)
@@ -240,7 +283,7 @@ async def _hostile_client(kind: str, address: tuple[str, int], cfg: LoadConfig, 
                 else:
                     writer.write(_hostile_frame(kind, k % 12, cfg.obs_dim))
                     k += 1
-                    await asyncio.sleep(0.01 if kind == "malformed" else 0.05)
+                    await asyncio.sleep(cfg.hostile_gap_s)
         except OSError:
             pass
         finally:
@@ -263,7 +306,8 @@ async def _run_clients(address: tuple[str, int], cfg: LoadConfig, good: bool,
                        hostile: bool) -> LoadResult:
     result = LoadResult()
     rng = random.Random(cfg.seed)
-    start = time.monotonic()
+    start = cfg.start_at or time.monotonic()
+    await asyncio.sleep(max(0.0, start - time.monotonic()))
     end = start + cfg.duration_s
     tasks = []
     if good:
@@ -290,8 +334,14 @@ def run_load(address: tuple[str, int], cfg: LoadConfig, separate: bool = True) -
         return asyncio.run(_run_clients(address, cfg, good=True, hostile=True))
     proc = subprocess.Popen([sys.executable, "-m", "edgerl.runtime.planner_load", address[0],
                              str(address[1]), json.dumps(dataclasses.asdict(cfg))],
-                            stdout=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
+        assert proc.stdin is not None and proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":  # its imports are done
+            raise RuntimeError("the hostile load process did not start")
+        cfg = dataclasses.replace(cfg, start_at=time.monotonic() + 0.2)
+        proc.stdin.write(f"{cfg.start_at!r}\n")
+        proc.stdin.flush()
         result = asyncio.run(_run_clients(address, cfg, good=True, hostile=False))
         out, _ = proc.communicate(timeout=cfg.duration_s + 30)
     finally:
@@ -305,9 +355,12 @@ def run_load(address: tuple[str, int], cfg: LoadConfig, separate: bool = True) -
 
 
 def _hostile_main(argv: list[str]) -> int:
-    """``HOST PORT CONFIG_JSON``: run only the hostile clients, print their counters."""
+    """``HOST PORT CONFIG_JSON``: say ``ready``, read the start time (monotonic seconds) from
+    stdin, run only the hostile clients, print their counters as JSON."""
     host, port, raw = argv
-    cfg = LoadConfig(**json.loads(raw))
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    cfg = LoadConfig(**{**json.loads(raw), "start_at": float(sys.stdin.readline())})
     result = asyncio.run(_run_clients((host, int(port)), cfg, good=False, hostile=True))
     sys.stdout.write(json.dumps(dict(result.hostile)) + "\n")
     return 0

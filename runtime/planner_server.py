@@ -557,7 +557,9 @@ class PlannerServer:
             else:
                 self._count("bad_frames")
                 session.bad_frames += 1
-                log.warning("client %s: refused a message: %s", session.peer, exc)
+                # the first refusal per connection is a warning; an attacker cannot flood logs
+                log.log(logging.WARNING if session.bad_frames == 1 else logging.DEBUG,
+                        "client %s: refused a message: %s", session.peer, exc)
             if exc.code == "unauthorized":  # untagged, so a misconfigured client can read it
                 session.writer.write(encode_frame(error_msg(req_id, exc.code, exc.message)))
                 session.closed = True  # the tag sequence is broken: nothing later can verify
