@@ -356,7 +356,13 @@ def run_load(address: tuple[str, int], cfg: LoadConfig, separate: bool = True) -
 
 def _hostile_main(argv: list[str]) -> int:
     """``HOST PORT CONFIG_JSON``: say ``ready``, read the start time (monotonic seconds) from
-    stdin, run only the hostile clients, print their counters as JSON."""
+    stdin, run only the hostile clients, print their counters as JSON.
+    ``open-loop HOST PORT ARGS_JSON``: run :func:`run_open_loop` here, print its result."""
+    if argv and argv[0] == "open-loop":
+        _, host, port, raw = argv
+        out = run_open_loop((host, int(port)), **json.loads(raw), separate=False)
+        sys.stdout.write(json.dumps(out) + "\n")
+        return 0
     host, port, raw = argv
     sys.stdout.write("ready\n")
     sys.stdout.flush()
@@ -406,10 +412,21 @@ async def _open_loop_client(address: tuple[str, int], rate_hz: float, deadline_s
 
 def run_open_loop(address: tuple[str, int], rate_hz: float, clients: int = 32,
                   duration_s: float = 5.0, deadline_s: float = 0.05, obs_dim: int = 8,
-                  seed: int = 0) -> dict[str, Any]:
+                  seed: int = 0, separate: bool = True) -> dict[str, Any]:
     """Poisson arrivals at ``rate_hz`` in total from ``clients`` robots, each request with
     ``deadline_s``. Returns ``offered``, ``met`` (chunks within the deadline), ``miss_rate``,
-    ``p50_ms``/``p99_ms`` over the requests that ran (chunk or late) and ``outcomes``."""
+    ``p50_ms``/``p99_ms`` over the requests that ran (chunk or late) and ``outcomes``.
+    With ``separate`` the clients run in a child Python process (their CPU and GIL apart
+    from an in-process server's)."""
+    if separate:
+        args = {"rate_hz": rate_hz, "clients": clients, "duration_s": duration_s,
+                "deadline_s": deadline_s, "obs_dim": obs_dim, "seed": seed}
+        res = subprocess.run([sys.executable, "-m", "edgerl.runtime.planner_load", "open-loop",
+                              address[0], str(address[1]), json.dumps(args)],
+                             capture_output=True, text=True, timeout=duration_s + 60)
+        if res.returncode != 0:
+            raise RuntimeError(f"the open-loop load process failed: {res.stderr[-2000:]}")
+        return json.loads(res.stdout.strip().splitlines()[-1])
     out: dict[str, Any] = {"offered": 0, "met": 0, "ran_s": [], "outcomes": Counter()}
     rng = random.Random(seed)
     end = time.monotonic() + duration_s

@@ -631,9 +631,12 @@ class PlannerServer:
         level = PRIORITIES.index(request.priority)
         ahead = sum(j.request.rows for j in self._queue
                     if j is not exclude and PRIORITIES.index(j.request.priority) <= level)
-        cap = self.config.max_batch_rows
-        full, rest = divmod(ahead, cap)
-        work = full * self._cost.estimate(cap) + self._cost.estimate(rest + request.rows)
+        if self._has_batch:
+            cap = self.config.max_batch_rows
+            full, rest = divmod(ahead, cap)
+            work = full * self._cost.estimate(cap) + self._cost.estimate(rest + request.rows)
+        else:  # one request per planner call
+            work = (ahead + 1) * self._cost.estimate(1)
         return max(now, self._inflight_until) + self.config.batch_window_s + work
 
     # --- batching --------------------------------------------------------------------------
@@ -669,8 +672,10 @@ class PlannerServer:
                 self._reply(job, result, seconds)
 
     def _take_batch(self) -> list[_Job]:
-        """Pop the next batch: by priority then deadline, up to ``max_batch_rows`` rows;
-        with admission, jobs already past their deadline are answered instead."""
+        """Pop the next batch: by priority then deadline, up to ``max_batch_rows`` rows (one
+        request for a planner without ``plan_batch``: each answer leaves as soon as it is
+        ready); with admission, jobs that can no longer meet their deadline are answered
+        instead."""
         now = time.monotonic()
         batch: list[_Job] = []
         rows = 0
@@ -681,7 +686,8 @@ class PlannerServer:
                 if self.config.admission and job.deadline < now + self._cost.estimate(
                         job.request.rows):
                     self._expire(job, now)
-                elif rows + job.request.rows <= self.config.max_batch_rows or not batch:
+                elif not batch or (self._has_batch
+                                   and rows + job.request.rows <= self.config.max_batch_rows):
                     batch.append(job)
                     rows += job.request.rows
                 else:
