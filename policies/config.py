@@ -96,7 +96,8 @@ class TrainConfig:
         num_envs: Parallel environments.
         iterations: PPO iterations (each ``num_steps_per_env`` x ``num_envs`` env steps).
         device: Torch device.
-        planner: ``expert`` or ``bc`` (learned chunk planner).
+        planner: ``expert``, ``bc`` (learned chunk planner) or ``remote:HOST:PORT`` (a
+            planner service, e.g. ``edgerl serve-planner --bc TASK``).
         horizon: Planner chunk rows H (0 = automatic: ``max(8, D + period + 4)``).
         period_steps: Planner query period P (0 = automatic: ``max(1, D)``).
         residual_bound: ``edit``: the residual moves the chunk row by at most this much
@@ -135,9 +136,9 @@ class TrainConfig:
         if self.method not in METHODS:
             raise SchemaError(f"method: unknown method {self.method!r}; choose one of "
                               f"{', '.join(METHODS)}")
-        if self.planner not in PLANNERS:
+        if self.planner not in PLANNERS and not self.planner.startswith("remote:"):
             raise SchemaError(f"planner: unknown planner {self.planner!r}; choose one of "
-                              f"{', '.join(PLANNERS)}")
+                              f"{', '.join(PLANNERS)} or remote:HOST:PORT")
         for key in ("delay_steps", "horizon", "period_steps", "lookahead", "n_committed"):
             if getattr(self, key) < 0:
                 raise SchemaError(f"{key}: must be >= 0, got {getattr(self, key)}")
