@@ -24,10 +24,10 @@ Life of a request:
    ``admission=False`` turns this off (the unbounded baseline of ``bench planner --load-sweep``).
 4. **Batch**: the batcher takes requests by priority (``robot`` before ``training``), then
    earliest deadline, up to ``max_batch_rows`` rows, waiting at most ``batch_window_s`` after
-   the oldest one for others to join (planners with ``plan_batch`` only). Requests past their
-   deadline are answered ``deadline_exceeded`` without running. A planner with
-   ``plan_batch(obs (n, O), instructions, now) -> (n, H, A)`` answers a whole batch across
-   clients in one call; otherwise each ``plan`` runs on its own.
+   the oldest one for others to join (planners with ``plan_batch``, when more than one client
+   is connected). Requests past their deadline are answered ``deadline_exceeded`` without
+   running. A planner with ``plan_batch(obs (n, O), instructions, now) -> (n, H, A)``
+   answers a whole batch across clients in one call; otherwise each ``plan`` runs alone.
 5. **Reply**: ``chunk`` / ``chunk_batch``, or ``deadline_exceeded`` when the answer is late,
    or ``planner_error`` when the planner raised. A client that does not read its replies
    (more than ``max_outbuf`` bytes queued) is closed.
@@ -353,7 +353,9 @@ class PlannerServer:
             self._server.close()
             batcher.cancel()
             for s in list(self._sessions.values()):
-                self._close(s)
+                self._send(s, error_msg(-1, "shutting_down", "the planner server is stopping"))
+                s.closed = True
+                s.writer.close()  # flushes the reply, unlike abort()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await batcher
             with contextlib.suppress(Exception):
@@ -650,7 +652,7 @@ class PlannerServer:
                 continue
             oldest = min(j.received for j in self._queue)
             wait = oldest + self.config.batch_window_s - time.monotonic()
-            if self._has_batch and wait > 0 and sum(
+            if self._has_batch and wait > 0 and len(self._sessions) > 1 and sum(
                     j.request.rows for j in self._queue) < self.config.max_batch_rows:
                 await asyncio.sleep(wait)
             batch = self._take_batch()

@@ -248,6 +248,7 @@ class RemotePlanner:
         sock.settimeout(None)
         with self._cv:
             self._sent.clear()
+            self._conn_error = None  # a refusal of an earlier connection is history
         self._sock = sock
         self._ever_connected = True
         self._connected.set()
