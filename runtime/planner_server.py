@@ -113,7 +113,7 @@ class ServerConfig:
         batch_window_s: How long the batcher waits after the oldest queued request for
             others to join its batch.
         rows_per_s: Work quota per client: observation rows per second (token bucket with a
-            burst of ``max_batch_rows``).
+            burst of ``4 * max_batch_rows``).
         max_pending_batches: ``plan_batch`` requests one client may have queued.
         max_queue_rows: Rows queued across all clients before new work is ``overloaded``.
         admission: Refuse work that cannot meet its deadline (``deadline_unmeetable``) and
@@ -133,7 +133,7 @@ class ServerConfig:
     max_bad_frames: int = 16
     max_batch_rows: int = 256
     batch_window_s: float = 0.002
-    rows_per_s: float = 20000.0
+    rows_per_s: float = 100000.0
     max_pending_batches: int = 2
     max_queue_rows: int = 8192
     admission: bool = True
@@ -458,8 +458,8 @@ class PlannerServer:
             await self._close_writer(writer)
             return
         auth = FrameAuth(cfg.secret, side="server") if cfg.secret else None
-        session = _Session(next(self._ids), peer_s, writer, auth, tokens=float(
-            cfg.max_batch_rows), refilled=time.monotonic())
+        session = _Session(next(self._ids), peer_s, writer, auth, tokens=4.0 *
+                           cfg.max_batch_rows, refilled=time.monotonic())
         with self._lock:
             self._sessions[session.cid] = session
             self._counters["connections"] += 1
@@ -575,7 +575,7 @@ class PlannerServer:
     def _take_tokens(self, session: _Session, rows: int) -> None:
         cfg = self.config
         now = time.monotonic()
-        session.tokens = min(float(cfg.max_batch_rows),
+        session.tokens = min(4.0 * cfg.max_batch_rows,
                              session.tokens + (now - session.refilled) * cfg.rows_per_s)
         session.refilled = now
         if rows > cfg.max_batch_rows:

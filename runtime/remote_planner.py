@@ -633,7 +633,8 @@ class RemotePlanner:
             return
         if kind == "error":
             self._counts[f"error_{msg.get('code', '?')}"] += 1
-            if msg.get("code") not in ("superseded", "deadline_exceeded", "deadline_unmeetable"):
+            if msg.get("code") not in ("superseded", "deadline_exceeded", "deadline_unmeetable",
+                                       "quota_exceeded"):
                 log.warning("planner server error for request %s: %s: %s", req_id,
                             msg.get("code"), msg.get("message"))
             if waiter is not None:

@@ -44,8 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="largest planner batch and plan_batch request (default 256)")
     p.add_argument("--batch-window-ms", type=float, default=2.0,
                    help="wait this long for requests to join a batch (default 2 ms)")
-    p.add_argument("--rows-per-s", type=float, default=20000.0,
-                   help="work quota per client, observation rows per second (default 20000)")
+    p.add_argument("--rows-per-s", type=float, default=100000.0,
+                   help="work quota per client, observation rows per second (default 100000)")
     p.add_argument("--no-admission", action="store_true",
                    help="accept work that cannot meet its deadline (for comparisons only)")
     p.add_argument("--host", default="127.0.0.1",

@@ -121,15 +121,16 @@ class TestWorkQuotas:
         assert planner.rows == 1  # only the good request reached the planner
 
     def test_rate_quota_per_client(self, serve):
-        server = serve(BatchAffinePlanner(), rows_per_s=50, max_batch_rows=8)
+        server = serve(BatchAffinePlanner(), rows_per_s=50, max_batch_rows=8,
+                       max_pending_batches=8)
         sock = raw_connect(server.address)
         serve.sockets.append(sock)
         obs = np.zeros((8, OBS_DIM))
-        sock.sendall(encode_frame(batch_msg(1, obs, [""] * 8)))
-        sock.sendall(encode_frame(batch_msg(2, obs, [""] * 8)))
-        replies = {r["id"]: r for r in (raw_reply(sock), raw_reply(sock))}
-        assert replies[1]["type"] == "chunk_batch"
-        assert replies[2]["code"] == "quota_exceeded" and "50 rows/s" in replies[2]["message"]
+        for i in range(5):  # burst: 4 x max_batch_rows = 32 rows, refilled at 50 rows/s
+            sock.sendall(encode_frame(batch_msg(i, obs, [""] * 8)))
+        replies = {r["id"]: r for r in (raw_reply(sock) for _ in range(5))}
+        assert [replies[i]["type"] for i in range(4)] == ["chunk_batch"] * 4
+        assert replies[4]["code"] == "quota_exceeded" and "50 rows/s" in replies[4]["message"]
 
     def test_too_many_refused_messages_close_the_connection(self, serve):
         server = serve(AffinePlanner(), max_bad_frames=3)
