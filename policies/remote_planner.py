@@ -4,9 +4,10 @@ Found-RL's training-time planner service: the planner runs in its own process (h
 GPU machine: ``edgerl serve-planner``) and the simulated envs query it in batches.
 
 * :class:`ServedPlanFn` is the sim wrappers' batched planner callable
-  (``plan(obs (n, O), env_ids (n,)) -> (n, H, A)``) over a
-  :class:`~edgerl.runtime.remote_planner.RemotePlanner`: every query of the wrapper's envs is
-  sent as ``plan_batch`` requests (``training`` priority, so robots on the same service go
+  (``plan(obs (n, O), env_ids (n,)) -> (n, H, A)``) over a thread-free
+  :class:`~edgerl.runtime.planner_call.DirectPlanner` (the shared secret, if any, from
+  ``EDGERL_PLANNER_SECRET``): every query of the wrapper's envs is sent as ``plan_batch``
+  requests (``training`` priority, so robots on the same service go
   first) of at most ``max_rows`` rows, all in flight at once. The wrapper applies its latency
   model (the delay in control steps, e.g. measured with ``edgerl bench planner
   --write-latency-model``) to the chunks, exactly as for an in-process planner.
@@ -53,7 +54,9 @@ class ServedPlanFn:
     """Batched planner callable over a planner service.
 
     Args:
-        client: A started :class:`~edgerl.runtime.remote_planner.RemotePlanner`.
+        client: A connected :class:`~edgerl.runtime.planner_call.DirectPlanner` (or anything
+            with ``info`` and ``plan_many(pieces, now, timeout_s)``, e.g. a started
+            :class:`~edgerl.runtime.remote_planner.RemotePlanner`).
         horizon: Chunk rows the wrapper expects; the server's must match.
         max_rows: Rows per ``plan_batch`` request (the server's ``max_batch_rows``).
         timeout_s: Longest wait for one query's answers.
@@ -75,10 +78,11 @@ class ServedPlanFn:
     @classmethod
     def connect(cls, spec: str, horizon: int, **kwargs: Any) -> ServedPlanFn:
         """Connect to ``remote:HOST:PORT`` (training priority) and check the horizon."""
-        from edgerl.runtime.remote_planner import RemotePlanner
+        from edgerl.runtime.planner_call import DirectPlanner
+        from edgerl.runtime.planner_wire import load_secret
 
         host, port = parse_remote_planner(spec)
-        client = RemotePlanner(host=host, port=port, priority="training").start()
+        client = DirectPlanner(host, port, secret=load_secret(), priority="training").connect()
         try:
             return cls(client, horizon, **kwargs)
         except ValueError:

@@ -52,13 +52,12 @@ def test_served_chunks_equal_the_in_process_network(served):
     net, spec, server = served
     plan = ServedPlanFn.connect(spec, horizon=H, max_rows=64)
     try:
-        obs = torch.randn(300, OBS)  # 5 requests of <= 64 rows, 2 in flight per client
+        obs = torch.randn(300, OBS)  # 5 requests of <= 64 rows
         got = plan(obs, torch.arange(300))
         assert got.shape == (300, H, ACT) and got.dtype == torch.float32
         torch.testing.assert_close(got, net.plan(obs), rtol=0, atol=1e-6)
         m = server.metrics()
         assert m["batch_rows_max"] <= 64 and m["served"] >= 5
-        assert plan.client.metrics().get("batch_retries", 0) >= 1  # quota honoured
     finally:
         plan.close()
 
