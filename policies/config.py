@@ -110,7 +110,8 @@ class TrainConfig:
         num_envs: Parallel environments.
         iterations: PPO iterations (each ``num_steps_per_env`` x ``num_envs`` env steps).
         device: Torch device.
-        planner: ``expert`` or ``bc`` (learned chunk planner).
+        planner: ``expert``, ``bc`` (learned chunk planner) or ``remote:HOST:PORT`` (a
+            planner service, e.g. ``edgerl serve-planner --bc TASK``).
         horizon: Planner chunk rows H (0 = automatic: ``edgerl.timing.default_horizon``,
             counting the randomizer's extra planner delay from ``task_kwargs``).
         period_steps: Planner query period P (0 = automatic: ``max(1, D)``).
@@ -170,9 +171,9 @@ class TrainConfig:
         if self.method not in METHODS:
             raise SchemaError(f"method: unknown method {self.method!r}; choose one of "
                               f"{', '.join(METHODS)}")
-        if self.planner not in PLANNERS:
+        if self.planner not in PLANNERS and not self.planner.startswith("remote:"):
             raise SchemaError(f"planner: unknown planner {self.planner!r}; choose one of "
-                              f"{', '.join(PLANNERS)}")
+                              f"{', '.join(PLANNERS)} or remote:HOST:PORT")
         if self.edit_inputs not in EDIT_INPUTS:
             raise SchemaError(f"edit_inputs: unknown value {self.edit_inputs!r}; choose one of "
                               f"{', '.join(EDIT_INPUTS)}")

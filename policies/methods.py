@@ -69,7 +69,8 @@ def build_planner(cfg: TrainConfig, show_progress: bool = True
     curve and goes into ``config.json``.
     """
     if cfg.planner != "bc":
-        return None, {"kind": "expert"}
+        return None, {"kind": "remote", "address": cfg.planner[len("remote:"):]} \
+            if cfg.planner.startswith("remote:") else {"kind": "expert"}
     demo_env = make_base_env(cfg, cfg.bc.demo_envs, seed=cfg.seed + 10_000)
     demos = collect_expert_demos(demo_env, cfg.bc.demo_steps, noise=cfg.bc.expert_noise,
                                  seed=cfg.seed, show_progress=show_progress)
@@ -135,11 +136,16 @@ def make_method_env(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | N
 
 def planner_callable(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | None) -> Any:
     """The batched planner ``plan(obs (n, O), env_ids (n,)) -> (n, H, A)`` for the wrapper:
-    the BC network when given, else the task's ``expert_chunk`` rollout. ``rtc`` needs a
-    planner that reads the committed prefix: a prefix-conditioned BC network."""
+    the BC network when given, a planner service for ``remote:HOST:PORT``, else the task's
+    ``expert_chunk`` rollout. ``rtc`` needs a planner that reads the committed prefix: a
+    prefix-conditioned BC network."""
     if cfg.method == "rtc" and (planner_net is None or planner_net.cond_dim == 0):
         raise ValueError("method 'rtc' needs a planner that reads the committed prefix: use "
                          "--planner bc (the scripted expert cannot continue a given prefix)")
     if planner_net is not None:
         return planner_net.plan
+    if cfg.planner.startswith("remote:"):  # a planner service (policies/remote_planner.py)
+        from edgerl.policies.remote_planner import ServedPlanFn
+
+        return ServedPlanFn.connect(cfg.planner, cfg.resolved_horizon)
     return ExpertPlanner(base, cfg.resolved_horizon)

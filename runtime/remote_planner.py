@@ -11,7 +11,21 @@ another machine (``edgerl serve-planner``, or a user's own VLA speaking the prot
 * synchronous (benchmarks, scripts): ``plan(obs, instruction, now)`` waits for the answer.
 
 A chunk that arrives after its request's deadline is dropped and counted (``late``). After a
-disconnect the client reconnects in the background; meanwhile ``health()`` is ``DEAD``.
+disconnect the client reconnects in the background with exponential backoff (``reconnect_s``
+doubling up to ``reconnect_max_s``, with jitter); meanwhile ``health()`` is ``DEAD``.
+
+Every reply is validated before it can reach ``latest()``: it must answer a request this
+client sent on this connection (``unsolicited`` otherwise), echo that request's ``obs_time``
+exactly, start within ``max_future_s`` of it (a chunk claiming ``obs_time = 1e300`` or one
+hour ahead would otherwise pin ``latest()`` forever), have the server's ``(H, A)`` shape and
+finite values. A rejected reply is counted (``rejected_<reason>``) and logged; the receive
+thread survives anything a server sends. ``health()`` is honest: ``DEAD`` when disconnected,
+when the receive thread is gone or when a request has had no answer for ``dead_after_s``;
+``SLOW`` when one has waited more than ``slow_factor`` x the expected latency (+ 5 ms).
+
+With ``secret`` set, the client expects the server's ``hello`` and tags every frame
+(:class:`~edgerl.runtime.planner_wire.FrameAuth`); a server that asks for authentication
+from a client without the secret is reported as ``unauthorized``.
 """
 
 from __future__ import annotations
@@ -21,6 +35,7 @@ import itertools
 import json
 import logging
 import math
+import random
 import socket
 import threading
 import time
@@ -36,7 +51,10 @@ from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.planner_wire import (
     DEFAULT_MAX_FRAME,
+    PRIORITIES,
     PROTOCOL_VERSION,
+    TAG_SIZE,
+    FrameAuth,
     WireError,
     chunk_from_msg,
     decode_array,
@@ -83,6 +101,14 @@ class RemotePlannerConfig:
         slow_factor: ``health()`` is ``SLOW`` when the round-trip p50 exceeds
             ``slow_factor * info.expected_latency_s`` (and some milliseconds).
         max_frame: Largest accepted reply payload (bytes).
+        reconnect_max_s: Longest pause between reconnection attempts (the pause doubles
+            from ``reconnect_s`` after each failure).
+        dead_after_s: ``health()`` is ``DEAD`` when a sent request has had no answer for
+            this long (the server is connected but not answering).
+        max_future_s: A chunk whose ``t0`` is more than this after its ``obs_time`` is
+            rejected.
+        secret: Shared secret of an authenticated server (``--secret-file``), or ``None``.
+        priority: ``robot`` (default) or ``training``: the server serves robots first.
     """
 
     host: str = "127.0.0.1"
@@ -92,6 +118,21 @@ class RemotePlannerConfig:
     reconnect_s: float = 0.5
     slow_factor: float = 2.0
     max_frame: int = DEFAULT_MAX_FRAME
+    reconnect_max_s: float = 5.0
+    dead_after_s: float = 5.0
+    max_future_s: float = 1.0
+    secret: bytes | None = None
+    priority: str = "robot"
+
+    def __post_init__(self) -> None:
+        if self.priority not in PRIORITIES:
+            raise ValueError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
+        for name in ("connect_timeout_s", "reconnect_s", "reconnect_max_s", "dead_after_s",
+                     "max_future_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.deadline_s < 0:
+            raise ValueError(f"deadline_s must be >= 0, got {self.deadline_s}")
 
 
 @dataclass
@@ -106,6 +147,17 @@ class _Outgoing:
     payload: dict[str, Any]
     created: float  # client monotonic seconds
     deadline_s: float
+    obs_time: float = math.nan
+
+
+@dataclass
+class _Sent:
+    """A request on the wire, waiting for its answer."""
+
+    created: float  # client monotonic seconds of request()
+    deadline_s: float
+    obs_time: float  # as sent (the reply must echo it)
+    sent: float  # client monotonic seconds when it went out
 
 
 class RemotePlanner:
@@ -127,7 +179,10 @@ class RemotePlanner:
         self._send_lock = threading.Lock()
         self._outbox: _Outgoing | None = None
         self._ids = itertools.count(1)
-        self._sent: dict[int, tuple[float, float]] = {}  # id -> (created, deadline_s)
+        self._sent: dict[int, _Sent] = {}
+        self._auth: FrameAuth | None = None
+        self._backoff = cfg.reconnect_s
+        self._info_known = False  # info comes from the server's health reply in start()
         self._waiters: dict[int, _Waiter] = {}
         self._latest: ActionChunk | None = None
         self._rtts: deque[float] = deque(maxlen=1000)
@@ -164,6 +219,7 @@ class RemotePlanner:
             info = reply.get("info")
             self.info = PlannerInfo(**{k: info[k] for k in (
                 "horizon", "action_dim", "dt_s", "period_s", "expected_latency_s")})
+            self._info_known = True
         except (TypeError, KeyError) as exc:
             self.close()
             raise RemotePlannerError("malformed", f"the server's health reply has no valid "
@@ -183,12 +239,38 @@ class RemotePlanner:
     def _connect(self) -> None:
         sock = socket.create_connection((self.config.host, self.config.port),
                                         timeout=self.config.connect_timeout_s)
-        sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            self._auth = self._handshake(sock) if self.config.secret is not None else None
+        except BaseException:
+            sock.close()
+            raise
+        sock.settimeout(None)
+        with self._cv:
+            self._sent.clear()
+            self._conn_error = None  # a refusal of an earlier connection is history
         self._sock = sock
         self._ever_connected = True
         self._connected.set()
         log.info("connected to planner server %s:%d", self.config.host, self.config.port)
+
+    def _handshake(self, sock: socket.socket) -> FrameAuth:
+        """Read the authenticated server's ``hello`` (within ``connect_timeout_s``)."""
+        assert self.config.secret is not None
+        try:
+            body = recv_frame(sock, max_frame=4096)
+        except TimeoutError as exc:
+            raise RemotePlannerError("unauthorized", "the server sent no authentication "
+                                                     "hello: it runs without a secret, or is "
+                                                     "not a planner server") from exc
+        if body is None:
+            raise ConnectionError("server closed the connection before its hello")
+        msg = decode_payload(body)
+        nonce = msg.get("nonce")
+        if msg.get("type") != "hello" or not isinstance(nonce, bytes) or len(nonce) != 16:
+            raise RemotePlannerError("unauthorized", f"expected the server's hello, got "
+                                                     f"{msg.get('type')!r}")
+        return FrameAuth(self.config.secret, nonce, side="client")
 
     def close(self) -> None:
         """Disconnect and join the I/O threads (idempotent)."""
@@ -215,6 +297,14 @@ class RemotePlanner:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
+        with self._cv:  # answers to what was sent on that connection will never come
+            self._sent.clear()
+            waiters = list(self._waiters.values())
+        for w in waiters:
+            if w.reply is None:
+                w.reply = {"type": "error", "code": "disconnected",
+                           "message": "connection to the planner server lost"}
+            w.event.set()
 
     # --- Planner protocol ------------------------------------------------------------------
     def request(self, observation: np.ndarray, instruction: str, now: float,
@@ -223,16 +313,19 @@ class RemotePlanner:
 
         A request not yet sent is replaced (only the newest observation matters).
         """
+        if not math.isfinite(now):
+            raise ValueError(f"now must be a finite time, got {now}")
         obs = np.ascontiguousarray(observation, dtype=np.float32).reshape(-1)
         req_id = next(self._ids)
         payload = {"v": PROTOCOL_VERSION, "type": "plan", "id": req_id,
                    "obs": encode_array(obs), "obs_time": float(now),
                    "instruction": instruction, "deadline_s": self.config.deadline_s,
-                   "step": int(step)}
+                   "step": int(step), "priority": self.config.priority}
         with self._cv:
             if self._outbox is not None:
                 self._counts["replaced_unsent"] += 1
-            self._outbox = _Outgoing(req_id, payload, time.monotonic(), self.config.deadline_s)
+            self._outbox = _Outgoing(req_id, payload, time.monotonic(), self.config.deadline_s,
+                                     float(now))
             self._cv.notify_all()
         return req_id
 
@@ -268,7 +361,7 @@ class RemotePlanner:
                 self._waiters.pop(req_id, None)
         reply = waiter.reply
         if reply["type"] == "error":
-            raise RemotePlannerError(reply["code"], reply["message"])
+            raise RemotePlannerError(str(reply.get("code")), str(reply.get("message")))
         return reply
 
     def plan_batch(self, observations: np.ndarray, instructions: list[str], now: float,
@@ -280,28 +373,82 @@ class RemotePlanner:
         if obs.ndim != 2 or obs.shape[0] != len(instructions):
             raise ValueError(f"need obs (n, O) and n instructions, got obs {obs.shape} and "
                              f"{len(instructions)} instructions")
+        return self.plan_many([obs], now, timeout_s, [list(instructions)])[0]
+
+    def plan_many(self, pieces: list[np.ndarray], now: float, timeout_s: float = 30.0,
+                  instructions: list[list[str]] | None = None) -> list[np.ndarray]:
+        """Send one ``plan_batch`` per piece (``obs (n_i, O)``) at once, wait for all;
+        returns ``[(n_i, H, A) float32, ...]``. A piece refused for the server's quotas
+        (``quota_exceeded``, ``overloaded``) is sent again after a short pause until
+        ``timeout_s``; any other error raises :class:`RemotePlannerError`."""
+        texts = instructions or [[""] * len(p) for p in pieces]
+        end = time.monotonic() + timeout_s
+        results: list[np.ndarray | None] = [None] * len(pieces)
+        todo = list(range(len(pieces)))
+        pause = 0.002
+        while todo:
+            waiting = [(i, *self._send_batch(pieces[i], texts[i], now)) for i in todo]
+            todo = []
+            for i, req_id, waiter in waiting:
+                try:
+                    reply = self._await_reply(req_id, waiter, max(0.0, end - time.monotonic()),
+                                              "batch")
+                    actions = reply["_actions"]
+                    if actions.shape[0] != len(pieces[i]):
+                        raise RemotePlannerError("malformed", f"{actions.shape[0]} chunks for "
+                                                              f"{len(pieces[i])} observations")
+                    results[i] = actions
+                except RemotePlannerError as exc:
+                    if exc.code not in ("quota_exceeded", "overloaded") or \
+                            time.monotonic() + pause > end:
+                        raise
+                    todo.append(i)
+            if todo:
+                self._counts["batch_retries"] += len(todo)
+                time.sleep(pause)
+                pause = min(0.05, 2 * pause)
+        return results  # type: ignore[return-value]
+
+    def _send_batch(self, obs: np.ndarray, texts: list[str], now: float
+                    ) -> tuple[int, _Waiter]:
+        obs = np.ascontiguousarray(obs, dtype=np.float32)
         waiter = _Waiter(threading.Event())
         req_id = next(self._ids)
         with self._cv:
             self._waiters[req_id] = waiter
+            self._sent[req_id] = _Sent(time.monotonic(), 0.0, float(now), time.monotonic())
         message = {"v": PROTOCOL_VERSION, "type": "plan_batch", "id": req_id,
-                   "obs": encode_array(obs), "instructions": list(instructions),
-                   "obs_time": float(now), "deadline_s": self.config.deadline_s}
-        reply = self._await_reply(req_id, waiter, timeout_s, "batch",
-                                  send=lambda: self._send_now(message))
-        actions = decode_array(reply.get("actions"), "actions", ndim=3)
-        if actions.shape[0] != obs.shape[0]:
-            raise RemotePlannerError("malformed", f"{actions.shape[0]} chunks for "
-                                                  f"{obs.shape[0]} observations")
-        return actions.astype(np.float32)
+                   "obs": encode_array(obs), "instructions": list(texts),
+                   "obs_time": float(now), "deadline_s": self.config.deadline_s,
+                   "priority": "training" if self.config.priority == "robot"
+                   else self.config.priority}
+        try:
+            self._send_now(message)
+        except RemotePlannerError as exc:
+            waiter.reply = {"type": "error", "code": exc.code, "message": str(exc)}
+            waiter.event.set()
+        return req_id, waiter
 
     def health(self) -> PlannerHealth:
-        """``STARTING`` before the first connection, ``DEAD`` while disconnected or when the
-        server says so, ``SLOW`` when round trips exceed ``slow_factor`` x expected latency."""
+        """``STARTING`` before the first connection; ``DEAD`` while disconnected, when the
+        receive thread is gone, when the server says so or when a request has waited more
+        than ``dead_after_s``; ``SLOW`` when one has waited (or round trips take) more than
+        ``slow_factor`` x the expected latency + 5 ms."""
         if not self._connected.is_set():
             return PlannerHealth.DEAD if self._ever_connected else PlannerHealth.STARTING
+        if self._threads and not all(t.is_alive() for t in self._threads):
+            return PlannerHealth.DEAD
         if self.server_state in (PlannerHealth.DEAD.value, PlannerHealth.STARTING.value):
             return PlannerHealth(self.server_state)
+        slow_s = self.config.slow_factor * self.info.expected_latency_s + 0.005
+        with self._cv:
+            oldest = min((s.sent for s in self._sent.values()), default=None)
+        if oldest is not None:
+            waiting = time.monotonic() - oldest
+            if waiting > self.config.dead_after_s:
+                return PlannerHealth.DEAD
+            if waiting > max(slow_s, self.config.deadline_s):
+                return PlannerHealth.SLOW
         if self._rtts:
             p50 = float(np.median(np.asarray(self._rtts)))
             if p50 > self.config.slow_factor * self.info.expected_latency_s + 0.005:
@@ -328,8 +475,9 @@ class RemotePlanner:
                 self._waiters.pop(req_id, None)
         reply = waiter.reply
         if reply["type"] == "error":
-            raise RemotePlannerError(reply["code"], reply["message"])
-        self.server_state = str(reply.get("state", "dead"))
+            raise RemotePlannerError(str(reply.get("code")), str(reply.get("message")))
+        state = reply.get("state")
+        self.server_state = state if state in {h.value for h in PlannerHealth} else "dead"
         return reply
 
     def metrics(self) -> dict[str, Any]:
@@ -349,7 +497,8 @@ class RemotePlanner:
             raise RemotePlannerError("disconnected", "not connected to the planner server")
         try:
             with self._send_lock:  # serialise writers; never held by request()/latest()
-                sock.sendall(encode_frame(payload))
+                auth = self._auth
+                sock.sendall(auth.seal(payload) if auth is not None else encode_frame(payload))
         except OSError as exc:
             raise RemotePlannerError("disconnected", str(exc)) from exc
 
@@ -371,8 +520,9 @@ class RemotePlanner:
                     continue
                 item.payload["deadline_s"] = item.deadline_s - waited
             with self._cv:
-                self._sent[item.req_id] = (item.created, item.deadline_s)
-                if len(self._sent) > 1000:  # answers that never came (server restarted)
+                self._sent[item.req_id] = _Sent(item.created, item.deadline_s, item.obs_time,
+                                                time.monotonic())
+                if len(self._sent) > 1000:  # answers that never came
                     self._sent.pop(next(iter(self._sent)))
             try:
                 self._send_now(item.payload)
@@ -382,44 +532,92 @@ class RemotePlanner:
                 log.debug("send failed: %s", exc)
 
     def _recv_loop(self) -> None:
+        """Receive and dispatch replies; survives anything the server sends."""
         while not self._closing.is_set():
             sock = self._sock
             if sock is None or not self._connected.is_set():
                 self._reconnect()
                 continue
             try:
-                body = recv_frame(sock, max_frame=self.config.max_frame)
+                body = recv_frame(sock, max_frame=self.config.max_frame + TAG_SIZE)
                 if body is None:
                     raise ConnectionError("server closed the connection")
+                auth = self._auth
+                if auth is not None:
+                    body = self._open(auth, body)
                 self._dispatch(decode_payload(body, max_frame=self.config.max_frame))
             except WireError as exc:
                 self._counts["bad_replies"] += 1
                 log.warning("bad reply from the planner server: %s", exc)
-                if exc.code == "frame_too_large":
+                if exc.code in ("frame_too_large", "unauthorized"):  # stream unusable
                     self._drop_connection()
             except (OSError, ConnectionError) as exc:
                 if not self._closing.is_set():
                     log.warning("planner server connection lost: %s", exc)
                 self._drop_connection()
+            except Exception as exc:  # a reply we failed to handle must not end the thread
+                self._counts["bad_replies"] += 1
+                log.warning("unhandled reply from the planner server: %s: %s",
+                            type(exc).__name__, exc)
+
+    def _open(self, auth: FrameAuth, body: bytes) -> bytes:
+        """Check a reply's tag. A server refusing our tag answers with an untagged
+        ``unauthorized`` error: report it to every waiter, then the connection is dropped."""
+        try:
+            return auth.open(body)
+        except WireError as exc:
+            try:
+                msg = decode_payload(body)
+                why = f"the server refused our frames: {msg.get('message')}"
+            except WireError:
+                why = f"a reply failed authentication ({exc.message}); is the secret right?"
+            refusal = {"type": "error", "code": "unauthorized", "message": why}
+            with self._cv:
+                self._conn_error = refusal
+            self._wake_all(refusal)
+            raise WireError("unauthorized", why) from exc
 
     def _reconnect(self) -> None:
-        if self._closing.wait(self.config.reconnect_s):
+        """One attempt after a pause that doubles (with +-20 % jitter) up to
+        ``reconnect_max_s`` while attempts fail."""
+        pause = self._backoff * random.uniform(0.8, 1.2)
+        if self._closing.wait(pause):
             return
         try:
             self._connect()
             self._counts["reconnects"] += 1
-        except OSError as exc:
-            log.debug("reconnect to %s:%d failed: %s", self.config.host, self.config.port, exc)
+            self._backoff = self.config.reconnect_s
+        except (OSError, WireError, RemotePlannerError) as exc:
+            self._counts["reconnect_failed"] += 1
+            self._backoff = min(self.config.reconnect_max_s, 2 * self._backoff)
+            log.debug("reconnect to %s:%d failed: %s (next in %.2f s)", self.config.host,
+                      self.config.port, exc, self._backoff)
+
+    def _reject(self, reason: str, message: str, waiter: _Waiter | None) -> None:
+        self._counts[f"rejected_{reason}"] += 1
+        log.warning("rejected a reply from the planner server: %s: %s", reason, message)
+        if waiter is not None:
+            waiter.reply = {"type": "error", "code": "malformed",
+                            "message": f"{reason}: {message}"}
+            waiter.event.set()
 
     def _dispatch(self, msg: dict[str, Any]) -> None:
         kind, req_id = msg["type"], msg.get("id", -1)
+        if type(req_id) is not int:
+            self._reject("bad_id", f"reply id {str(req_id)[:40]!r} is not an integer", None)
+            return
         now = time.monotonic()
         with self._cv:
-            sent = self._sent.pop(req_id, None)
+            sent = self._sent.pop(req_id, None) if kind != "health" else None
             waiter = self._waiters.get(req_id)
-        if kind in ("health", "chunk_batch"):
-            if kind == "chunk_batch":
-                self._counts["received_batches"] += 1
+        if kind == "hello":
+            with self._cv:
+                self._conn_error = {"type": "error", "code": "unauthorized",
+                                    "message": "the server requires a shared secret (set "
+                                               "RemotePlannerConfig.secret)"}
+            self._wake_all(self._conn_error)
+            return
+        if kind == "health":
             if waiter is not None:
                 waiter.reply = msg
                 waiter.event.set()
@@ -428,45 +626,93 @@ class RemotePlanner:
             self._counts[f"error_{msg.get('code', '?')}"] += 1
             log.warning("planner server: %s: %s", msg.get("code"), msg.get("message"))
             with self._cv:
-                self._conn_error = msg
-                waiters = list(self._waiters.values())
-            for w in waiters:
-                w.reply = msg
-                w.event.set()
+                first = self._conn_error
+                if first is None or first.get("code") != "unauthorized":  # keep the cause
+                    self._conn_error = msg
+            self._wake_all(self._conn_error)
             return
         if kind == "error":
             self._counts[f"error_{msg.get('code', '?')}"] += 1
-            if msg.get("code") not in ("superseded", "deadline_exceeded"):
+            if msg.get("code") not in ("superseded", "deadline_exceeded", "deadline_unmeetable",
+                                       "quota_exceeded"):
                 log.warning("planner server error for request %s: %s: %s", req_id,
                             msg.get("code"), msg.get("message"))
             if waiter is not None:
                 waiter.reply = msg
                 waiter.event.set()
             return
-        if kind != "chunk":
-            self._counts["bad_replies"] += 1
-            log.warning("unknown reply type %r from the planner server", kind)
+        if kind not in ("chunk", "chunk_batch"):
+            self._reject("unknown_type", f"reply type {str(kind)[:40]!r}", waiter)
             return
-        if sent is not None:
-            created, deadline_s = sent
-            self._rtts.append(now - created)
-            if deadline_s > 0 and now - created > deadline_s:
-                self._counts["late"] += 1
-                if waiter is not None:
-                    waiter.reply = {"type": "error", "code": "deadline_exceeded",
-                                    "message": f"answer arrived {1e3 * (now - created):.1f} ms "
-                                               "after the request"}
-                    waiter.event.set()
-                return
-        chunk = chunk_from_msg(msg)
+        if sent is None:
+            self._reject("unsolicited", f"{kind} for request {req_id}, which is not waiting "
+                                        "for an answer on this connection", waiter)
+            return
+        if kind == "chunk_batch":
+            self._accept_batch(msg, sent, waiter)
+            return
+        self._rtts.append(now - sent.created)
+        if sent.deadline_s > 0 and now - sent.created > sent.deadline_s:
+            self._counts["late"] += 1
+            if waiter is not None:
+                waiter.reply = {"type": "error", "code": "deadline_exceeded",
+                                "message": f"answer arrived {1e3 * (now - sent.created):.1f} "
+                                           "ms after the request"}
+                waiter.event.set()
+            return
+        try:
+            chunk = self._validated_chunk(msg, sent)
+        except WireError as exc:
+            self._reject(exc.code, exc.message, waiter)
+            return
         self._counts["received"] += 1
         current = self._latest
-        if current is None or not (math.isfinite(current.obs_time)
-                                   and chunk.obs_time < current.obs_time):
+        if current is None or chunk.obs_time >= current.obs_time:
             self._latest = chunk
         if waiter is not None:
             waiter.reply = msg
             waiter.event.set()
+
+    def _validated_chunk(self, msg: dict[str, Any], sent: _Sent) -> ActionChunk:
+        """The reply's chunk, or :class:`WireError` naming what is wrong with it."""
+        chunk = chunk_from_msg(msg)
+        if chunk.obs_time != sent.obs_time:
+            raise WireError("obs_time", f"reply obs_time {chunk.obs_time!r} is not the "
+                                        f"request's {sent.obs_time!r}")
+        ahead = chunk.t0 - chunk.obs_time
+        if not -chunk.horizon_s <= ahead <= self.config.max_future_s:
+            raise WireError("t0", f"chunk t0 is {ahead:.3g} s after its obs_time (allowed: "
+                                  f"-{chunk.horizon_s:.3g}..{self.config.max_future_s:g} s)")
+        expected = (self.info.horizon, self.info.action_dim)
+        if self._info_known and chunk.actions.shape != expected:
+            raise WireError("shape", f"actions {chunk.actions.shape}, expected {expected}")
+        if not np.all(np.isfinite(chunk.actions)):
+            raise WireError("non_finite", "actions contain NaN or inf")
+        return chunk
+
+    def _accept_batch(self, msg: dict[str, Any], sent: _Sent, waiter: _Waiter | None) -> None:
+        self._counts["received_batches"] += 1
+        try:
+            actions = decode_array(msg.get("actions"), "actions", ndim=3).astype(np.float32)
+            if not np.all(np.isfinite(actions)):
+                raise WireError("non_finite", "actions contain NaN or inf")
+            if self._info_known and actions.shape[1:] != (self.info.horizon,
+                                                          self.info.action_dim):
+                raise WireError("shape", f"actions {actions.shape}, expected (n, "
+                                         f"{self.info.horizon}, {self.info.action_dim})")
+        except WireError as exc:
+            self._reject(exc.code, exc.message, waiter)
+            return
+        if waiter is not None:
+            waiter.reply = {**msg, "_actions": actions}
+            waiter.event.set()
+
+    def _wake_all(self, reply: dict[str, Any]) -> None:
+        with self._cv:
+            waiters = list(self._waiters.values())
+        for w in waiters:
+            w.reply = reply
+            w.event.set()
 
 
 # --- fitting the simulator's delay model from measured latency --------------------------------

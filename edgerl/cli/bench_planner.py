@@ -11,6 +11,16 @@ prints ``{"local": {...}, "local_cached": {...}, "loopback": {...}, "p50_ms", "p
 "throughput_rps"}`` (flat keys = loopback). ``--write-latency-model FILE`` writes the
 loopback latency as a ``LatencyModel`` (delay distribution in control steps) for the sim
 wrappers.
+
+``--load-test``: the planner service under attack: 48 robots (closed loop, a request every
+100 ms) beside 16 hostile clients (idle, slowloris, oversized, malformed) that come and go in
+``--window``-second windows, against a :class:`SyntheticPlanner` (2 ms + 0.1 ms/row, batched);
+prints the robots' p50/p99 with and without the hostile clients, their ratio, the server's
+counters and whether any thread died. ``--load-sweep``: open-loop Poisson load at increasing
+rates from 32 robots (deadline 50 ms) against a sequential 5 ms planner (capacity 200
+requests/s), with deadline-aware admission and without (``admission=False``): offered load vs
+p99 (of the requests that ran) and deadline-miss rate; ``--plot FILE`` draws it (PNG).
+Everything binds 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -43,6 +53,113 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write-latency-model", metavar="FILE", default=None,
                    help="write the loopback latency as a LatencyModel JSON for the sim")
     p.add_argument("--json", action="store_true", help="print JSON for machines")
+    p.add_argument("--load-test", action="store_true",
+                   help="robots beside hostile clients on loopback (see --duration, --window)")
+    p.add_argument("--load-sweep", action="store_true",
+                   help="offered load vs p99 and deadline misses, admission vs unbounded")
+    p.add_argument("--duration", type=float, default=60.0,
+                   help="--load-test seconds (default 60)")
+    p.add_argument("--window", type=float, default=2.0,
+                   help="--load-test: hostile clients on for this long, then off (default 2 s)")
+    p.add_argument("--rates", default="50,100,150,200,300,400",
+                   help="--load-sweep offered loads, requests/s (comma separated)")
+    p.add_argument("--point-s", type=float, default=5.0,
+                   help="--load-sweep seconds per point and mode (default 5)")
+    p.add_argument("--plot", metavar="PNG", default=None, help="--load-sweep: write the plot")
+
+
+def run_load_test(args: argparse.Namespace) -> dict[str, Any]:
+    """The 60 s load test; returns its numbers."""
+    import threading
+
+    from edgerl.runtime.planner_load import (
+        HOSTILE_KINDS,
+        LoadConfig,
+        SyntheticPlanner,
+        run_load,
+    )
+    from edgerl.runtime.planner_server import PlannerServer, ServerConfig
+
+    if not args.duration >= 4 * args.window > 0:
+        raise CliError(f"--duration ({args.duration}) must cover at least 2 on/off cycles of "
+                       f"--window ({args.window})")
+    died: list[Any] = []
+    previous, threading.excepthook = threading.excepthook, died.append
+    cfg = LoadConfig(good=48, hostile=dict.fromkeys(HOSTILE_KINDS, 4),
+                     duration_s=args.duration, period_s=0.1, deadline_s=0.5,
+                     hostile_on_s=args.window, hostile_off_s=args.window)
+    server = PlannerServer(SyntheticPlanner(), ServerConfig(port=0, obs_dim=cfg.obs_dim,
+                                                            idle_timeout_s=1.0,
+                                                            read_timeout_s=0.5))
+    try:
+        result = run_load(server.start(), cfg)
+        metrics = server.metrics()
+    finally:
+        server.stop()
+        threading.excepthook = previous
+    on, off = result.split(cfg)
+    return {"clients": {"good": cfg.good, **cfg.hostile}, "duration_s": cfg.duration_s,
+            "with_hostile": on.summary() | {"requests": len(on.latencies_s)},
+            "without_hostile": off.summary() | {"requests": len(off.latencies_s)},
+            "p99_ratio": on.percentile_ms(99) / off.percentile_ms(99),
+            "replies": dict(result.replies), "hostile": dict(result.hostile),
+            "threads_died": len(died), "server_internal_errors": metrics["internal"],
+            "server_threads_alive": metrics["threads_alive"],
+            "server_dropped": metrics["dropped"]}
+
+
+def run_load_sweep(args: argparse.Namespace) -> dict[str, Any]:
+    """Offered load vs p99 and deadline-miss rate, admission vs unbounded."""
+    from edgerl.logs import progress
+    from edgerl.runtime.planner_load import SyntheticPlanner, run_open_loop
+    from edgerl.runtime.planner_server import PlannerServer, ServerConfig
+
+    try:
+        rates = [float(r) for r in args.rates.split(",")]
+    except ValueError as exc:
+        raise CliError(f"--rates must be numbers separated by commas, got {args.rates!r}") from exc
+    if not rates or min(rates) <= 0 or args.point_s <= 0:
+        raise CliError("--rates must be positive and --point-s > 0")
+    points = []
+    for admission, rate in progress([(a, r) for a in (True, False) for r in rates],
+                                    total=2 * len(rates), desc="load sweep"):
+        server = PlannerServer(SyntheticPlanner(base_s=0.005, row_s=0.0, batch=False),
+                               ServerConfig(port=0, obs_dim=8, admission=admission))
+        try:
+            point = run_open_loop(server.start(), rate, clients=32, duration_s=args.point_s,
+                                  deadline_s=0.05)
+        finally:
+            server.stop()
+        points.append({"admission": admission, "rate_hz": rate, **point})
+    return {"planner_ms": 5.0, "deadline_ms": 50.0, "clients": 32, "points": points}
+
+
+def plot_sweep(sweep: dict[str, Any], path: str) -> None:
+    """Two panels: p99 (ms) and deadline-miss rate against offered load."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for admission, style in ((True, "o-"), (False, "s--")):
+        pts = [p for p in sweep["points"] if p["admission"] is admission]
+        label = "deadline-aware admission" if admission else "unbounded admission"
+        ax1.plot([p["offered_hz"] for p in pts], [p["p99_ms"] for p in pts], style, label=label)
+        ax2.plot([p["offered_hz"] for p in pts], [100 * p["miss_rate"] for p in pts], style,
+                 label=label)
+    ax1.axhline(sweep["deadline_ms"], color="grey", lw=0.8, ls=":", label="deadline")
+    ax1.set(xlabel="offered load (requests/s)", ylabel="p99 latency of requests run (ms)",
+            yscale="log", title=f"planner {sweep['planner_ms']:g} ms, capacity "
+                                f"{1000 / sweep['planner_ms']:.0f}/s")
+    ax2.set(xlabel="offered load (requests/s)", ylabel="deadline-miss rate (%)",
+            title=f"{sweep['clients']} robots, deadline {sweep['deadline_ms']:g} ms")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _stats(samples_s: list[float], wall_s: float,
@@ -110,6 +227,19 @@ def run(args: argparse.Namespace) -> int:
     )
     from edgerl.spec import BundleError
 
+    if args.load_test or args.load_sweep:
+        out: dict[str, Any] = {}
+        if args.load_test:
+            out["load_test"] = run_load_test(args)
+        if args.load_sweep:
+            out["load_sweep"] = run_load_sweep(args)
+            if args.plot:
+                plot_sweep(out["load_sweep"], args.plot)
+        if args.json:
+            print_json(out)
+        else:
+            _print_load(out, print_table)
+        return 0
     if args.requests < 10:
         raise CliError(f"--requests must be >= 10 for percentiles, got {args.requests}")
     with tempfile.TemporaryDirectory(prefix="edgerl-bench-planner-") as tmp:
@@ -166,3 +296,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"latency model -> {args.write_latency_model}: P(D=k) = "
                   f"{[round(p, 3) for p in out['latency_model']['delay_distribution']]}")
     return 0
+
+
+def _print_load(out: dict[str, Any], print_table: Any) -> None:
+    if "load_test" in out:
+        lt = out["load_test"]
+        rows = [{"robots": k, "requests": lt[k]["requests"], "p50_ms": lt[k]["p50_ms"],
+                 "p99_ms": lt[k]["p99_ms"]} for k in ("without_hostile", "with_hostile")]
+        print_table(rows, title=f"load test: {lt['clients']} clients, {lt['duration_s']:g} s")
+        print(f"p99 ratio {lt['p99_ratio']:.2f} (limit 2.0); threads died: "
+              f"{lt['threads_died']}; server internal errors: {lt['server_internal_errors']}")
+    if "load_sweep" in out:
+        rows = [{"admission": p["admission"], "offered_hz": p["offered_hz"],
+                 "p99_ms": p["p99_ms"], "miss_rate": p["miss_rate"],
+                 "outcomes": " ".join(f"{k}={v}" for k, v in sorted(p["outcomes"].items()))}
+                for p in out["load_sweep"]["points"]]
+        print_table(rows, title="load sweep (deadline 50 ms, planner 5 ms)")

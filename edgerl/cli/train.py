@@ -24,8 +24,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1: small MLPs run fastest single-threaded)")
-    p.add_argument("--planner", default="expert", choices=PLANNERS,
-                   help="chunk planner: scripted expert or behaviour-cloned MLP (default expert)")
+    p.add_argument("--planner", default="expert", metavar="{" + ",".join(PLANNERS) + "}",
+                   help="chunk planner: scripted expert, behaviour-cloned MLP, or "
+                        "remote:HOST:PORT for a planner service (edgerl serve-planner) "
+                        "(default expert)")
     p.add_argument("--horizon", type=int, default=0, help="chunk rows H (0 = automatic)")
     p.add_argument("--period-steps", type=int, default=0,
                    help="planner query period P in steps (0 = max(1, D))")

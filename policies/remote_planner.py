@@ -1,0 +1,127 @@
+"""Training against a served planner (``edgerl train TASK --planner remote:HOST:PORT``).
+
+Found-RL's training-time planner service: the planner runs in its own process (here, or on a
+GPU machine: ``edgerl serve-planner``) and the simulated envs query it in batches.
+
+* :class:`ServedPlanFn` is the sim wrappers' batched planner callable
+  (``plan(obs (n, O), env_ids (n,)) -> (n, H, A)``) over a thread-free
+  :class:`~edgerl.runtime.planner_call.DirectPlanner` (the shared secret, if any, from
+  ``EDGERL_PLANNER_SECRET``): every query of the wrapper's envs is sent as ``plan_batch``
+  requests (``training`` priority, so robots on the same service go
+  first) of at most ``max_rows`` rows, all in flight at once. The wrapper applies its latency
+  model (the delay in control steps, e.g. measured with ``edgerl bench planner
+  --write-latency-model``) to the chunks, exactly as for an in-process planner.
+* :class:`BCServedPlanner` serves a behaviour-cloned chunk planner (``edgerl serve-planner
+  --bc TASK``): the same network ``--planner bc`` fits in-process, behind the service.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from edgerl.chunk import ActionChunk
+from edgerl.planner import PlannerHealth, PlannerInfo
+
+__all__ = ["BCServedPlanner", "ServedPlanFn", "is_remote_planner", "parse_remote_planner"]
+
+log = logging.getLogger(__name__)
+
+_PREFIX = "remote:"
+
+
+def is_remote_planner(spec: str) -> bool:
+    """Whether a ``--planner`` value names a served planner (``remote:HOST:PORT``)."""
+    return isinstance(spec, str) and spec.startswith(_PREFIX)
+
+
+def parse_remote_planner(spec: str) -> tuple[str, int]:
+    """``remote:HOST:PORT`` -> ``(host, port)``; ``ValueError`` naming what is wrong."""
+    if not is_remote_planner(spec):
+        raise ValueError(f"expected remote:HOST:PORT, got {spec!r}")
+    host, sep, port = spec[len(_PREFIX):].rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"planner {spec!r}: expected remote:HOST:PORT with a port in "
+                         "1..65535")
+    return host, int(port)
+
+
+class ServedPlanFn:
+    """Batched planner callable over a planner service.
+
+    Args:
+        client: A connected :class:`~edgerl.runtime.planner_call.DirectPlanner` (or anything
+            with ``info`` and ``plan_many(pieces, now, timeout_s)``, e.g. a started
+            :class:`~edgerl.runtime.remote_planner.RemotePlanner`).
+        horizon: Chunk rows the wrapper expects; the server's must match.
+        max_rows: Rows per ``plan_batch`` request (the server's ``max_batch_rows``).
+        timeout_s: Longest wait for one query's answers.
+    """
+
+    def __init__(self, client: Any, horizon: int, max_rows: int = 256,
+                 timeout_s: float = 30.0) -> None:
+        if client.info.horizon != horizon:
+            raise ValueError(f"the served planner answers chunks of {client.info.horizon} rows, "
+                             f"this training run needs {horizon} (serve it with the same "
+                             "--horizon/--delay-steps)")
+        self.client = client
+        self.max_rows = max_rows
+        self.timeout_s = timeout_s
+        self.calls = 0
+        self.rows = 0
+        self.wait_s = 0.0
+
+    @classmethod
+    def connect(cls, spec: str, horizon: int, **kwargs: Any) -> ServedPlanFn:
+        """Connect to ``remote:HOST:PORT`` (training priority) and check the horizon."""
+        from edgerl.runtime.planner_call import DirectPlanner
+        from edgerl.runtime.planner_wire import load_secret
+
+        host, port = parse_remote_planner(spec)
+        client = DirectPlanner(host, port, secret=load_secret(), priority="training").connect()
+        try:
+            return cls(client, horizon, **kwargs)
+        except ValueError:
+            client.close()
+            raise
+
+    def __call__(self, obs: torch.Tensor, env_ids: torch.Tensor) -> torch.Tensor:
+        x = obs.detach().float().cpu().numpy()
+        start = time.perf_counter()
+        pieces = [x[i:i + self.max_rows] for i in range(0, len(x), self.max_rows)]
+        out = self.client.plan_many(pieces, now=0.0, timeout_s=self.timeout_s)
+        self.wait_s += time.perf_counter() - start
+        self.calls += 1
+        self.rows += len(x)
+        return torch.from_numpy(np.concatenate(out)).to(obs.device)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class BCServedPlanner:
+    """A :class:`~edgerl.planner.Planner` over a :class:`BCChunkPlanner` network, with
+    ``plan_batch`` (``obs (n, O)`` -> ``(n, H, A)`` float32); instructions are ignored."""
+
+    def __init__(self, net: Any, dt_s: float, period_s: float) -> None:
+        self.net = net.eval()
+        self.info = PlannerInfo(horizon=net.horizon, action_dim=net.action_dim, dt_s=dt_s,
+                                period_s=period_s, expected_latency_s=0.001)
+
+    def plan_batch(self, observations: np.ndarray, instructions: list[str],
+                   now: float) -> np.ndarray:
+        with torch.no_grad():
+            x = torch.from_numpy(np.asarray(observations, np.float32))
+            return self.net.plan(x).cpu().numpy().astype(np.float32)
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        rows = self.plan_batch(np.asarray(observation, np.float32)[None], [instruction], now)[0]
+        return ActionChunk(actions=rows, t0=now, dt=self.info.dt_s, obs_time=now,
+                           source="bc_planner")
+
+    def health(self) -> PlannerHealth:
+        return PlannerHealth.OK

@@ -1,0 +1,450 @@
+"""Load generators for the planner server: well-behaved robots beside hostile clients, and an
+open-loop offered-load sweep (``edgerl bench planner --load-sweep`` and the load tests).
+
+Everything is asyncio in the calling thread (one coroutine per simulated client), bounded in
+time (``duration_s``) and meant for loopback (127.0.0.1): it opens many connections.
+
+Hostile kinds (each reconnects whenever the server closes it, until the end):
+
+* ``idle``: connects and sends nothing.
+* ``slowloris``: sends a valid frame one byte at a time, ``slow_byte_s`` apart.
+* ``oversized``: announces a 100 MB frame, or sends a ``plan_batch`` of 4,096 new
+  instructions (alternately).
+* ``malformed``: sends broken arrays (dtype as a list, ``shape: [True]``, ``[2**32, 2**32]``...)
+  and garbage, back to back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import itertools
+import json
+import random
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from edgerl.chunk import ActionChunk
+from edgerl.planner import PlannerHealth, PlannerInfo
+from edgerl.runtime.planner_wire import HEADER, PROTOCOL_VERSION, encode_array, encode_frame
+
+__all__ = ["HOSTILE_KINDS", "LoadConfig", "LoadResult", "SyntheticPlanner", "run_load",
+           "run_open_loop"]
+
+#: The kinds of hostile client :func:`run_load` can start.
+HOSTILE_KINDS = ("idle", "slowloris", "oversized", "malformed")
+
+
+class SyntheticPlanner:
+    """A real tiny planner (chunk rows = obs[:A] + i) whose compute time is synthetic:
+    ``base_s + row_s * rows`` per call, slept (so it releases the GIL like a GPU model).
+    With ``batch=True`` it also has ``plan_batch``."""
+
+    def __init__(self, obs_dim: int = 8, horizon: int = 8, action_dim: int = 2,
+                 base_s: float = 0.002, row_s: float = 0.0001, batch: bool = True) -> None:
+        self.info = PlannerInfo(horizon=horizon, action_dim=action_dim, dt_s=0.02,
+                                period_s=0.1, expected_latency_s=base_s)
+        self.obs_dim = obs_dim
+        self.base_s, self.row_s = base_s, row_s
+        if not batch:
+            self.plan_batch = None  # type: ignore[assignment]
+
+    def _rows(self, obs: np.ndarray) -> np.ndarray:
+        a = self.info.action_dim
+        return (np.asarray(obs, np.float32)[..., None, :a]
+                + np.arange(self.info.horizon, dtype=np.float32)[:, None])
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        time.sleep(self.base_s + self.row_s)
+        return ActionChunk(actions=self._rows(observation), t0=now, dt=self.info.dt_s,
+                           obs_time=now, source="synthetic")
+
+    def plan_batch(self, observations: np.ndarray, instructions: list[str],
+                   now: float) -> np.ndarray:
+        time.sleep(self.base_s + self.row_s * len(observations))
+        return self._rows(observations)
+
+    def health(self) -> PlannerHealth:
+        return PlannerHealth.OK
+
+
+@dataclass
+class LoadConfig:
+    """A closed-loop load test: ``good`` robots, each requesting a chunk every ``period_s``
+    (waiting for the answer first), beside ``hostile[kind]`` clients of each kind.
+
+    Attributes:
+        good: Well-behaved clients.
+        hostile: Clients per hostile kind (see :data:`HOSTILE_KINDS`).
+        duration_s: Wall seconds the load runs.
+        period_s: A good client's request period (s).
+        deadline_s: Deadline sent with each good request (s).
+        obs_dim: Observation size.
+        slow_byte_s: Pause between a slowloris client's bytes (s).
+        reply_timeout_s: A good client gives up on an answer after this long.
+        seed: Random start offsets.
+        hostile_on_s: With ``hostile_off_s``, the hostile clients alternate: active for
+            ``hostile_on_s``, then gone for ``hostile_off_s`` (from ``start_at``), so
+            the good clients' latency with and without them is measured side by side under
+            the same background load (:meth:`LoadResult.split`). ``0``: always active.
+        hostile_off_s: See ``hostile_on_s``.
+        start_at: Monotonic time (s, system-wide clock) at which every client starts;
+            ``0`` = now.
+        hostile_gap_s: Pause between an ``oversized`` or ``malformed`` client's frames.
+    """
+
+    good: int = 48
+    hostile: dict[str, int] = field(default_factory=lambda: dict.fromkeys(HOSTILE_KINDS, 4))
+    duration_s: float = 10.0
+    period_s: float = 0.05
+    deadline_s: float = 0.2
+    obs_dim: int = 8
+    slow_byte_s: float = 0.2
+    reply_timeout_s: float = 2.0
+    seed: int = 0
+    hostile_on_s: float = 0.0
+    hostile_off_s: float = 0.0
+    start_at: float = 0.0
+    hostile_gap_s: float = 0.05
+
+    def hostile_active(self, t: float) -> bool:
+        """Whether the hostile clients are active at monotonic time ``t``."""
+        if self.hostile_on_s <= 0 or self.hostile_off_s <= 0:
+            return True
+        return (t - self.start_at) % (self.hostile_on_s + self.hostile_off_s) < \
+            self.hostile_on_s
+
+    def next_hostile_start(self, t: float) -> float:
+        """The start of the next active window at or after ``t``."""
+        if self.hostile_active(t):
+            return t
+        cycle = self.hostile_on_s + self.hostile_off_s
+        return self.start_at + ((t - self.start_at) // cycle + 1) * cycle
+
+
+@dataclass
+class LoadResult:
+    """What the good clients saw, and what the hostile ones did.
+
+    Attributes:
+        latencies_s: Round trip (s) of every good request answered with a chunk.
+        replies: Good requests by outcome (``chunk``, an error code, ``timeout``,
+            ``disconnected``).
+        hostile: Hostile actions and the server's answers (``<kind>:<event>``).
+        wall_s: Seconds the run took.
+    """
+
+    latencies_s: list[float] = field(default_factory=list)
+    sent_at: list[float] = field(default_factory=list)  # monotonic send time of each latency
+    replies: Counter = field(default_factory=Counter)
+    hostile: Counter = field(default_factory=Counter)
+    wall_s: float = 0.0
+
+    def percentile_ms(self, q: float) -> float:
+        """``q``-th percentile of :attr:`latencies_s` in ms (nan when empty)."""
+        if not self.latencies_s:
+            return float("nan")
+        return float(np.percentile(np.asarray(self.latencies_s) * 1e3, q))
+
+    def split(self, cfg: LoadConfig) -> tuple[LoadResult, LoadResult]:
+        """``(while hostile clients were active, while they were not)`` by send time."""
+        on, off = LoadResult(), LoadResult()
+        for t, lat in zip(self.sent_at, self.latencies_s):
+            part = on if cfg.hostile_active(t) else off
+            part.latencies_s.append(lat)
+            part.sent_at.append(t)
+        return on, off
+
+    def summary(self) -> dict[str, Any]:
+        return {"requests": sum(self.replies.values()), "replies": dict(self.replies),
+                "p50_ms": self.percentile_ms(50), "p99_ms": self.percentile_ms(99),
+                "hostile": dict(self.hostile), "wall_s": self.wall_s}
+
+
+async def _read_frame(reader: asyncio.StreamReader, timeout_s: float) -> dict[str, Any] | None:
+    """One reply map, or ``None`` when the server closed the connection."""
+    try:
+        header = await asyncio.wait_for(reader.readexactly(HEADER.size), timeout_s)
+        (size,) = HEADER.unpack(header)
+        body = await asyncio.wait_for(reader.readexactly(size), timeout_s)
+    except asyncio.IncompleteReadError:
+        return None
+    return msgpack.unpackb(body, raw=False)
+
+
+def _plan(req_id: int, obs_dim: int, now: float, deadline_s: float) -> bytes:
+    obs = np.full(obs_dim, 0.5, np.float32)
+    return encode_frame({"v": PROTOCOL_VERSION, "type": "plan", "id": req_id,
+                         "obs": encode_array(obs), "obs_time": now, "instruction": "",
+                         "deadline_s": deadline_s})
+
+
+async def _good_client(address: tuple[str, int], cfg: LoadConfig, end: float,
+                       result: LoadResult, rng: random.Random) -> None:
+    await asyncio.sleep(rng.uniform(0, cfg.period_s))
+    ids = itertools.count(1)
+    while time.monotonic() < end:
+        try:
+            reader, writer = await asyncio.open_connection(*address)
+        except OSError:
+            result.replies["connect_failed"] += 1
+            await asyncio.sleep(0.1)
+            continue
+        try:
+            while time.monotonic() < end:
+                start = time.monotonic()
+                req_id = next(ids)
+                writer.write(_plan(req_id, cfg.obs_dim, start, cfg.deadline_s))
+                reply = await _read_frame(reader, cfg.reply_timeout_s)
+                if reply is None:
+                    result.replies["disconnected"] += 1
+                    break
+                took = time.monotonic() - start
+                if reply.get("type") == "chunk" and reply.get("id") == req_id:
+                    result.latencies_s.append(took)
+                    result.sent_at.append(start)
+                    result.replies["chunk"] += 1
+                else:
+                    result.replies[str(reply.get("code", reply.get("type")))] += 1
+                await asyncio.sleep(max(0.0, cfg.period_s - took))
+        except asyncio.TimeoutError:
+            result.replies["timeout"] += 1
+        except OSError:
+            result.replies["disconnected"] += 1
+        finally:
+            writer.close()
+
+
+_BAD_ARRAYS = (
+    {"dtype": ["float32"], "shape": [8], "data": b"\0" * 32},
+    {"dtype": {"x": 1}, "shape": [8], "data": b"\0" * 32},
+    {"dtype": "float32", "shape": [True], "data": b"\0" * 4},
+    {"dtype": "float32", "shape": [2 ** 32, 2 ** 32], "data": b""},
+    {"dtype": "float32", "shape": [2 ** 64 - 1], "data": b""},
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _hostile_frame(kind: str, k: int, obs_dim: int) -> bytes:
+    """The ``k``-th thing a hostile client of ``kind`` sends (``k`` cycles; cached so the
+    attackers cost the load generator little)."""
+    if kind == "oversized":
+        if k % 2 == 0:
+            return HEADER.pack(100_000_000)
+        texts = [f"new instruction {k}-{i}" for i in range(4096)]
+        return encode_frame({"v": PROTOCOL_VERSION, "type": "plan_batch", "id": k,
+                             "obs": encode_array(np.zeros((4096, obs_dim), np.float32)),
+                             "instructions": texts, "obs_time": 0.0, "deadline_s": 0.0})
+    if k % 6 == 5:
+        junk = b"\xc1" * 16
+        return HEADER.pack(len(junk)) + junk
+    return encode_frame({"v": PROTOCOL_VERSION, "type": "plan", "id": k, "obs_time": 0.0,
+                         "obs": _BAD_ARRAYS[k % len(_BAD_ARRAYS)]})
+
+
+async def _hostile_client(kind: str, address: tuple[str, int], cfg: LoadConfig, end: float,
+                          result: LoadResult) -> None:
+    k = 0
+    while time.monotonic() < end:
+        wake = cfg.next_hostile_start(time.monotonic())
+        if wake > time.monotonic():
+            await asyncio.sleep(min(wake, end) - time.monotonic())
+            continue
+        try:
+            reader, writer = await asyncio.open_connection(*address)
+        except OSError:
+            result.hostile[f"{kind}:connect_failed"] += 1
+            await asyncio.sleep(0.1)
+            continue
+        result.hostile[f"{kind}:connections"] += 1
+        drain = asyncio.ensure_future(_drain_replies(kind, reader, result))
+        try:
+            while (time.monotonic() < end and not drain.done()
+                   and cfg.hostile_active(time.monotonic())):
+                if kind == "idle":
+                    await asyncio.sleep(0.05)
+                elif kind == "slowloris":
+                    for byte in _plan(k, cfg.obs_dim, 0.0, 0.0):
+                        if (time.monotonic() >= end or drain.done()
+                                or not cfg.hostile_active(time.monotonic())):
+                            break
+                        writer.write(bytes([byte]))
+                        await asyncio.sleep(cfg.slow_byte_s)
+                    k += 1
+                else:
+                    writer.write(_hostile_frame(kind, k % 12, cfg.obs_dim))
+                    k += 1
+                    await asyncio.sleep(cfg.hostile_gap_s)
+        except OSError:
+            pass
+        finally:
+            writer.close()
+            drain.cancel()
+            with contextlib.suppress(BaseException):
+                await drain
+        await asyncio.sleep(0.02)
+
+
+async def _drain_replies(kind: str, reader: asyncio.StreamReader, result: LoadResult) -> None:
+    """Count the server's answers to a hostile client until it closes the connection."""
+    with contextlib.suppress(OSError, asyncio.TimeoutError, ValueError):
+        while (reply := await _read_frame(reader, 3600.0)) is not None:
+            result.hostile[f"{kind}:{reply.get('code', reply.get('type'))}"] += 1
+    result.hostile[f"{kind}:closed_by_server"] += 1
+
+
+async def _run_clients(address: tuple[str, int], cfg: LoadConfig, good: bool,
+                       hostile: bool) -> LoadResult:
+    result = LoadResult()
+    rng = random.Random(cfg.seed)
+    start = cfg.start_at or time.monotonic()
+    await asyncio.sleep(max(0.0, start - time.monotonic()))
+    end = start + cfg.duration_s
+    tasks = []
+    if good:
+        tasks += [_good_client(address, cfg, end, result, random.Random(rng.random()))
+                  for _ in range(cfg.good)]
+    for kind, n in cfg.hostile.items() if hostile else ():
+        if kind not in HOSTILE_KINDS:
+            raise ValueError(f"unknown hostile kind {kind!r}; choose from {HOSTILE_KINDS}")
+        tasks += [_hostile_client(kind, address, cfg, end, result) for _ in range(n)]
+    await asyncio.wait_for(asyncio.gather(*tasks), cfg.duration_s + cfg.reply_timeout_s + 10)
+    result.wall_s = time.monotonic() - start
+    return result
+
+
+def run_load(address: tuple[str, int], cfg: LoadConfig, separate: bool = True) -> LoadResult:
+    """Run :class:`LoadConfig`'s clients against ``address`` (blocks ``duration_s``).
+
+    With ``separate`` the hostile clients run in a child Python process (as they would on
+    other machines: ``python -m edgerl.runtime.planner_load HOST PORT CONFIG_JSON``), so
+    their CPU time does not slow the good clients' own measurement; the server still answers
+    all of them.
+    """
+    if not separate or not any(cfg.hostile.values()):
+        return asyncio.run(_run_clients(address, cfg, good=True, hostile=True))
+    proc = subprocess.Popen([sys.executable, "-m", "edgerl.runtime.planner_load", address[0],
+                             str(address[1]), json.dumps(dataclasses.asdict(cfg))],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":  # its imports are done
+            raise RuntimeError("the hostile load process did not start")
+        cfg = dataclasses.replace(cfg, start_at=time.monotonic() + 0.2)
+        proc.stdin.write(f"{cfg.start_at!r}\n")
+        proc.stdin.flush()
+        result = asyncio.run(_run_clients(address, cfg, good=True, hostile=False))
+        out, _ = proc.communicate(timeout=cfg.duration_s + 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5.0)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the hostile load process failed (exit {proc.returncode})")
+    result.hostile.update(json.loads(out.strip().splitlines()[-1]))
+    return result
+
+
+def _hostile_main(argv: list[str]) -> int:
+    """``HOST PORT CONFIG_JSON``: say ``ready``, read the start time (monotonic seconds) from
+    stdin, run only the hostile clients, print their counters as JSON.
+    ``open-loop HOST PORT ARGS_JSON``: run :func:`run_open_loop` here, print its result."""
+    if argv and argv[0] == "open-loop":
+        _, host, port, raw = argv
+        out = run_open_loop((host, int(port)), **json.loads(raw), separate=False)
+        sys.stdout.write(json.dumps(out) + "\n")
+        return 0
+    host, port, raw = argv
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    cfg = LoadConfig(**{**json.loads(raw), "start_at": float(sys.stdin.readline())})
+    result = asyncio.run(_run_clients((host, int(port)), cfg, good=False, hostile=True))
+    sys.stdout.write(json.dumps(dict(result.hostile)) + "\n")
+    return 0
+
+
+# --- open-loop offered-load sweep ------------------------------------------------------------
+async def _open_loop_client(address: tuple[str, int], rate_hz: float, deadline_s: float,
+                            obs_dim: int, end: float, rng: random.Random,
+                            out: dict[str, Any]) -> None:
+    reader, writer = await asyncio.open_connection(*address)
+    sent: dict[int, float] = {}
+
+    async def receive() -> None:
+        with contextlib.suppress(OSError, asyncio.TimeoutError):
+            while (reply := await _read_frame(reader, deadline_s + 5.0)) is not None:
+                t0 = sent.pop(reply.get("id"), None)
+                if t0 is None:
+                    continue
+                took = time.monotonic() - t0
+                outcome = "chunk" if reply.get("type") == "chunk" else str(reply.get("code"))
+                out["outcomes"][outcome] += 1
+                if outcome == "chunk" or outcome == "deadline_exceeded":
+                    out["ran_s"].append(took)
+                if outcome == "chunk" and took <= deadline_s:
+                    out["met"] += 1
+
+    rx = asyncio.ensure_future(receive())
+    ids = itertools.count(1)
+    await asyncio.sleep(rng.expovariate(rate_hz))
+    while time.monotonic() < end:
+        req_id = next(ids)
+        now = time.monotonic()
+        sent[req_id] = now
+        out["offered"] += 1
+        writer.write(_plan(req_id, obs_dim, now, deadline_s))
+        await asyncio.sleep(rng.expovariate(rate_hz))
+    await asyncio.sleep(min(2.0, deadline_s * 4 + 0.2))  # the last answers
+    rx.cancel()
+    with contextlib.suppress(BaseException):
+        await rx
+    writer.close()
+
+
+def run_open_loop(address: tuple[str, int], rate_hz: float, clients: int = 32,
+                  duration_s: float = 5.0, deadline_s: float = 0.05, obs_dim: int = 8,
+                  seed: int = 0, separate: bool = True) -> dict[str, Any]:
+    """Poisson arrivals at ``rate_hz`` in total from ``clients`` robots, each request with
+    ``deadline_s``. Returns ``offered``, ``met`` (chunks within the deadline), ``miss_rate``,
+    ``p50_ms``/``p99_ms`` over the requests that ran (chunk or late) and ``outcomes``.
+    With ``separate`` the clients run in a child Python process (their CPU and GIL apart
+    from an in-process server's)."""
+    if separate:
+        args = {"rate_hz": rate_hz, "clients": clients, "duration_s": duration_s,
+                "deadline_s": deadline_s, "obs_dim": obs_dim, "seed": seed}
+        res = subprocess.run([sys.executable, "-m", "edgerl.runtime.planner_load", "open-loop",
+                              address[0], str(address[1]), json.dumps(args)],
+                             capture_output=True, text=True, timeout=duration_s + 60)
+        if res.returncode != 0:
+            raise RuntimeError(f"the open-loop load process failed: {res.stderr[-2000:]}")
+        return json.loads(res.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = {"offered": 0, "met": 0, "ran_s": [], "outcomes": Counter()}
+    rng = random.Random(seed)
+    end = time.monotonic() + duration_s
+
+    async def main() -> None:
+        await asyncio.gather(*(_open_loop_client(address, rate_hz / clients, deadline_s,
+                                                 obs_dim, end, random.Random(rng.random()),
+                                                 out) for _ in range(clients)))
+
+    asyncio.run(main())
+    ran = np.asarray(out.pop("ran_s"), dtype=np.float64) * 1e3
+    out["outcomes"] = dict(out["outcomes"])
+    out["miss_rate"] = 1.0 - out["met"] / max(1, out["offered"])
+    out["p50_ms"] = float(np.percentile(ran, 50)) if ran.size else float("nan")
+    out["p99_ms"] = float(np.percentile(ran, 99)) if ran.size else float("nan")
+    out["offered_hz"] = out["offered"] / duration_s
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(_hostile_main(sys.argv[1:]))

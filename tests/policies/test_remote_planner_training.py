@@ -1,0 +1,87 @@
+"""Training against a planner service (issue 19): ``--planner remote:HOST:PORT`` parsing,
+the batched callable over a real PlannerServer (127.0.0.1) serving a real BC network, and
+``serve-planner`` refusing to bind beyond loopback without a secret."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from edgerl.cli import main
+from edgerl.policies.bc_planner import BCChunkPlanner
+from edgerl.policies.config import TrainConfig
+from edgerl.policies.remote_planner import (
+    BCServedPlanner,
+    ServedPlanFn,
+    is_remote_planner,
+    parse_remote_planner,
+)
+from edgerl.runtime.planner_server import PlannerServer, ServerConfig
+from edgerl.serde import SchemaError
+
+OBS, ACT, H = 4, 1, 5
+
+
+@pytest.fixture
+def served():
+    """A real (untrained) BC network behind a PlannerServer on 127.0.0.1."""
+    torch.manual_seed(0)
+    net = BCChunkPlanner(OBS, ACT, H, [-2.0], [2.0], hidden_dims=(16,))
+    server = PlannerServer(BCServedPlanner(net, dt_s=0.02, period_s=0.02),
+                           ServerConfig(port=0, obs_dim=OBS, max_batch_rows=64,
+                                        max_pending_batches=2))
+    host, port = server.start()
+    yield net, f"remote:{host}:{port}", server
+    server.stop()
+
+
+def test_remote_spec_parsing():
+    assert parse_remote_planner("remote:127.0.0.1:7700") == ("127.0.0.1", 7700)
+    assert is_remote_planner("remote:x:1") and not is_remote_planner("bc")
+    for bad in ("remote:7700", "remote:host:", "remote:host:99999", "remote::80"):
+        with pytest.raises(ValueError, match="remote:HOST:PORT"):
+            parse_remote_planner(bad)
+    cfg = TrainConfig(task="cartpole", method="edit", planner="remote:127.0.0.1:7700")
+    assert cfg.planner == "remote:127.0.0.1:7700"
+    with pytest.raises(SchemaError, match="or remote:HOST:PORT"):
+        TrainConfig(task="cartpole", method="edit", planner="remotely")
+
+
+def test_served_chunks_equal_the_in_process_network(served):
+    net, spec, server = served
+    plan = ServedPlanFn.connect(spec, horizon=H, max_rows=64)
+    try:
+        obs = torch.randn(300, OBS)  # 5 requests of <= 64 rows
+        got = plan(obs, torch.arange(300))
+        assert got.shape == (300, H, ACT) and got.dtype == torch.float32
+        torch.testing.assert_close(got, net.plan(obs), rtol=0, atol=1e-6)
+        m = server.metrics()
+        assert m["batch_rows_max"] <= 64 and m["served"] >= 5
+    finally:
+        plan.close()
+
+
+def test_horizon_mismatch_is_a_clear_error(served):
+    _net, spec, _server = served
+    with pytest.raises(ValueError, match=f"chunks of {H} rows, this training run needs 8"):
+        ServedPlanFn.connect(spec, horizon=8)
+
+
+def test_bc_served_planner_plan_matches_plan_batch():
+    torch.manual_seed(1)
+    net = BCChunkPlanner(OBS, ACT, H, [-1.0], [1.0], hidden_dims=(8,))
+    p = BCServedPlanner(net, dt_s=0.02, period_s=0.04)
+    obs = np.random.default_rng(0).normal(size=(3, OBS)).astype(np.float32)
+    batch = p.plan_batch(obs, ["", "", ""], 0.0)
+    chunk = p.plan(obs[1], "", now=7.0)
+    np.testing.assert_allclose(chunk.actions, batch[1], atol=1e-6)  # batch-size rounding
+    assert chunk.t0 == 7.0 and p.info.horizon == H and p.info.period_s == 0.04
+
+
+def test_serve_planner_refuses_all_interfaces_without_a_secret(capsys, monkeypatch):
+    monkeypatch.delenv("EDGERL_PLANNER_SECRET", raising=False)
+    code = main(["serve-planner", "--planner", "edgerl.runtime.planner_load:SyntheticPlanner",
+                 "--host", "0.0.0.0", "--port", "0"])
+    assert code == 1
+    assert "requires a shared secret" in capsys.readouterr().err

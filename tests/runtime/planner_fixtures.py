@@ -1,0 +1,187 @@
+"""Real tiny planners, raw-socket helpers and a scripted fake server for planner-serving tests.
+
+Everything binds 127.0.0.1 and every loop is bounded in count and time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from edgerl.chunk import ActionChunk
+from edgerl.planner import PlannerHealth, PlannerInfo
+from edgerl.runtime.planner_wire import (
+    PROTOCOL_VERSION,
+    encode_array,
+    encode_frame,
+    recv_frame,
+)
+
+H, A, OBS_DIM = 4, 2, 3
+INFO = PlannerInfo(horizon=H, action_dim=A, dt_s=0.1, period_s=0.2, expected_latency_s=0.001)
+
+
+def expected_rows(obs: np.ndarray, instruction: str) -> np.ndarray:
+    """What :class:`AffinePlanner` answers: row i = obs[:A] + i + len(instruction)."""
+    return (np.asarray(obs, np.float32)[:A][None, :] + np.arange(H, dtype=np.float32)[:, None]
+            + len(instruction))
+
+
+class AffinePlanner:
+    """A real (tiny) planner with optional compute time (``sleep_s`` per call,
+    ``row_s`` per batch row) and a record of every batch it was given."""
+
+    def __init__(self, sleep_s: float = 0.0, row_s: float = 0.0) -> None:
+        self.info = INFO
+        self.sleep_s = sleep_s
+        self.row_s = row_s
+        self.release = threading.Event()  # set at teardown so sleeps end early
+        self.batches: list[list[str]] = []  # instructions of each call, in call order
+        self.rows = 0
+
+    def _work(self, rows: int) -> None:
+        self.rows += rows
+        cost = self.sleep_s + self.row_s * rows
+        if cost:
+            self.release.wait(cost)
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        self.batches.append([instruction])
+        self._work(1)
+        return ActionChunk(actions=expected_rows(observation, instruction), t0=now,
+                           dt=INFO.dt_s, obs_time=now, source="affine")
+
+    def health(self) -> PlannerHealth:
+        return PlannerHealth.OK
+
+
+class BatchAffinePlanner(AffinePlanner):
+    """:class:`AffinePlanner` that also answers many observations in one call."""
+
+    def plan_batch(self, observations: np.ndarray, instructions: list[str],
+                   now: float) -> np.ndarray:
+        self.batches.append(list(instructions))
+        self._work(len(instructions))
+        return np.stack([expected_rows(o, t) for o, t in zip(observations, instructions)])
+
+
+def plan_msg(req_id: int, obs: np.ndarray, **extra: Any) -> dict[str, Any]:
+    return {"v": PROTOCOL_VERSION, "type": "plan", "id": req_id,
+            "obs": encode_array(np.asarray(obs, np.float32)), "obs_time": 1.0,
+            "instruction": "", "deadline_s": 0.0, **extra}
+
+
+def batch_msg(req_id: int, obs: np.ndarray, texts: list[str], **extra: Any) -> dict[str, Any]:
+    return {"v": PROTOCOL_VERSION, "type": "plan_batch", "id": req_id,
+            "obs": encode_array(np.asarray(obs, np.float32)), "instructions": texts,
+            "obs_time": 0.0, "deadline_s": 0.0, **extra}
+
+
+def raw_connect(address: tuple[str, int], timeout_s: float = 3.0) -> socket.socket:
+    return socket.create_connection(address, timeout=timeout_s)
+
+
+def raw_reply(sock: socket.socket) -> dict[str, Any]:
+    body = recv_frame(sock)
+    assert body is not None, "server closed instead of replying"
+    return msgpack.unpackb(body, raw=False)
+
+
+def closed_by_peer(sock: socket.socket, within_s: float) -> bool:
+    """Whether the server closes ``sock`` within ``within_s`` (replies are skipped)."""
+    sock.settimeout(within_s)
+    try:
+        while True:
+            if recv_frame(sock) is None:
+                return True
+    except (TimeoutError, OSError):
+        return False
+
+
+class FakeServer:
+    """A scripted planner server on 127.0.0.1 for client tests: answers ``health`` with
+    :data:`INFO`; for every ``plan`` it sends what ``respond(msg, conn_index)`` returns (maps
+    are framed, bytes go raw, the string ``"close"`` closes the connection)."""
+
+    def __init__(self, respond: Callable[[dict, int], list[Any]]) -> None:
+        self.respond = respond
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.1)
+        self.address = self.listener.getsockname()[:2]
+        self.stop_event = threading.Event()
+        self.threads: list[threading.Thread] = []
+        self.connections = 0
+        self.plans: list[dict] = []
+        self._spawn(self._accept)
+
+    def _spawn(self, target: Callable, *args: Any) -> None:
+        t = threading.Thread(target=target, args=args, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def _accept(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            self._spawn(self._serve, conn, self.connections)
+            self.connections += 1
+
+    def _serve(self, conn: socket.socket, index: int) -> None:
+        conn.settimeout(0.1)
+        with conn:
+            while not self.stop_event.is_set():
+                try:
+                    body = recv_frame(conn)
+                except TimeoutError:
+                    continue
+                except OSError:
+                    return
+                if body is None:
+                    return
+                msg = msgpack.unpackb(body, raw=False)
+                if msg["type"] == "health":
+                    conn.sendall(encode_frame({"type": "health", "id": msg["id"], "state": "ok",
+                                               "info": dataclasses.asdict(INFO),
+                                               "metrics": {}}))
+                    continue
+                self.plans.append(msg)
+                for item in self.respond(msg, index):
+                    if item == "close":
+                        return
+                    conn.sendall(item if isinstance(item, bytes) else encode_frame(item))
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.listener.close()
+        for t in self.threads:
+            t.join(2.0)
+
+
+def chunk_reply(msg: dict, **override: Any) -> dict[str, Any]:
+    """A valid ``chunk`` answer to ``msg`` (fields overridable)."""
+    obs = np.frombuffer(msg["obs"]["data"], "<f4")
+    now = msg["obs_time"]
+    reply = {"type": "chunk", "id": msg["id"], "actions": encode_array(expected_rows(obs, "")),
+             "t0": now, "dt": INFO.dt_s, "step0": -1, "obs_time": now, "source": "fake",
+             "latency_s": 0.0}
+    reply.update(override)
+    return reply
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float, poll_s: float = 0.01) -> bool:
+    """Poll ``predicate`` until true or ``timeout_s`` passed; returns its last value."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(poll_s)
+    return predicate()

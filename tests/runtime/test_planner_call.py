@@ -1,0 +1,87 @@
+"""DirectPlanner: the thread-free blocking client training uses (127.0.0.1 only)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from planner_fixtures import OBS_DIM, BatchAffinePlanner, FakeServer, expected_rows
+
+from edgerl.runtime.planner_call import DirectPlanner
+from edgerl.runtime.planner_server import PlannerServer, ServerConfig
+from edgerl.runtime.planner_wire import encode_array
+from edgerl.runtime.remote_planner import RemotePlannerError
+
+SECRET = b"another-shared-secret-0123"
+
+
+def pieces(n: int, rows: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(n)
+    return [rng.normal(size=(rows, OBS_DIM)).astype(np.float32) for _ in range(n)]
+
+
+@pytest.mark.parametrize("secret", [None, SECRET])
+def test_plan_many_answers_every_piece_on_the_calling_thread(secret):
+    before = threading.active_count()
+    server = PlannerServer(BatchAffinePlanner(sleep_s=0.05), ServerConfig(
+        port=0, obs_dim=OBS_DIM, secret=secret, max_pending_batches=2, max_batch_rows=16))
+    host, port = server.start()
+    try:
+        with DirectPlanner(host, port, secret=secret) as client:
+            assert threading.active_count() == before + 2  # the server's two, none of ours
+            obs = pieces(5, 16)
+            out = client.plan_many(obs)
+            for o, a in zip(obs, out):
+                np.testing.assert_array_equal(a, np.stack([expected_rows(r, "") for r in o]))
+            # one piece computing (50 ms), 2 pending: the other 2 were refused and resent
+            assert client.metrics()["batch_retries"] >= 1
+    finally:
+        server.stop()
+
+
+def test_wrong_secret_and_missing_server_are_named_errors():
+    server = PlannerServer(BatchAffinePlanner(), ServerConfig(port=0, secret=SECRET))
+    host, port = server.start()
+    try:
+        with pytest.raises(RemotePlannerError, match="unauthorized"):
+            DirectPlanner(host, port, secret=b"x" * 20, timeout_s=2.0).connect()
+        with pytest.raises(RemotePlannerError, match="requires a shared secret"):
+            DirectPlanner(host, port, timeout_s=2.0).connect()
+    finally:
+        server.stop()
+    with pytest.raises(RemotePlannerError, match="unreachable"):
+        DirectPlanner(host, port, timeout_s=0.5).connect()
+
+
+def test_reconnects_after_a_server_restart():
+    planner = BatchAffinePlanner()
+    server = PlannerServer(planner, ServerConfig(port=0))
+    host, port = server.start()
+    client = DirectPlanner(host, port, timeout_s=3.0).connect()
+    try:
+        assert len(client.plan_many(pieces(1, 4))) == 1
+        server.stop()
+        server = PlannerServer(planner, ServerConfig(port=port))
+        server.start()
+        assert client.plan_many(pieces(2, 4))[1].shape == (4, 4, 2)
+        assert client.metrics()["reconnects"] == 1
+    finally:
+        client.close()
+        server.stop()
+
+
+def test_a_wrongly_shaped_answer_is_refused():
+    def respond(msg, conn):
+        return [{"type": "chunk_batch", "id": msg["id"], "actions": encode_array(
+            np.zeros((2, 3, 2), np.float32)), "t0": 0.0, "dt": 0.1, "obs_time": 0.0,
+            "latency_s": 0.0}]
+
+    server = FakeServer(respond)
+    try:
+        client = DirectPlanner(*server.address, timeout_s=2.0).connect()
+        with pytest.raises(RemotePlannerError, match=r"malformed: actions \(2, 3, 2\)"):
+            client.plan_many(pieces(1, 2))
+        client.close()
+    finally:
+        server.stop()
