@@ -200,6 +200,35 @@ class TestParameters:
         assert node.set_parameters([Parameter("rate_hz", value=100.0)])[0].successful
 
 
+    def test_state_trigger_answers_each_state(self, graph):
+        """``trigger: state``: one command per state message, stamped with that state (plus
+        a clock tick after each gap over 1.5 periods = 30 ms, counted as trigger_timeouts)."""
+        from edgerl_ros.messages import stamp_to_ns
+        from rclpy.lifecycle import TransitionCallbackReturn as R
+        from rclpy.parameter import Parameter
+
+        node, probe = graph
+        assert node.set_parameters([Parameter("trigger", value="state")])[0].successful
+        assert node.call(node.trigger_configure) == R.SUCCESS
+        assert node.loop.trigger == "state"
+        assert node.call(node.trigger_activate) == R.SUCCESS
+        _drive(probe, 0.5, rate=40.0)  # discovery
+        n0, sent0 = len(probe.commands), len(probe.sent_stamps)
+        timeouts0 = node.loop.trigger_timeouts
+        _drive(probe, 1.0, rate=40.0)
+        time.sleep(0.01)
+        cmds = [m for _, m in probe.commands[n0:]]
+        timeouts = node.loop.trigger_timeouts - timeouts0
+        n_states = len(probe.sent_stamps) - sent0
+        assert abs(len(cmds) - (n_states + timeouts)) <= 3, (len(cmds), n_states, timeouts)
+        stamps = [stamp_to_ns(m.header.stamp) for m in cmds]
+        assert len(set(stamps)) >= n_states - 3  # every state answered by its own command
+        assert all(s in probe.sent_stamps for s in stamps)
+        assert node.values()["trigger"] == "state"
+        assert node.call(node.trigger_deactivate) == R.SUCCESS
+        assert node.call(node.trigger_cleanup) == R.SUCCESS
+
+
 class TestBadInput:
     def test_dropped_counted_reported_and_loop_holds(self, graph):
         from builtin_interfaces.msg import Duration
