@@ -14,12 +14,11 @@ Both can be built in a planner subprocess from a ``"module:function"`` factory n
 
 from __future__ import annotations
 
-from typing import Any
-
 import hashlib
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
