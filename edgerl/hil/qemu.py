@@ -76,12 +76,13 @@ def qemu_elf(policy: bool = False, build: bool = True, policy_h: Path | None = N
         reason = qemu_missing()
         if reason:
             raise FirmwareError(f"cannot build the Cortex-M4 firmware: {reason}")
-        cmd = ["make", "--no-print-directory", "-s", "-C", str(FIRMWARE_DIR)]
-        if build_dir is not None:
-            cmd.append(f"M4_BUILD={out}")
+        # the rule names its targets under M4_BUILD: give it the absolute directory, so the
+        # absolute target below matches a rule whether or not the file exists yet
+        cmd = ["make", "--no-print-directory", "-s", "-C", str(FIRMWARE_DIR),
+               f"M4_BUILD={Path(out).resolve()}"]
         if policy_h is not None:
             cmd.append(f"POLICY_H={Path(policy_h).resolve()}")
-        res = subprocess.run([*cmd, str(path)], capture_output=True, text=True)
+        res = subprocess.run([*cmd, str(Path(path).resolve())], capture_output=True, text=True)
         if res.returncode != 0:
             raise FirmwareError(f"building {name} failed:\n{res.stderr[-2000:]}")
     if not path.exists():
