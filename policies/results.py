@@ -41,7 +41,7 @@ TASK_PRESETS: dict[str, dict[str, Any]] = {
                      "stop_at_success": 0.98},
     "arm_reach": {"iterations": 150, "num_envs": 64, "planner": "expert",
                   "stop_at_success": 0.98},
-    "driving": {"iterations": 70, "num_envs": 64, "planner": "expert", "stop_at_success": 0.98},
+    "driving": {"iterations": 150, "num_envs": 64, "planner": "expert", "stop_at_success": 0.98},
 }
 DEFAULT_PRESET = {"iterations": 100, "num_envs": 64, "planner": "expert"}
 GRID_METHODS = ("nodelay", "edit", "edit_zero_chunks", "planner", "rtc", "blend", "naive",

@@ -23,11 +23,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--planner", default="bc", choices=("bc", "expert"),
                    help="chunk planner (default bc: learned, exported as planner.onnx)")
     p.add_argument("--iterations", type=int, default=None,
-                   help="PPO iteration cap for the edit policy (default 250, --fast 160)")
+                   help="PPO iteration cap for the edit policy (default 400, --fast 250)")
     p.add_argument("--naive-iterations", "--control-iterations", type=int, default=None,
                    dest="naive_iterations",
                    help="PPO iteration cap of the trained controls (naive, edit_zero_chunks), "
-                        "0 = skip them (default 250, --fast 160)")
+                        "0 = skip them (default 400, --fast 250)")
     p.add_argument("--episodes", type=int, default=None,
                    help="evaluation episodes per method (default 100, --fast 50)")
     p.add_argument("--deploy-s", type=float, default=None,

@@ -64,8 +64,8 @@ class DemoConfig:
     delay_steps: int = 10
     delay_jitter_steps: int = 4
     planner: str = "bc"
-    iterations: int = 250
-    naive_iterations: int = 250
+    iterations: int = 400
+    naive_iterations: int = 400
     stop_at_success: float = 0.98
     num_envs: int = 64
     eval_episodes: int = 100
@@ -78,7 +78,7 @@ class DemoConfig:
     @classmethod
     def preset(cls, fast: bool, **overrides: Any) -> DemoConfig:
         """The default (<= 10 min CPU) or ``--fast`` (<= 2 min training) budget."""
-        base: dict[str, Any] = dict(iterations=160, naive_iterations=160, eval_episodes=50,
+        base: dict[str, Any] = dict(iterations=250, naive_iterations=250, eval_episodes=50,
                                     deploy_s=8.0, hil_episodes=1) if fast else {}
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)

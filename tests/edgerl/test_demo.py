@@ -27,7 +27,7 @@ def test_config_validation_names_the_field() -> None:
         DemoConfig(stop_at_success=1.5).validate()
     fast = DemoConfig.preset(True, iterations=7)
     assert (fast.iterations, fast.hil_episodes, fast.deploy_s) == (7, 1, 8.0)
-    assert DemoConfig.preset(False).iterations == 250
+    assert DemoConfig.preset(False).iterations == 400
     # the default task is one where the planner matters: its goal is hidden from the fast loop
     assert DemoConfig().task == "cartpole_goal"
 
