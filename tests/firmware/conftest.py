@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from qemu_requirements import require_qemu
 
 from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess, firmware_binary
 from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
@@ -52,19 +52,6 @@ def link(start_fw) -> Iterator:
     yield make
     for t in transports:
         t.close()
-
-
-def require_qemu() -> None:
-    """Skip (with the reason) where qemu-system-arm / arm-none-eabi-gcc are absent; in CI
-    (``CI=true``) fail instead: .ci/run installs them, so their absence is a broken job."""
-    from edgerl.hil.qemu import qemu_missing
-
-    reason = qemu_missing()
-    if reason is None:
-        return
-    if os.environ.get("CI", "").lower() in ("true", "1"):
-        pytest.fail(f"CI=true but the Cortex-M4 target cannot run: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_qemu
+from qemu_requirements import require_qemu
 
 from edgerl.cli import main
 from edgerl.hil.faults import FaultSpec, TxFaults
