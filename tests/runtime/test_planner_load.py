@@ -35,7 +35,11 @@ def test_hostile_clients_do_not_hurt_well_behaved_ones():
     assert h["idle:idle_timeout"] >= 8 and h["slowloris:read_timeout"] >= 8, h
     assert h["oversized:frame_too_large"] >= 8 and h["oversized:quota_exceeded"] >= 8, h
     assert h["malformed:malformed"] >= 100, h
-    assert metrics["dropped"]["idle_timeout"] == h["idle:idle_timeout"]
+    # every idle cut-off the clients saw was counted by the server; the server may count up to
+    # one more per idle client, cut off as the run ended, before that client read the answer
+    idle_clients = cfg.hostile["idle"]
+    assert (h["idle:idle_timeout"] <= metrics["dropped"]["idle_timeout"]
+            <= h["idle:idle_timeout"] + idle_clients), (metrics["dropped"], h)
     with_hostile, without = result.split(cfg)
     assert min(len(with_hostile.latencies_s), len(without.latencies_s)) > 1000
     p99_on, p99_off = with_hostile.percentile_ms(99), without.percentile_ms(99)
