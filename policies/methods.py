@@ -37,6 +37,7 @@ from edgerl.policies.bc_planner import (
     prefix_inputs,
 )
 from edgerl.policies.config import TrainConfig
+from edgerl.sim.vec_env import TaskSpec
 from edgerl.sim.wrappers import ExpertPlanner, LatencyCfg, LatencyWrapper
 from edgerl.spec import LatencyModel
 
@@ -103,15 +104,13 @@ def latency_model(cfg: TrainConfig) -> LatencyModel:
     return cfg.resolved_latency
 
 
-def edit_obs_config(cfg: TrainConfig, obs_names: list[str], planner_only: list[str],
-                    action_dim: int) -> EditObsConfig:
-    """The edit observation layout for ``cfg`` on a task with these observation names (the
-    wrapper builds the same one): the fast subset unless ``cfg.edit_inputs == "full"``."""
+def edit_obs_config(cfg: TrainConfig, spec: TaskSpec) -> EditObsConfig:
+    """The edit observation layout for ``cfg`` on a task with ``spec`` (the wrapper builds the
+    same one): ``spec.fast_obs_indices`` unless ``cfg.edit_inputs == "full"``."""
     d = LatencyCfg()
-    hidden = set(planner_only) if cfg.edit_inputs == "fast" else set()
-    fast = [i for i, n in enumerate(obs_names) if n not in hidden]
-    return EditObsConfig(len(obs_names), action_dim, cfg.lookahead, cfg.n_committed,
-                         d.age_scale_s, d.age_clip, fast if hidden else [])
+    fast = spec.fast_obs_indices if cfg.edit_inputs == "fast" and spec.planner_only else []
+    return EditObsConfig(spec.obs_dim, spec.action_dim, cfg.lookahead, cfg.n_committed,
+                         d.age_scale_s, d.age_clip, fast)
 
 
 def latency_cfg(cfg: TrainConfig, spec: Any, seed: int) -> LatencyCfg:

@@ -182,10 +182,9 @@ def _load_planner(document: dict[str, Any], run_dir: Path, device: str) -> nn.Mo
 
 def _edit_obs_config(cfg: TrainConfig, task_spec: dict[str, Any]) -> EditObsConfig:
     from edgerl.policies.methods import edit_obs_config
+    from edgerl.sim.vec_env import TaskSpec
 
-    return edit_obs_config(cfg, list(task_spec["obs_names"]),
-                           list(task_spec.get("planner_only", [])),
-                           len(task_spec["action_names"]))
+    return edit_obs_config(cfg, TaskSpec(**task_spec))  # older runs: no planner_only, no split
 
 
 def build_spec(cfg: TrainConfig, document: dict[str, Any], actor: PolicyActor | None,

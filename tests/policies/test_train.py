@@ -167,3 +167,19 @@ def test_best_checkpoint_is_saved_and_loaded_by_default(tmp_path):
     assert infos["best_iteration"] == max(range(3), key=lambda i: (scores[i], -i))
     assert load_policy(result.run_dir).checkpoint.name == "model_best.pt"
     assert load_policy(result.run_dir, checkpoint="model_2.pt").checkpoint.name == "model_2.pt"
+
+
+def test_split_task_manifest_matches_the_training_wrapper(tmp_path):
+    """The exported edit_obs is the wrapper's (fast subset only); planner-only elements get
+    an identity normaliser in the manifest."""
+    cfg = TrainConfig(task="cartpole_goal", method="edit", delay_steps=3, seed=1, num_envs=8,
+                      iterations=1, num_steps_per_env=8)
+    result = train(cfg, out=tmp_path / "run", show_progress=False)
+    pol = load_policy(result.run_dir)
+    env = pol.make_env(4, seed=5)
+    assert pol.spec.edit_obs == env.edit_obs_cfg
+    assert pol.spec.edit_obs.obs_indices == [0, 1, 2, 3]
+    assert pol.actor.input_dim == env.edit_obs_cfg.dim
+    goal = pol.spec.observation.names.index("goal_x")
+    assert (pol.spec.observation.mean[goal], pol.spec.observation.std[goal]) == (0.0, 1.0)
+    assert pol.spec.observation.std[0] != 1.0  # the fast elements carry the trained normaliser
