@@ -184,7 +184,9 @@ def _edit_obs_config(cfg: TrainConfig, task_spec: dict[str, Any]) -> EditObsConf
     from edgerl.policies.methods import edit_obs_config
     from edgerl.sim.vec_env import TaskSpec
 
-    return edit_obs_config(cfg, TaskSpec(**task_spec))  # older runs: no planner_only, no split
+    # the layout needs the names, sizes and split; older runs have no planner_only (no split)
+    layout = {"name": cfg.task, "max_episode_steps": 1, **task_spec}
+    return edit_obs_config(cfg, TaskSpec(**layout))
 
 
 def build_spec(cfg: TrainConfig, document: dict[str, Any], actor: PolicyActor | None,
