@@ -246,16 +246,10 @@ class BundleController:
             self.loop.obs.write(s.state[:self._obs_dim], s.t_host)
 
     def start(self, t0: float) -> None:
-        if self.client is not None:
-            self.client.start()
-        self.loop.start()
+        self.deployment.start()
 
     def stop(self) -> None:
-        if self.loop.running:
-            self.loop.stop()
-        if self.client is not None:
-            self.client.stop()
-            self.client = None
+        self.deployment.stop()
 
 
 def estop_check(fw: FirmwareProcess, transport: SerialTransport, n_cmd: int,
