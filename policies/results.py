@@ -37,11 +37,13 @@ TASK_PRESETS: dict[str, dict[str, Any]] = {
     "cartpole": {"iterations": 60, "num_envs": 64, "planner": "expert"},
     "cartpole_goal": {"iterations": 250, "num_envs": 64, "planner": "bc",
                       "stop_at_success": 0.98},
+    "ball_goal": {"iterations": 300, "num_envs": 64, "planner": "bc", "stop_at_success": 0.98},
     "ball_balance": {"iterations": 300, "num_envs": 64, "planner": "bc",
                      "stop_at_success": 0.98},
     "arm_reach": {"iterations": 150, "num_envs": 64, "planner": "expert",
                   "stop_at_success": 0.98},
-    "driving": {"iterations": 150, "num_envs": 64, "planner": "expert", "stop_at_success": 0.98},
+    "gym:InvertedPendulum-v5": {"iterations": 40, "num_envs": 16, "planner": "bc"},
+    "driving": {"iterations": 300, "num_envs": 64, "planner": "expert", "stop_at_success": 0.98},
 }
 DEFAULT_PRESET = {"iterations": 100, "num_envs": 64, "planner": "expert"}
 GRID_METHODS = ("nodelay", "edit", "edit_zero_chunks", "planner", "rtc", "blend", "naive",

@@ -18,9 +18,9 @@ def _key(row: dict) -> tuple:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tasks", default="cartpole_goal,ball_balance,arm_reach",
-                   help="comma-separated tasks (default cartpole_goal,ball_balance,arm_reach: "
-                        "the goal is known to the planner only)")
+    p.add_argument("--tasks", default="cartpole_goal,ball_goal,driving",
+                   help="comma-separated tasks (default cartpole_goal,ball_goal,driving: the "
+                        "goal or route is known to the planner only)")
     p.add_argument("--methods",
                    default="nodelay,edit,edit_zero_chunks,planner,rtc,blend,naive,arli",
                    help="comma-separated methods (default: edit and every control)")
@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="PPO iterations for every task (default: per-task preset)")
     p.add_argument("--num-envs", type=int, default=0, help="envs (default: per-task preset)")
     p.add_argument("--episodes", type=int, default=100, help="eval episodes per cell")
+    p.add_argument("--task-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra task factory argument for every task (repeatable; VALUE parsed "
+                        "as JSON when it can be), e.g. expert_run=RUN for a gym task")
     p.add_argument("--planner", default="", choices=("", "expert", "bc"),
                    help="chunk planner for every task (default: each task's preset)")
     p.add_argument("--root", default="runs/grid", help="where the grid's runs go")
@@ -62,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edgerl.cli import CliError
     from edgerl.cli.output import print_json, print_table
+    from edgerl.cli.train import parse_task_args
     from edgerl.logs import progress
     from edgerl.policies.config import METHODS
     from edgerl.policies.results import (
@@ -89,9 +93,10 @@ def run(args: argparse.Namespace) -> int:
             hz[t] = get_task_info(t).control_hz
         except KeyError as exc:
             raise CliError(exc.args[0]) from exc
+    task_kwargs = parse_task_args(args.task_arg)
     overrides = {}
     for t in tasks:
-        o = {}
+        o: dict = {"task_kwargs": task_kwargs} if task_kwargs else {}
         if args.iterations:
             o["iterations"] = args.iterations
         if args.num_envs:

@@ -120,6 +120,9 @@ class GymVecEnv(EdgeVecEnv):
             (:class:`edgerl.sim.adapters.expert.RunExpert`); used by ``expert_action``.
         name: Task name in the spec (default ``gym:<EnvId>``).
         env_kwargs: Extra keyword arguments for ``gymnasium.make``.
+        planner_only: Observation elements only the planner sees (indices or ``obs<i>``
+            names), e.g. a goal in the observation: the fast edit policy then reads the rest
+            (``TaskSpec.planner_only``). Default: none, so the edit policy sees everything.
     """
 
     def __init__(self, env: Any, num_envs: int = 1, device: torch.device | str = "cpu",
@@ -127,7 +130,8 @@ class GymVecEnv(EdgeVecEnv):
                  max_episode_steps: int | None = None,
                  action_low: list[float] | None = None, action_high: list[float] | None = None,
                  expert: Callable[[torch.Tensor], torch.Tensor] | str | Path | None = None,
-                 name: str | None = None, env_kwargs: dict[str, Any] | None = None) -> None:
+                 name: str | None = None, env_kwargs: dict[str, Any] | None = None,
+                 planner_only: list[int | str] | None = None) -> None:
         self.device = resolve_device(device)
         self.vec = _make_vector(env, int(num_envs), vectorization, dict(env_kwargs or {}))
         from gymnasium.vector import AutoresetMode
@@ -135,8 +139,12 @@ class GymVecEnv(EdgeVecEnv):
         self.autoreset_mode = AutoresetMode(
             self.vec.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
         self.num_envs = int(self.vec.num_envs)
-        self.spec = self._build_spec(env, name, control_hz, max_episode_steps, action_low,
-                                     action_high)
+        try:
+            self.spec = self._build_spec(env, name, control_hz, max_episode_steps, action_low,
+                                         action_high, planner_only or [])
+        except Exception:
+            self.vec.close()  # async sub-processes must not outlive a refused configuration
+            raise
         self.num_actions = self.spec.action_dim
         self.max_episode_length = self.spec.max_episode_steps
         self.cfg = {"env": env if isinstance(env, str) else type(env).__name__,
@@ -158,7 +166,7 @@ class GymVecEnv(EdgeVecEnv):
     # --- spec -----------------------------------------------------------------------------
     def _build_spec(self, env: Any, name: str | None, control_hz: float | None,
                     max_steps: int | None, low: list[float] | None,
-                    high: list[float] | None) -> TaskSpec:
+                    high: list[float] | None, planner_only: list[int | str]) -> TaskSpec:
         gym = _gym()
         obs_space = self.vec.single_observation_space
         act_space = self.vec.single_action_space
@@ -191,11 +199,13 @@ class GymVecEnv(EdgeVecEnv):
             max_steps = getattr(env_spec, "max_episode_steps", None) or 1000
         env_id = env if isinstance(env, str) else getattr(_first_attr(self.vec, "spec"), "id",
                                                           type(env).__name__)
+        obs_names = [f"obs{i}" for i in range(obs_dim)]
         return TaskSpec(name=name or f"{GYM_PREFIX}{env_id}",
-                        obs_names=[f"obs{i}" for i in range(obs_dim)], obs_units=[""] * obs_dim,
+                        obs_names=obs_names, obs_units=[""] * obs_dim,
                         action_names=[f"act{i}" for i in range(act_dim)],
                         action_units=[""] * act_dim, action_low=low, action_high=high,
-                        control_hz=float(hz), max_episode_steps=int(max_steps))
+                        control_hz=float(hz), max_episode_steps=int(max_steps),
+                        planner_only=_planner_only_names(planner_only, obs_names))
 
     # --- VecEnv ---------------------------------------------------------------------------
     def _to_obs(self, raw: Any) -> torch.Tensor:
@@ -283,6 +293,23 @@ def _env_id(name: str) -> str:
     if not name.startswith(GYM_PREFIX) or len(name) == len(GYM_PREFIX):
         raise GymAdapterError(f"gymnasium task names look like 'gym:<EnvId>', got {name!r}")
     return name[len(GYM_PREFIX):]
+
+
+def _planner_only_names(items: list[int | str], obs_names: list[str]) -> list[str]:
+    """``planner_only`` as observation names: ints index ``obs_names``; names must exist."""
+    out = []
+    for item in items:
+        if isinstance(item, int) and not isinstance(item, bool):
+            if not 0 <= item < len(obs_names):
+                raise GymAdapterError(f"planner_only index {item} is outside the observation "
+                                      f"(0..{len(obs_names) - 1})")
+            out.append(obs_names[item])
+        elif isinstance(item, str) and item in obs_names:
+            out.append(item)
+        else:
+            raise GymAdapterError(f"planner_only entry {item!r} is neither an observation index "
+                                  f"nor one of obs0..obs{len(obs_names) - 1}")
+    return out
 
 
 def describe_gym_task(name: str) -> TaskInfo:

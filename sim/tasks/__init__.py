@@ -26,6 +26,12 @@ register_task(TaskInfo(
     entry_point="edgerl.sim.tasks.ball:make_ball_balance"))
 
 register_task(TaskInfo(
+    name="ball_goal", backend="mujoco", obs_dim=12, action_dim=2, control_hz=50.0,
+    description="ball on a tilting plate to a still goal only the planner sees, random kicks "
+                "(MuJoCo, planner-needed task)",
+    entry_point="edgerl.sim.tasks.ball:make_ball_goal"))
+
+register_task(TaskInfo(
     name="arm_push", backend="mujoco", obs_dim=15, action_dim=3, control_hz=50.0,
     description="language-conditioned planar-arm pushing, 3 coloured pucks x 4 directions "
                 "(MuJoCo, contact)",

@@ -10,6 +10,8 @@ observations 100 ms old fails (measured in ``docs/benchmarks.md``; tested).
 Observation (plate frame, like a touch panel on the plate): ball position and velocity,
 tilt angles and rates, target position and velocity (12). Action: tilt set-points (rad) for
 the two servos. The target is a point moving on a circle (``target_amp``, ``target_omega``).
+``ball_goal`` (``target_amp = 0``): a still goal mark per episode, anywhere within 8 cm; the
+goal is planner-only in both, so the fast loop must learn it from the planner's chunks.
 Success: the ball never leaves the plate and is within ``success_radius`` of the target for at
 least ``success_fraction`` of the steps in the last ``success_window`` part of the episode.
 Expert: PD on the ball state (from the observation alone, so a delayed observation gives a
@@ -28,7 +30,8 @@ from edgerl.sim.mujoco_batch import RAND_FIELDS, MujocoTaskEnv, control_substeps
 from edgerl.sim.randomization import DomainRandConfig
 from edgerl.sim.vec_env import TaskSpec
 
-__all__ = ["BallBalanceCfg", "BallBalanceEnv", "ball_expert", "make_ball_balance"]
+__all__ = ["BALL_GOAL_DEFAULTS", "BallBalanceCfg", "BallBalanceEnv", "ball_expert",
+           "make_ball_balance", "make_ball_goal"]
 
 #: Plate half size (m), ball radius (m), plate-surface height above the pivot (m); see MJCF.
 PLATE_HALF, BALL_RADIUS, SURFACE_Z = 0.15, 0.02, 0.005
@@ -121,7 +124,7 @@ class BallBalanceEnv(MujocoTaskEnv):
         self.substeps = control_substeps("ball_balance", self.cfg.control_hz, model)
         t = self.cfg.max_tilt
         self.spec = TaskSpec(
-            name="ball_balance",
+            name="ball_goal" if self.cfg.target_amp == 0.0 else "ball_balance",
             obs_names=["ball_x", "ball_y", "ball_vx", "ball_vy", "tilt_x", "tilt_y",
                        "tilt_x_vel", "tilt_y_vel", "target_x", "target_y", "target_vx",
                        "target_vy"],
@@ -267,3 +270,14 @@ def make_ball_balance(num_envs: int = 64, device: str | torch.device = "cpu", se
     """Registry factory: ``make_task("ball_balance", num_envs=..., device=..., seed=...)``."""
     return BallBalanceEnv(num_envs=num_envs, device=device, seed=seed,
                           cfg=BallBalanceCfg(**cfg_kwargs))  # type: ignore[arg-type]
+
+
+#: ``ball_goal``'s defaults: a still goal mark anywhere within 8 cm of the centre (only the
+#: planner's camera sees it); the ball starts anywhere within 8 cm too.
+BALL_GOAL_DEFAULTS: dict[str, object] = {"target_amp": 0.0, "target_center": 0.08}
+
+
+def make_ball_goal(num_envs: int = 64, device: str | torch.device = "cpu", seed: int = 0,
+                   **cfg_kwargs: object) -> BallBalanceEnv:
+    """Registry factory of ``ball_goal``: :data:`BALL_GOAL_DEFAULTS`, then ``cfg``."""
+    return make_ball_balance(num_envs, device, seed, **{**BALL_GOAL_DEFAULTS, **cfg_kwargs})

@@ -37,6 +37,20 @@ class TestSpecFromSpaces:
         finally:
             env.close()
 
+    def test_planner_only_by_index_or_name(self):
+        env = make_task("gym:Pendulum-v1", num_envs=1, planner_only=[2, "obs0"])
+        try:
+            assert env.spec.planner_only == ["obs2", "obs0"]
+            assert env.spec.fast_obs_indices == [1]
+        finally:
+            env.close()
+        with pytest.raises(GymAdapterError, match="planner_only index 3 is outside"):
+            GymVecEnv("Pendulum-v1", planner_only=[3])
+        with pytest.raises(GymAdapterError, match="'goal' is neither"):
+            GymVecEnv("Pendulum-v1", planner_only=["goal"])
+        with pytest.raises(ValueError, match="leaves the fast policy no observation"):
+            GymVecEnv("Pendulum-v1", planner_only=[0, 1, 2])
+
     def test_unknown_env_id_names_it(self):
         with pytest.raises(KeyError, match="NoSuchEnv-v0"):
             get_task_info("gym:NoSuchEnv-v0")

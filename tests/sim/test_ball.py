@@ -163,3 +163,36 @@ class TestEnvContract:
     def test_ball_radius_constant_matches_the_model(self):
         env = _env(1)
         assert env.model.geom("ball").size[0] == BALL_RADIUS
+
+
+class TestBallGoal:
+    """``ball_goal``: a still goal mark that only the planner sees."""
+
+    def test_goal_is_still_and_planner_only(self):
+        env = make_task("ball_goal", num_envs=64, seed=0)
+        assert env.spec.name == "ball_goal" and env.cfg.target_amp == 0.0
+        assert env.spec.planner_only == ["target_x", "target_y", "target_vx", "target_vy"]
+        assert env.spec.fast_obs_indices == list(range(8))
+        first = env.get_observations()["policy"][:, 8:12].clone()
+        for _ in range(5):
+            env.step(torch.zeros(64, 2))
+        obs = env.get_observations()["policy"]
+        torch.testing.assert_close(obs[:, 8:10], first[:, :2])  # the mark does not move
+        assert torch.all(obs[:, 10:12] == 0.0)
+        assert first[:, :2].abs().max() <= 0.08 and first[:, :2].std() > 0.03
+
+    def test_expert_reaches_the_goal_but_centring_does_not(self):
+        succ, fell = _first_episode(make_task("ball_goal", num_envs=64, seed=1))
+        assert succ >= 0.9 and fell == 0.0
+        # the same PD expert blind to the goal (it balances at the centre) misses most goals
+        env = make_task("ball_goal", num_envs=64, seed=1)
+        blind = env.cfg
+        success = torch.zeros(64, dtype=torch.bool)
+        ended = torch.zeros(64, dtype=torch.bool)
+        for _ in range(env.spec.max_episode_steps):
+            obs = env.get_observations()["policy"].clone()
+            obs[:, 8:12] = 0.0
+            _, _, dones, extras = env.step(torch.from_numpy(ball_expert(obs, blind)).float())
+            success |= dones & ~ended & extras["success"]
+            ended |= dones
+        assert success.float().mean().item() < 0.4
