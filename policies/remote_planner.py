@@ -11,6 +11,10 @@ GPU machine: ``edgerl serve-planner``) and the simulated envs query it in batche
   first) of at most ``max_rows`` rows, all in flight at once. The wrapper applies its latency
   model (the delay in control steps, e.g. measured with ``edgerl bench planner
   --write-latency-model``) to the chunks, exactly as for an in-process planner.
+  Asynchronous: the wrapper's scheduler calls :meth:`ServedPlanFn.submit`, which sends the
+  query from one worker thread and returns a future; the simulation steps on and the answer
+  is collected when its chunk is due (``D`` steps later), so the round trip overlaps with
+  ``D`` control steps instead of stalling each query.
 * :class:`BCServedPlanner` serves a behaviour-cloned chunk planner (``edgerl serve-planner
   --bc TASK``): the same network ``--planner bc`` fits in-process, behind the service.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -74,6 +79,8 @@ class ServedPlanFn:
         self.calls = 0
         self.rows = 0
         self.wait_s = 0.0
+        #: One worker: the client's socket is used by one thread at a time, in query order.
+        self._worker: ThreadPoolExecutor | None = None
 
     @classmethod
     def connect(cls, spec: str, horizon: int, **kwargs: Any) -> ServedPlanFn:
@@ -90,16 +97,32 @@ class ServedPlanFn:
             raise
 
     def __call__(self, obs: torch.Tensor, env_ids: torch.Tensor) -> torch.Tensor:
-        x = obs.detach().float().cpu().numpy()
+        """Synchronous query: ``obs (n, O)`` -> chunks ``(n, H, A)`` on ``obs.device``."""
+        return self._plan(obs.detach().float().cpu().numpy()).to(obs.device)
+
+    def submit(self, obs: torch.Tensor, env_ids: torch.Tensor) -> Future:
+        """Asynchronous query: a future of the ``(n, H, A)`` chunks (on ``obs.device``); the
+        caller steps on and calls ``.result()`` when the chunks are due."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="served-planner")
+        x = obs.detach().float().cpu().numpy()  # a copy: the caller may overwrite obs
+        device = obs.device
+        return self._worker.submit(lambda: self._plan(x).to(device))
+
+    def _plan(self, x: np.ndarray) -> torch.Tensor:
         start = time.perf_counter()
         pieces = [x[i:i + self.max_rows] for i in range(0, len(x), self.max_rows)]
         out = self.client.plan_many(pieces, now=0.0, timeout_s=self.timeout_s)
         self.wait_s += time.perf_counter() - start
         self.calls += 1
         self.rows += len(x)
-        return torch.from_numpy(np.concatenate(out)).to(obs.device)
+        return torch.from_numpy(np.concatenate(out))
 
     def close(self) -> None:
+        """Finish the queries in flight, stop the worker, close the connection."""
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
+            self._worker = None
         self.client.close()
 
 

@@ -15,11 +15,18 @@ Timing (control steps ``t`` count from each env's episode start; see docs/sim.md
 ``D_k`` is drawn per env and per query (:func:`sample_delays`). Several queries may be in
 flight when ``D > P`` (a pipelined planner server); a chunk that arrives after a newer one
 (only possible with jitter) is discarded.
+
+Asynchronous planners (a planner service): a ``PlanFn`` with a ``submit(obs, env_ids)``
+method returning a future (``.result() -> (n, H, A)``) is queried with ``submit``, and the
+simulation steps on while the request is in flight; the future is collected only when one of
+its chunks is due (step ``k + D_k``). The chunks, their timing and therefore training are
+exactly those of the synchronous call: only the wall-clock wait overlaps with simulation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -125,6 +132,12 @@ class ChunkScheduler:
         self.prev_valid = torch.zeros(n, dtype=torch.bool, device=dev)
         self.last_delay = torch.zeros(n, dtype=torch.int64, device=dev)
         self.delay_fn: DelayFn | None = None
+        #: Query serial per in-flight slot: a pending answer fills its slot only if the slot
+        #: still holds that query (an episode reset or a reused slot makes it obsolete).
+        self.fly_serial = torch.zeros(n, m, dtype=torch.int64, device=dev)
+        self._serial = 0
+        #: Submitted, not yet collected: (future, env ids (n,), slots (n,), serial).
+        self._pending: list[tuple[Any, torch.Tensor, torch.Tensor, int]] = []
 
     def reset(self, env_ids: torch.Tensor) -> None:
         """Start new episodes for ``env_ids``: t = 0, nothing in flight, no chunk."""
@@ -133,6 +146,7 @@ class ChunkScheduler:
         self.t[env_ids] = 0
         self.n_queries[env_ids] = 0
         self.fly_valid[env_ids] = False
+        self.fly_serial[env_ids] = 0  # their pending answers (if any) no longer fill a slot
         self.cur_valid[env_ids] = False
         self.prev_valid[env_ids] = False
         if self.random_phase and self.period > 1:
@@ -168,15 +182,11 @@ class ChunkScheduler:
         return self._adopt()
 
     def _query(self, obs: torch.Tensor, plan: PlanFn, ids: torch.Tensor, obs_delay: int) -> None:
-        chunks = plan(obs[ids], ids)
-        n, h, a = int(ids.numel()), self.horizon, self.action_dim
-        if not isinstance(chunks, torch.Tensor) or tuple(chunks.shape) != (n, h, a):
-            got = tuple(chunks.shape) if isinstance(chunks, torch.Tensor) else type(chunks)
-            raise ValueError(f"planner returned {got}, expected chunks of shape ({n}, {h}, {a}) "
-                             f"for {n} envs with horizon {h}")
-        chunks = chunks.detach()  # a network planner's graph must not live in the buffers
-        if not torch.isfinite(chunks).all():
-            raise ValueError("planner returned non-finite chunk values")
+        submit = getattr(plan, "submit", None)
+        if submit is not None:
+            answer: Any = submit(obs[ids], ids)
+        else:
+            answer = self._checked(plan(obs[ids], ids), int(ids.numel()))
         t = self.t[ids]
         if self.delay_fn is not None:
             delay = self.delay_fn(ids, t).to(device=self.device, dtype=torch.int64)
@@ -184,11 +194,16 @@ class ChunkScheduler:
                 raise ValueError(f"delay_fn returned {delay.tolist()}: delays must be in "
                                  f"0..{self.max_delay} steps (the scheduler's D_max)")
         else:
-            delay = sample_delays(self.latency, n, self.generator).to(self.device)
+            delay = sample_delays(self.latency, int(ids.numel()), self.generator).to(self.device)
         if self.extra_delay is not None:
             delay = delay + self.extra_delay[ids]
         slot = torch.remainder(self.n_queries[ids], self.slots)
-        self.fly[ids, slot] = chunks.to(self.fly.dtype)
+        self._serial += 1
+        if submit is not None:
+            self._pending.append((answer, ids, slot, self._serial))
+        else:
+            self.fly[ids, slot] = answer.to(self.fly.dtype)
+        self.fly_serial[ids, slot] = self._serial
         self.fly_step0[ids, slot] = t
         self.fly_obs_step[ids, slot] = t - obs_delay
         self.fly_arrive[ids, slot] = t + delay
@@ -196,8 +211,45 @@ class ChunkScheduler:
         self.last_delay[ids] = delay
         self.n_queries[ids] += 1
 
+    def _checked(self, chunks: Any, n: int) -> torch.Tensor:
+        """The planner's answer as a detached (n, H, A) tensor, or a ``ValueError``."""
+        h, a = self.horizon, self.action_dim
+        if not isinstance(chunks, torch.Tensor) or tuple(chunks.shape) != (n, h, a):
+            got = tuple(chunks.shape) if isinstance(chunks, torch.Tensor) else type(chunks)
+            raise ValueError(f"planner returned {got}, expected chunks of shape ({n}, {h}, {a}) "
+                             f"for {n} envs with horizon {h}")
+        chunks = chunks.detach()  # a network planner's graph must not live in the buffers
+        if not torch.isfinite(chunks).all():
+            raise ValueError("planner returned non-finite chunk values")
+        return chunks
+
+    def _collect(self, arrived: torch.Tensor) -> None:
+        """Wait for the pending answers that have a slot arriving now and store them in their
+        still-live slots; an answer whose slots were all reset is dropped once it is done."""
+        keep = []
+        for entry in self._pending:
+            future, ids, slot, serial = entry
+            live = self.fly_serial[ids, slot] == serial
+            if not bool(live.any()):
+                if not future.done():  # obsolete (its envs reset): dropped once finished
+                    keep.append(entry)
+            elif bool((arrived[ids, slot] & live).any()):
+                chunks = self._checked(future.result(), int(ids.numel()))
+                self.fly[ids[live], slot[live]] = chunks[live].to(self.fly.dtype)
+            else:
+                keep.append(entry)
+        self._pending = keep
+
+    def drain(self) -> None:
+        """Wait for every pending answer (before the planner is closed)."""
+        for future, *_ in self._pending:
+            future.result()
+        self._pending = []
+
     def _adopt(self) -> torch.Tensor:
         arrived = self.fly_valid & (self.fly_arrive <= self.t[:, None])
+        if self._pending:
+            self._collect(arrived)
         if not bool(arrived.any()):
             return torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         # Newest arrived chunk per env (largest step0); a loop over the few slots, because

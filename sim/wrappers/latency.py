@@ -437,3 +437,18 @@ class LatencyWrapper(VecEnvWrapper):
         only[env_ids] = True
         self._obs = self._observe(obs, only)
         return self._obs
+
+    def close(self) -> None:
+        """Collect the planner queries still in flight, close the planner (a service
+        connection) if it can be closed, then the wrapped env."""
+        try:
+            if self.scheduler is not None:
+                self.scheduler.drain()
+        finally:
+            close = getattr(self._planner_to_close(), "close", None)
+            if close is not None:
+                close()
+            super().close()
+
+    def _planner_to_close(self) -> Any:
+        return self._rtc_planner if self.method == "rtc" else self.planner

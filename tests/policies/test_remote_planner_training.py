@@ -62,6 +62,22 @@ def test_served_chunks_equal_the_in_process_network(served):
         plan.close()
 
 
+def test_submit_overlaps_queries_and_matches_the_network(served):
+    """``submit`` (what the wrapper's scheduler calls) sends from a worker thread: several
+    queries in flight, each future's chunks equal to the network's; close waits for them."""
+    net, spec, server = served
+    plan = ServedPlanFn.connect(spec, horizon=H, max_rows=64)
+    try:
+        batches = [torch.randn(40, OBS) for _ in range(4)]
+        futures = [plan.submit(obs, torch.arange(40)) for obs in batches]
+        for obs, fut in zip(batches, futures):
+            torch.testing.assert_close(fut.result(timeout=10), net.plan(obs), rtol=0, atol=1e-6)
+        assert plan.calls == 4 and plan.rows == 160
+    finally:
+        plan.close()
+    assert plan._worker is None and server.metrics()["served"] >= 4
+
+
 def test_horizon_mismatch_is_a_clear_error(served):
     _net, spec, _server = served
     with pytest.raises(ValueError, match=f"chunks of {H} rows, this training run needs 8"):

@@ -435,3 +435,56 @@ class TestRealTimeChunking:
         with pytest.raises(ValueError, match="committed prefix"):
             planner_callable(None, TrainConfig(task="cartpole", method="rtc", delay_steps=2),
                              None)
+
+
+class AsyncStampPlanner(StampPlanner):
+    """:class:`StampPlanner` behind ``submit``: each answer is a future that records the
+    wrapper step at which the scheduler collects it."""
+
+    def __init__(self, horizon: int) -> None:
+        super().__init__(horizon)
+        self.step = 0
+        self.collected: list[tuple[int, int]] = []  # (query step, collection step)
+
+    def submit(self, obs: torch.Tensor, env_ids: torch.Tensor):
+        planner, asked = self, self.step
+
+        class Answer:
+            def done(self) -> bool:
+                return True
+
+            def result(self) -> torch.Tensor:
+                planner.collected.append((asked, planner.step))
+                return StampPlanner.__call__(planner, obs, env_ids)
+
+        return Answer()
+
+
+class TestAsynchronousPlanner:
+    """A planner with ``submit`` (a planner service) is collected when its chunk is due: the
+    simulation steps on meanwhile, and every command equals the synchronous run's."""
+
+    @pytest.mark.parametrize("lat", [
+        LatencyModel(planner_delay_steps=3, planner_period_steps=2),
+        LatencyModel(planner_delay_steps=4, planner_period_steps=1, delay_jitter_steps=1.5),
+        LatencyModel(planner_delay_steps=0, planner_period_steps=3)])
+    def test_same_commands_collected_at_arrival(self, lat):
+        h = required_horizon(lat, 2)
+        cfg = LatencyCfg(method="edit", latency=lat, horizon=h, seed=5)
+        sync_env = LatencyWrapper(StepEnv(4, length=11), cfg, StampPlanner(h))
+        planner = AsyncStampPlanner(h)
+        async_env = LatencyWrapper(StepEnv(4, length=11), cfg, planner)
+        for t in range(40):
+            planner.step = t + 1  # the step the wrapper's next step() runs
+            act = torch.full((4, 1), 0.1 * t)
+            a, _, da, _ = sync_env.step(act)
+            b, _, db, _ = async_env.step(act)
+            assert torch.equal(sync_env.last_command, async_env.last_command), t
+            assert torch.equal(a["policy"], b["policy"]) and torch.equal(da, db)
+        lags = [c - q for q, c in planner.collected]
+        # nothing is collected before its delay has passed (D = 0: at once)
+        assert min(lags) >= lat.planner_delay_steps - int(np.ceil(lat.delay_jitter_steps))
+        if lat.planner_delay_steps >= 3:
+            assert np.mean(lags) >= 2.0
+        async_env.close()
+        assert async_env.scheduler._pending == []
