@@ -31,6 +31,7 @@ VERBS: dict[str, str] = {
     "bench": "edgerl.cli.bench",
     "hil": "edgerl.cli.hil",
     "deploy": "edgerl.cli.deploy",
+    "soak": "edgerl.cli.soak",
     "replay": "edgerl.cli.replay",
     "serve-planner": "edgerl.cli.serve_planner",
     "language-planner": "edgerl.cli.language_planner",

@@ -43,6 +43,17 @@ class TestJointState:
         with pytest.raises(BadMessage, match="^wrong_length"):
             joint_state_values(make_joint_state(["x", "x", "v", "th"], np.zeros(4), 1), NAMES)
 
+    @pytest.mark.parametrize("huge", [1e39, -1e39, 1e308])
+    def test_values_that_overflow_float32_are_refused(self, huge):
+        """Fails on main (before issue 18): 1e39 and 1e308 are finite as float64 and came
+        back as inf float32; a 1e308 command crashed the sim robot in the soak."""
+        msg = make_joint_state(NAMES, np.array([0.0, huge, 0.0, 0.0]), 1)
+        with pytest.raises(BadMessage, match=r"^overflow: position\[1\]"):
+            joint_state_values(msg, NAMES)
+        top = float(np.finfo(np.float32).max)
+        ok = joint_state_values(make_joint_state(NAMES, np.array([top, -top, 0, 0]), 1), NAMES)
+        assert np.all(np.isfinite(ok))
+
     def test_command_field(self):
         msg = make_joint_state(["a"], np.array([0.5]), 7, field="effort")
         assert list(msg.position) == [] and list(msg.effort) == [0.5]
@@ -91,6 +102,9 @@ class TestTrajectory:
             trajectory_to_chunk(dec, ["a"], tb)
         with pytest.raises(BadMessage, match="^unknown_joint"):
             trajectory_to_chunk(good, ["z"], tb)
+        good.points[1].positions = [1e39]  # finite float64, inf float32 (fails on main)
+        with pytest.raises(BadMessage, match="^overflow"):
+            trajectory_to_chunk(good, ["a"], tb)
         good.points[1].positions = [math.nan]
         with pytest.raises(BadMessage, match="^non_finite"):
             trajectory_to_chunk(good, ["a"], tb)

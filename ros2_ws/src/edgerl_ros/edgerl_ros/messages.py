@@ -108,10 +108,20 @@ class TimeBase:
         return int(round((mono_s + self.wall_minus_mono) * 1e9))
 
 
+#: Largest magnitude a value may have: the runtime holds float32, where more is ``inf``.
+F32_MAX = float(np.finfo(np.float32).max)
+
+
 def _finite(name: str, values: np.ndarray) -> None:
+    """Refuse NaN/inf and values that overflow to inf in float32 (1e39, 1e308)."""
     if not np.all(np.isfinite(values)):
         i = int(np.argmax(~np.isfinite(values)))
         raise BadMessage(f"non_finite: {name}[{i}] = {values[i]}")
+    big = np.abs(values) > F32_MAX
+    if np.any(big):
+        i = int(np.argmax(big))
+        raise BadMessage(f"overflow: {name}[{i}] = {values[i]:g} is not representable "
+                         "in float32")
 
 
 def joint_state_values(msg: JointState, names: Sequence[str], field: str = "position"

@@ -1,0 +1,80 @@
+"""Which publisher sent a message: publisher GIDs from rclpy's ``MessageInfo`` matched against
+the graph's endpoint info, so a monitor counts only one node's messages on a shared topic
+(anyone may publish on ``robot/command``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["PublisherFilter", "gid_key"]
+
+#: Bytes of a GID that identify an endpoint (rmw pads the 16-byte DDS GUID to 16 or 24).
+GID_BYTES = 16
+
+
+def gid_key(gid: Any) -> bytes | None:
+    """A comparable key for a GID: ``MessageInfo['publisher_gid']`` (a dict with ``data``),
+    ``TopicEndpointInfo.endpoint_gid`` (a list of ints) or bytes. None when unknown."""
+    if gid is None:
+        return None
+    if isinstance(gid, dict):
+        gid = gid.get("data")
+        if gid is None:
+            return None
+    try:
+        raw = bytes(int(b) & 0xFF for b in gid)
+    except (TypeError, ValueError):
+        return None
+    return raw[:GID_BYTES] if any(raw) else None
+
+
+class PublisherFilter:
+    """Accepts messages whose publisher is ``node_name``'s publisher on ``topic``.
+
+    The publisher's GID is looked up in the ROS graph (``get_publishers_info_by_topic``) when
+    a message from an unknown GID arrives, so the node may start after the filter; a GID found
+    foreign is looked up again after ``recheck_s`` (data can arrive before the graph knows
+    the endpoint).
+    Counts what it accepted and what it refused (``foreign``).
+
+    Args:
+        node: The rclpy node that subscribes (used for graph queries).
+        topic: Topic name as subscribed (relative names resolve in ``node``'s namespace).
+        node_name: Name of the node whose messages count (e.g. ``edit_policy_node``).
+    """
+
+    def __init__(self, node: Any, topic: str, node_name: str, recheck_s: float = 1.0) -> None:
+        self.node, self.topic, self.node_name = node, topic, node_name
+        self.recheck_s = recheck_s
+        self._own: set[bytes] = set()
+        self._foreign: dict[bytes, float] = {}  # GID -> when it was last looked up
+        self._lock = threading.Lock()
+        self.accepted = 0
+        self.foreign = 0
+
+    def _refresh(self) -> None:
+        topic = self.node.resolve_topic_name(self.topic)
+        infos: Iterable[Any] = self.node.get_publishers_info_by_topic(topic)
+        own = {gid_key(i.endpoint_gid) for i in infos if i.node_name == self.node_name}
+        self._own = {k for k in own if k is not None}
+
+    def accept(self, message_info: Any) -> bool:
+        """Whether the message with this ``MessageInfo`` came from ``node_name``."""
+        key = gid_key(message_info.get("publisher_gid") if isinstance(message_info, dict)
+                      else None)
+        with self._lock:
+            now = time.monotonic()
+            if key is not None and key not in self._own \
+                    and now - self._foreign.get(key, -1e9) > self.recheck_s:
+                self._refresh()
+                if key not in self._own:
+                    self._foreign[key] = now
+            ok = key is not None and key in self._own
+            if ok:
+                self.accepted += 1
+            else:
+                self.foreign += 1
+            return ok

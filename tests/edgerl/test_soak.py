@@ -1,0 +1,142 @@
+"""`edgerl soak`: its checks on hand-made inputs, and a short real soak (sim robot, planner,
+edit node over rclpy at 500 Hz with planner kills and bad messages on every topic, plus the
+firmware host build on a pty with corruption and unplugs)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgerl.cli import main
+from edgerl.soak import SoakConfig, SoakError
+from edgerl.soak.procs import RssTrack, rss_mb
+from edgerl.soak.serial_leg import SerialTotals
+from edgerl.soak.watch import CommandWatch, DiagTotals
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ros2_ws"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+
+
+class _Msg:
+    def __init__(self, names, effort):
+        self.name, self.effort = names, effort
+
+
+def _watch(accept=lambda info: info == "ours") -> CommandWatch:
+    return CommandWatch(["a", "b"], np.array([-1.0, -2.0]), np.array([1.0, 2.0]),
+                        np.zeros(2), "effort", accept)
+
+
+class TestCommandWatch:
+    def test_counts_each_unsafe_kind_and_ignores_foreign(self):
+        w = _watch()
+        w.on_command(_Msg(["a", "b"], [0.5, -1.5]), "ours")
+        w.on_command(_Msg(["a", "b"], [np.nan, 0.0]), "ours")
+        w.on_command(_Msg(["a", "b"], [1.5, 0.0]), "ours")
+        w.on_command(_Msg(["a"], [0.0]), "ours")
+        w.on_command(_Msg(["a", "b"], [np.inf, 9.0]), "someone else")
+        assert w.commands == 4 and w.foreign == 1
+        assert dict(w.unsafe) == {"nonfinite": 1, "outside_limits": 1, "wrong_size": 1}
+        assert w.unsafe_total == 3
+
+    def test_while_estopped_only_the_safe_action_is_safe(self):
+        w = _watch()
+        w.set_estopped(True)
+        w.on_command(_Msg(["a", "b"], [0.0, 0.0]), "ours")
+        w.on_command(_Msg(["a", "b"], [0.2, 0.0]), "ours")
+        w.set_estopped(False)
+        w.on_command(_Msg(["a", "b"], [0.2, 0.0]), "ours")
+        assert w.commands_while_estopped == 2
+        assert dict(w.unsafe) == {"not_safe_while_estopped": 1}
+
+
+def test_diag_totals_bank_counters_across_a_restart():
+    d = DiagTotals()
+    d.update("edgerl: planner_node", {"dropped_bad_msgs": "7", "dropped robot/x nan": "7"})
+    d.update("edgerl: planner_node", {"dropped_bad_msgs": "2"})  # restarted process
+    d.update("edgerl: edit_policy_node", {"dropped_bad_msgs": "5", "state": "estop"})
+    assert d.total("dropped_bad_msgs") == 14
+    assert d.total("dropped_bad_msgs", "edgerl: planner_node") == 9
+    assert d.by_prefix("dropped ") == {"planner_node dropped robot/x nan": 7}
+    assert d.states_seen["edgerl: edit_policy_node"] == {"estop"}
+
+
+def test_rss_track_skips_warmup_and_takes_the_worst_incarnation():
+    r = RssTrack(warmup_s=5.0)
+    r.add(10, 1.0, 0.0)  # loading: not kept
+    r.add(10, 100.0, 5.0)
+    r.add(10, 103.0, 60.0)
+    r.add(11, 90.0, 61.0)
+    r.add(11, 95.0, 70.0)
+    r.add(11, 96.0, 80.0)
+    s = r.summary()
+    assert s["processes"] == 2 and s["first_mb"] == 100.0 and s["last_mb"] == 96.0
+    assert s["growth_mb"] == 3.0
+    assert rss_mb(1 << 30) != rss_mb(1 << 30)  # NaN for a pid that does not exist
+
+
+def test_serial_totals_fold_hil_results():
+    t = SerialTotals()
+    t.add({"corrupted_executed": 0, "estop_ok": True, "watchdog_trips": 2,
+           "unplugs": [{"safe_entry_ms": 104.0, "link_down_ms": 410.0}]})
+    t.add({"corrupted_executed": 1, "estop_ok": None, "estop_skipped": "link down"})
+    assert (t.runs, t.corrupted_executed, t.estop_ok, t.estop_skipped) == (2, 1, 1, 1)
+    assert t.unplugs == 1 and t.unplug_safe_entry_ms == [104.0] and t.link_down_ms == [410.0]
+
+
+@pytest.mark.parametrize("field, value, text", [
+    ("minutes", 0.0, "--minutes"), ("rate_hz", 0.0, "--rate-hz"),
+    ("rt_priority", 99, "--rt-priority"), ("bad_hz", -1.0, "--bad-hz"),
+    ("kill_every_s", -1.0, "--kill-every"), ("bundle", Path("/nonexistent"), "manifest.json"),
+])
+def test_config_names_the_bad_option(tmp_path, field, value, text):
+    (tmp_path / "manifest.json").write_text("{}")
+    cfg = SoakConfig(bundle=tmp_path)
+    setattr(cfg, field, value)
+    with pytest.raises(SoakError, match=text):
+        cfg.check()
+
+
+def test_cli_rejects_a_missing_bundle_without_a_traceback(tmp_path, capsys):
+    assert main(["soak", "--bundle", str(tmp_path / "none"), "--minutes", "0.1"]) == 1
+    assert "no manifest.json" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+@pytest.mark.hil
+def test_short_soak_has_no_unsafe_command_and_no_crash(tmp_path):
+    """~45 s of the real thing: 500 Hz graph, planner SIGKILLed twice and restarted, every
+    topic fed bad messages, serial HIL with corruption and unplugs beside it."""
+    proc = subprocess.run([sys.executable, "-c", "import rclpy, sensor_msgs.msg"],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        pytest.skip(f"rclpy not importable: {proc.stderr.strip()[-300:]}")
+    from ros_bundles import write_task_bundle
+
+    bundle = write_task_bundle(tmp_path / "bundle")
+    out = subprocess.run(
+        [sys.executable, "-m", "edgerl", "soak", "--bundle", str(bundle), "--minutes", "0.75",
+         "--kill-every", "15", "--bad-hz", "25", "--json"],
+        capture_output=True, text=True, timeout=280)
+    assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
+    rep = json.loads(out.stdout)
+    assert rep["verdict"] == "ok" and rep["unsafe_commands"] == 0 and rep["crashes"] == 0
+    assert rep["rate_hz"] == 500.0 and rep["commands_checked"] > 1000
+    assert rep["planner_kills"] == 2 and rep["planner_restarts"] == 2
+    assert rep["rss"]["planner_node"]["processes"] >= 2  # a new planner each time
+    # every topic got bad input, and the injected commands were not counted as ours
+    topics = {k.split()[0] for k in rep["bad_sent_by_kind"]}
+    assert topics == {"state", "chunk", "command", "instruction", "episode"}
+    assert rep["bad_sent"] >= 500 and rep["bad_refused"] > 0
+    assert rep["commands_foreign"] >= rep["bad_sent_by_kind"]["command nan"]
+    assert set(rep["bad_refused_by_node"]) >= {"edit_policy_node", "planner_node",
+                                               "sim_robot_node"}
+    assert rep["serial"]["runs"] >= 1 and rep["serial"]["crashes"] == 0
+    assert rep["serial"]["corrupted_executed"] == 0 and rep["serial"]["bad_frames"] > 0
+    assert isinstance(rep["rt_permitted"], bool)
