@@ -271,14 +271,17 @@ class EditLoop:
             raise ValueError("an edit policy must take the edit observation as input")
 
     # --- one tick ----------------------------------------------------------------------------
-    def tick(self, now: float | None = None, overrun: bool = False) -> np.ndarray:
+    def tick(self, now: float | None = None, overrun: bool = False,
+             late: float = 0.0) -> np.ndarray:
         """Run one tick at time ``now`` (default ``clock.now()``); returns the command sent
-        (a reused ``(A,)`` buffer). Records compute time; no wake-up jitter."""
+        (a reused ``(A,)`` buffer). Records ``late`` (s; the input's age or the wake-up
+        delay, as the caller defines it) and the compute time; a tick whose compute exceeds
+        the period counts as a deadline miss."""
         start = time.perf_counter()
         t = self.clock.now() if now is None else now
         state = self._step(t, overrun)
-        self.metrics.record(0.0, time.perf_counter() - start, self.last_chunk_age_s, state,
-                            False)
+        compute = time.perf_counter() - start
+        self.metrics.record(late, compute, self.last_chunk_age_s, state, compute > self.period)
         return self.command
 
     def _step(self, t: float, overrun: bool) -> int:
