@@ -21,7 +21,7 @@ for hz in 50 200; do
     tag=${hz}_${trig}_rt${rt}
     echo "== $tag, load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load_$tag.txt"
     .venv/bin/python -m edgerl deploy --bundle "$B" --duration "$SECS" --trigger $trig \
-      --rate-hz $hz --rt-priority $rt --json > "$OUT/deploy_$tag.json"
+      --rate-hz $hz --rt-priority $rt --json > "$OUT/deploy_$tag.json" || true  # exit 2: no success
     .venv/bin/python -m edgerl bench loop --bundle "$B" --seconds 4 --rate $hz --planner none \
       --rt-priority $rt --json > "$OUT/bench_$tag.json"
   done

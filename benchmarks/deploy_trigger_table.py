@@ -11,6 +11,14 @@ import sys
 from pathlib import Path
 
 
+def _round(x: float | None) -> int | None:
+    return None if x is None or x != x else round(x)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if not a or not b or a != a or b != b else round(a / b, 2)
+
+
 def rows(out: Path) -> list[dict]:
     """One row per deploy_*.json with its bench_*.json partner."""
     table = []
@@ -26,8 +34,11 @@ def rows(out: Path) -> list[dict]:
             "e2e_p50_ms": round(d["e2e_latency_p50_us"] / 1e3, 2),
             "e2e_p99_ms": round(d["e2e_latency_p99_us"] / 1e3, 2),
             "node_tick_p50_us": round(d["edit_tick_compute_p50_us"]),
-            "bench_tick_p50_us": round(b50) if b50 else None,
-            "node_over_bench": round(d["edit_tick_compute_p50_us"] / b50, 2) if b50 else None,
+            "node_publish_p50_us": _round(d.get("edit_publish_p50_us")),
+            "node_policy_p50_us": _round(d.get("edit_tick_policy_p50_us")),
+            "bench_tick_p50_us": _round(b50),
+            "node_over_bench": _ratio(d["edit_tick_compute_p50_us"], b50),
+            "policy_over_bench": _ratio(d.get("edit_tick_policy_p50_us"), b50),
             "rt_applied": d.get("edit_rt_priority_applied"),
             "inline": d.get("edit_inline_tick"),
         })

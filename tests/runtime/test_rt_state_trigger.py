@@ -66,3 +66,24 @@ def test_refuses_a_clock_loop_or_a_running_thread(mlp_bundle):
     loop, _, _ = _loop(mlp_bundle, trigger="clock")
     with pytest.raises(ValueError, match="state trigger"):
         InlineStateTrigger(loop)
+
+
+def test_transport_time_is_reported_apart_from_the_policy_work(mlp_bundle):
+    """A sink that takes 3 ms (a slow publish): tick compute includes it, ``send_*`` is that
+    part, and ``tick_policy_*`` (observation -> command) is what is left."""
+    import time
+
+    spec, net = load_bundle(mlp_bundle, warmup=1)
+    clock = VirtualClock(0.0)
+    loop = EditLoop(spec, net, ChunkBuffer(), clock=clock,
+                    sink=lambda c, t: time.sleep(0.003) or True,
+                    cfg=LoopConfig(trigger="state", gc_freeze=False))
+    trig = InlineStateTrigger(loop)
+    for _ in range(5):
+        clock.advance(0.01)
+        loop.obs.write(np.zeros(4, np.float32), clock.now())
+        trig.on_state(clock.now())
+    m = loop.metrics.summary()
+    assert m["send_p50_us"] >= 3000.0
+    assert m["tick_compute_p50_us"] >= m["send_p50_us"]
+    assert 0.0 < m["tick_policy_p50_us"] < 2000.0
