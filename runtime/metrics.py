@@ -88,15 +88,18 @@ class LoopMetrics:
         self.skipped += n
         self.deadline_misses += n
 
-    def _window(self, arr: np.ndarray) -> np.ndarray:
-        return arr[: min(self.ticks, self.capacity)]
+    def _window(self, arr: np.ndarray, n: int | None = None) -> np.ndarray:
+        return arr[: min(self.ticks if n is None else n, self.capacity)]
 
     def summary(self) -> dict[str, Any]:
         """Run totals and percentiles (µs) over the last ``capacity`` ticks."""
-        late = self._window(self._late) * 1e6
-        comp = self._window(self._compute) * 1e6
-        send = self._window(self._send) * 1e6
-        age = self._window(self._age)
+        # ``ticks`` read once: the loop thread may record between these lines, and windows
+        # of different lengths cannot be subtracted (the soak crashed the edit node so)
+        n = self.ticks
+        late = self._window(self._late, n) * 1e6
+        comp = self._window(self._compute, n) * 1e6
+        send = self._window(self._send, n) * 1e6
+        age = self._window(self._age, n)
         age = age[np.isfinite(age)]
         lat = np.asarray(self.planner_latency_s, np.float64) * 1e3
         return {

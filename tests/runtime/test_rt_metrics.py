@@ -58,3 +58,30 @@ def test_reset_forgets_ticks():
     s = m.summary()
     assert s["ticks"] == 1 and s["deadline_misses"] == 0 and s["max_late_us"] == pytest.approx(2)
     assert s["tick_compute_p99_us"] == pytest.approx(4) and s["states"]["stale_chunk"] == 0
+
+
+class _RecordingBetweenReads(LoopMetrics):
+    """A LoopMetrics whose loop thread records a tick between any two reads of ``ticks``
+    (what a 500 Hz loop does while the diagnostics thread summarises)."""
+
+    @property
+    def ticks(self) -> int:
+        n = self._ticks
+        self._ticks += 1  # one more tick lands right after this read
+        return n
+
+    @ticks.setter
+    def ticks(self, value: int) -> None:
+        self._ticks = value
+
+
+def test_summary_while_the_loop_records_concurrently():
+    """Fails on main before issue 18: ``summary()`` read ``ticks`` once per array and
+    subtracted windows of different lengths (ValueError: operands could not be broadcast),
+    which killed the edit node's diagnostics in the soak."""
+    m = _RecordingBetweenReads(capacity=64)
+    for _ in range(10):
+        m.record(0.0, 1e-4, 0.0, 0, False, send_s=2e-5)
+    s = m.summary()
+    assert s["tick_policy_p50_us"] == pytest.approx(80.0)
+    assert s["send_p50_us"] == pytest.approx(20.0)
