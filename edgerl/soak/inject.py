@@ -69,6 +69,7 @@ class BadMessageInjector:
         self.command_field = command_field
         self.sent: Counter[str] = Counter()  # "topic kind" -> messages
         self._i = 0
+        self._oversized: Any = None  # built once (5000 points take ~0.1 s), re-stamped
 
     @property
     def total(self) -> int:
@@ -125,6 +126,9 @@ class BadMessageInjector:
         from edgerl_ros.messages import ns_to_stamp
         from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+        if kind == "oversized" and self._oversized is not None:
+            self._oversized.header.stamp = ns_to_stamp(stamp)
+            return self._oversized
         msg = JointTrajectory()
         msg.header.stamp = ns_to_stamp(stamp)
         msg.joint_names = list(self.action_names)
@@ -139,4 +143,6 @@ class BadMessageInjector:
             pt.positions = [float(v) for v in row] + ([0.0] if kind == "wrong_size" else [])
             pt.time_from_start = Duration(sec=int(t), nanosec=int(round((t % 1.0) * 1e9)))
             msg.points.append(pt)
+        if kind == "oversized":
+            self._oversized = msg
         return msg

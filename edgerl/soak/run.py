@@ -199,6 +199,7 @@ class _SoakLoop:
         cmds0, t_rate0 = None, 0.0
         while (now := time.monotonic()) < t0 + duration and not self._crashed():
             if now >= next_kill:
+                log.info("t=%.1f s: planner kill", now - t0)
                 self._kill_planner()
                 next_kill += cfg.kill_every_s
             while now >= next_bad:
@@ -218,6 +219,7 @@ class _SoakLoop:
             self.cmd_rate_hz = (self.watch.commands - cmds0) / (time.monotonic() - t_rate0)
 
     def _kill_planner(self) -> None:
+        log.info("killing the planner (pid %d)", self.graph.procs[PLANNER].pid)
         proc = self.graph.procs[PLANNER]
         if proc.poll() is None:
             proc.kill()

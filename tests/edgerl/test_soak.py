@@ -122,14 +122,15 @@ def test_short_soak_has_no_unsafe_command_and_no_crash(tmp_path):
     bundle = write_task_bundle(tmp_path / "bundle")
     out = subprocess.run(
         [sys.executable, "-m", "edgerl", "soak", "--bundle", str(bundle), "--minutes", "0.75",
-         "--kill-every", "20", "--bad-hz", "25", "--json"],
+         "--kill-every", "12", "--bad-hz", "25", "--json"],
         capture_output=True, text=True, timeout=280)
     assert out.returncode == 0, out.stderr[-3000:] + out.stdout[-3000:]
     rep = json.loads(out.stdout)
     assert rep["verdict"] == "ok" and rep["unsafe_commands"] == 0 and rep["crashes"] == 0
     assert rep["rate_hz"] == 500.0 and rep["commands_checked"] > 1000
-    # killed at 20 s and 40 s of 45 s, restarted each time
-    assert rep["planner_kills"] == 2 and rep["planner_restarts"] == 2, rep["crash_logs"]
+    # killed about every 12 s of 45 s (later under load), restarted each time
+    assert 2 <= rep["planner_kills"] <= 3, rep
+    assert rep["planner_restarts"] == rep["planner_kills"], rep["crash_logs"]
     assert rep["rss"]["planner_node"]["processes"] >= 2  # a new planner each time
     # every topic got bad input, and the injected commands were not counted as ours
     topics = {k.split()[0] for k in rep["bad_sent_by_kind"]}
