@@ -96,10 +96,16 @@ def run(args: argparse.Namespace) -> int:
         print_json(out)
     else:
         keys = ("success", "episodes", "cmd_rtt_p50_us", "cmd_rtt_p99_us", "bad_frames",
-                "lost_frames", "watchdog_trips", "estop_ok", "corrupted_executed",
-                "safe_entry_ms", "fw_safe_entry_us", "link_rtt_p99_us", "rtt_p99_vs_link",
-                "target")
-        print_table([{"metric": k, "value": out.get(k)} for k in keys], title="edgerl hil")
+                "lost_frames", "watchdog_trips", "estop_ok", "estop_skipped",
+                "corrupted_executed", "safe_entry_ms", "fw_safe_entry_us", "link_rtt_p99_us",
+                "rtt_p99_vs_link", "target")
+        rows = [{"metric": k, "value": out.get(k)} for k in keys]
+        for i, u in enumerate(out.get("unplugs") or []):  # one row per cable pull
+            rows.append({"metric": f"unplug {i + 1}", "value":
+                         f"safe entry {u['safe_entry_ms']} ms (firmware clock), "
+                         f"{u['safe_entry_host_ms']} ms (host); link down "
+                         f"{u['link_down_ms']} ms"})
+        print_table(rows, title="edgerl hil")
     return 0 if out["estop_ok"] is not False and out["corrupted_executed"] == 0 else 1
 
 

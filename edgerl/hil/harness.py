@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from edgerl.clock import MonotonicClock
+from edgerl.hil.cable import Cable, unplug_report
 from edgerl.hil.faults import FaultSpec, RxFaults, TxFaults
 from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess
 from edgerl.hil.rt import realtime, set_fifo, set_fifo_process
@@ -55,7 +56,10 @@ class HilConfig:
         max_steps: Cap on control steps per episode (None: the task's episode length).
         faults: Fault spec.
         firmware: Firmware options (``n_cmd`` is set from the task).
-        check_estop: Run :func:`estop_check` after the episodes.
+        check_estop: Run :func:`estop_check` after the episodes, once the link is up (a
+            cable still out gives ``estop_ok: None`` and ``estop_skipped: "link down"``, not
+            a failed e-stop).
+        link_wait_s: Longest wait after the episodes for a pulled cable to be back (s).
         seed: Plant seed.
         planner_latency_s: Added to each planner call (emulates a slow foundation model, as
             the training delay did); bundle mode only.
@@ -81,6 +85,7 @@ class HilConfig:
     target: str = "host"
     rt_priority: int = 0
     link_probe: int = 300
+    link_wait_s: float = 5.0
 
 
 @dataclass
@@ -363,6 +368,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
         if cfg.rt_priority > 0 and fw.proc is not None:
             set_fifo_process(fw.proc.pid, cfg.rt_priority)
         transport = SerialTransport(SerialConfig(fw.port), tx_filter=tx, rx_filter=rx)
+        cable = Cable(transport)
         controller: LqrController | BundleController | None = None
         try:
             transport.connect()
@@ -398,8 +404,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
                         sink.freeze(f.freeze_s)
                     if f.unplug_at is not None and not unplugged and t_run >= f.unplug_at:
                         unplugged = True
-                        threading.Thread(target=_pull_cable, args=(transport, f.unplug_s),
-                                         daemon=True).start()
+                        cable.pull(f.unplug_s)
                     act = fw.actuator
                     cmd = np.zeros(n_cmd, np.float32) if act is None else act.cmd[:n_cmd]
                     _, _, dones, extras = plant.step(torch.as_tensor(cmd[None, :]))
@@ -425,16 +430,19 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
             latencies = [] if loop is None else list(loop.metrics.planner_latency_s)
             if cfg.rt_priority > 1:
                 set_fifo(0, cfg.rt_priority)  # the probe below runs as bench serial does
+            transport.tx_filter = transport.rx_filter = None  # the rest runs fault-free
+            # a cable pulled near the end may still be out: wait for it (bounded) before
+            # anything that needs the link; still down -> reported as such, not as failures
+            linked = cable.wait_linked(cfg.link_wait_s)
             reconnects = transport.connects - 1  # before the e-stop self-test's re-plug
             # the episodes' counts, before the probe (the firmware answers in order, so every
             # echo of an episode setpoint has arrived once the STATUS has)
-            transport.tx_filter = transport.rx_filter = None  # the rest runs fault-free
-            loop_status = transport.request_status(timeout_s=2.0)
+            loop_status = transport.request_status(timeout_s=2.0) if linked else {}
             loop_ts = transport.stats()
             time.sleep(0.05)
-            probe = link_probe(transport, n_cmd, cfg.link_probe)
-            estop = estop_check(fw, transport, n_cmd) if cfg.check_estop else {}
-            status = transport.request_status(timeout_s=2.0)
+            probe = link_probe(transport, n_cmd, cfg.link_probe) if linked else {}
+            estop = estop_check(fw, transport, n_cmd) if cfg.check_estop and linked else {}
+            status = transport.request_status(timeout_s=2.0) if linked else {}
             ts = transport.stats()
         finally:
             if controller is not None:
@@ -445,15 +453,17 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
     details = {
         "task": task, "control_hz": rate, "steps": steps_total,
         "setpoints_sent": loop_ts.setpoints_sent,
-        "setpoints_applied": loop_status["setpoints_applied"],
+        "setpoints_applied": loop_status.get("setpoints_applied"),
         "cmd_rtt_max_us": loop_ts.rtt_max_us, "rtt_samples": loop_ts.rtt_samples,
         **probe, "rtt_p99_vs_link": (round(loop_ts.rtt_p99_us / probe["link_rtt_p99_us"], 3)
                                      if probe.get("link_rtt_p99_us") else None),
-        "fw_bad_frames": status["bad_frames"], "host_bad_frames": ts.bad_frames,
-        "fw_lost_frames": status["lost_frames"], "host_lost_frames": ts.lost_frames,
+        "fw_bad_frames": status.get("bad_frames"), "host_bad_frames": ts.bad_frames,
+        "fw_lost_frames": status.get("lost_frames"), "host_lost_frames": ts.lost_frames,
         "corrupted_executed": executed_corrupt, "reconnects": reconnects,
         "safe_entry_ms": _safe_entry_ms(fw, transport, sink),
-        "fw_safe_entry_us": status["safe_entry_us"], "estop_checks": estop,
+        "fw_safe_entry_us": status.get("safe_entry_us"), "estop_checks": estop,
+        "estop_skipped": None if linked or not cfg.check_estop else "link down",
+        "link_up_at_end": linked, "unplugs": unplug_report(cable.unplugs, fw.history),
         "faults": cfg.faults.as_dict(), "injected": {**tx.as_dict(),
                                                      "rx_corrupted_bytes": rx.corrupted_bytes},
         "watchdog_ms": fw_cfg.watchdog_ms, "target": cfg.target,
@@ -463,9 +473,9 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
     return HilResult(
         success=successes / max(cfg.episodes, 1), episodes=cfg.episodes,
         cmd_rtt_p50_us=loop_ts.rtt_p50_us, cmd_rtt_p99_us=loop_ts.rtt_p99_us,
-        bad_frames=status["bad_frames"] + ts.bad_frames,
-        lost_frames=status["lost_frames"] + ts.lost_frames,
-        watchdog_trips=status["watchdog_trips"],
+        bad_frames=status.get("bad_frames", 0) + ts.bad_frames,
+        lost_frames=status.get("lost_frames", 0) + ts.lost_frames,
+        watchdog_trips=status.get("watchdog_trips", 0),
         estop_ok=all(estop.values()) if estop else None, details=details,
         planner_latencies_s=latencies)
 
@@ -477,12 +487,4 @@ def _bundle_task(bundle: Path | None) -> str | None:
 
     return load_bundle_manifest(bundle, verify=False).task or None
 
-
-def _pull_cable(transport: SerialTransport, seconds: float) -> None:
-    transport.unplug()
-    time.sleep(seconds)
-    try:
-        transport.replug()
-    except (ConnectionError, TimeoutError, OSError) as exc:
-        log.warning("re-plug failed: %s", exc)
 

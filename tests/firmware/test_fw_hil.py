@@ -145,3 +145,34 @@ def test_hil_cli_rejects_a_bad_rt_priority_and_target(capsys):
     assert "--rt-priority must be in 0..99" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown firmware target 'avr'"):
         run_hil(HilConfig(target="avr"))
+
+
+def test_estop_self_test_waits_for_a_cable_still_out(fw_binaries, capsys):
+    """Fails on main before issue 18: the episodes end at 1.2 s while the cable pulled at
+    1.0 s is out until 3.0 s; the e-stop self-test ran on the dead link, reported
+    ``estop_ok: false`` and exited 1 although the e-stop works. Now the harness waits for
+    the link, and each unplug reports its safe entry and link-down time."""
+    rc = main(["hil", "--episodes", "1", "--max-steps", "60", "--faults", "unplug=1.0:2.0",
+               "--link-probe", "0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0, out
+    assert out["estop_ok"] is True and all(out["estop_checks"].values())
+    assert out["estop_skipped"] is None and out["link_up_at_end"] is True
+    [u] = out["unplugs"]
+    assert u["hold_s"] == 2.0 and 2000.0 <= u["link_down_ms"] < 4000.0
+    # firmware clock: last ACTIVE output -> first SAFE output; the watchdog is 100 ms and
+    # the firmware writes an output per plant step (20 ms)
+    assert 80.0 <= u["safe_entry_ms"] <= 400.0, u
+    assert 0.0 < u["safe_entry_host_ms"] <= 1000.0, u
+
+
+def test_estop_self_test_reports_link_down_as_its_own_outcome(fw_binaries):
+    """A cable that does not come back within ``link_wait_s``: ``estop_ok`` is None with
+    ``estop_skipped: "link down"``, never a false e-stop failure."""
+    faults = FaultSpec.parse("unplug=0.2:8.0")
+    res = run_hil(HilConfig(episodes=1, max_steps=20, faults=faults, link_probe=0,
+                            link_wait_s=0.5)).as_dict()
+    assert res["estop_ok"] is None and res["estop_skipped"] == "link down"
+    assert res["link_up_at_end"] is False and res["estop_checks"] == {}
+    [u] = res["unplugs"]
+    assert u["link_down_ms"] is None and u["safe_entry_ms"] is not None
