@@ -16,8 +16,9 @@ from edgerl.cli import CliError
 
 HELP = "run the ROS 2 node graph (robot + planner + edit policy) as processes and measure it"
 
-SUMMARY_KEYS = ("success", "cmd_rate_hz", "configured_rate_hz", "e2e_latency_p50_us",
-                "e2e_latency_p99_us", "diagnostics_seen", "dropped_bad_msgs", "torch_loaded")
+SUMMARY_KEYS = ("success", "successes_of", "success_rate", "cmd_rate_hz", "configured_rate_hz",
+                "e2e_latency_p50_us", "e2e_latency_p99_us", "diagnostics_seen",
+                "dropped_bad_msgs", "torch_loaded")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -59,6 +60,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="run the state -> command nodes (robot side, edit policy) SCHED_FIFO "
                         "at priority N (1-99; needs CAP_SYS_NICE or an rtprio limit; refused "
                         "priorities are reported, the nodes then run normally). 0 = normal")
+    p.add_argument("--min-success", type=float, default=1.0, metavar="FRACTION",
+                   help="--robot sim: fraction of the completed episodes that must reach the "
+                        "task's success for the run to count as ok (default 1.0: all; the "
+                        "report gives successes_of 'k/n' and success_rate either way)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -80,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--robot serial needs --port (e.g. /dev/ttyACM0)")
     if not 0 <= args.rt_priority <= 99:
         raise CliError(f"--rt-priority must be in 0..99, got {args.rt_priority}")
+    if not 0.0 <= args.min_success <= 1.0:
+        raise CliError(f"--min-success must be in 0..1, got {args.min_success}")
     if not 1200 <= args.baud <= 20_000_000:
         raise CliError(f"--baud must be in 1200..20000000, got {args.baud}")
     record = args.record
@@ -95,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                        params_file=params, record=record,
                        domain_id=args.domain_id, instruction=args.instruction,
                        inject_bad_hz=args.inject_bad_hz, log_dir=args.log_dir,
-                       rt_priority=args.rt_priority)
+                       rt_priority=args.rt_priority, min_success=args.min_success)
     bar = _Bar(args.duration)
     # SIGTERM (e.g. `timeout`, a supervisor) unwinds like Ctrl-C so the node processes are
     # stopped by deploy()'s cleanup instead of being orphaned
@@ -115,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     else:
-        print_table([{k: result[k] for k in SUMMARY_KEYS}], title="edgerl deploy")
+        print_table([{k: result.get(k) for k in SUMMARY_KEYS}], title="edgerl deploy")
         if record:
             print(f"recorded {record}")
         if args.write_latency_model is not None:

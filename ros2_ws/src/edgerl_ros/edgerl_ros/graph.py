@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from edgerl_ros import NODE_MODULES
+from edgerl_ros.verdict import DEFAULT_MIN_SUCCESS, episode_verdict
 
 __all__ = ["ROBOTS", "DeployConfig", "DeployError", "GraphProcesses", "deploy",
            "load_params_yaml", "robot_nodes", "ros_env", "to_ros_args", "torch_mapped"]
@@ -269,8 +270,12 @@ class _Monitor:
             TOPICS,
         )
         from edgerl_ros.recording import McapRecorder
+        from edgerl_ros.sources import PublisherFilter
 
         self.node = node
+        #: only the edit node's commands count in rate and latency (anyone may publish on
+        #: robot/command); the others are counted in ``commands_foreign``
+        self.command_source = PublisherFilter(node, TOPICS["command"], "edit_policy_node")
         self._deser = deserialize_message
         self._types = {"command": JointState, "diagnostics": DiagnosticArray}
         self.recorder = McapRecorder(record) if record is not None else None
@@ -304,12 +309,12 @@ class _Monitor:
         pkg, _, name = datatype.split("/")
         return getattr(importlib.import_module(f"{pkg}.msg"), name)
 
-    def _callback(self, key: str, topic: str) -> Callable[[bytes], None]:
-        def cb(data: bytes) -> None:
+    def _callback(self, key: str, topic: str) -> Callable[[bytes, Any], None]:
+        def cb(data: bytes, info: Any) -> None:
             now_ns = time.time_ns()
             if self.recorder is not None:
                 self.recorder.write(topic, data, now_ns)
-            if key == "command":
+            if key == "command" and self.command_source.accept(info):
                 from edgerl_ros.messages import stamp_to_ns
 
                 msg = self._deser(data, self._types["command"])
@@ -413,6 +418,8 @@ class DeployConfig:
         inject_bad_hz: Rate of malformed messages injected (0 = none).
         instruction: Published once on planner/instruction (transient local).
         log_dir: Where node logs go (default: a temporary directory, removed on success).
+        min_success: ``robot="sim"``: fraction of completed episodes that must succeed
+            for ``success`` (default 1.0: every one).
     """
 
     bundle: Path
@@ -430,8 +437,11 @@ class DeployConfig:
     instruction: str = ""
     log_dir: Path | None = None
     rt_priority: int = 0
+    min_success: float = DEFAULT_MIN_SUCCESS
 
     def __post_init__(self) -> None:
+        if not 0.0 <= float(self.min_success) <= 1.0:
+            raise DeployError(f"min_success must be in [0, 1], got {self.min_success}")
         if not 0 <= int(self.rt_priority) <= 99:
             raise DeployError(f"rt_priority must be 0..99, got {self.rt_priority}")
 
@@ -608,8 +618,9 @@ def _summarise(monitor: _Monitor, spec: Any, cfg: DeployConfig, t_first: float, 
     dropped = sum(int(_as_number(d.get("dropped_bad_msgs")) or 0) for d in diag.values()
                   if math.isfinite(_as_number(d.get("dropped_bad_msgs"))))
     successes = _as_number(robot.get("successes"))
-    if cfg.robot == "sim":  # the task says so
-        success = bool(math.isfinite(successes) and successes > 0)
+    verdict = episode_verdict(successes, _as_number(robot.get("episodes")), cfg.min_success)
+    if cfg.robot == "sim":  # the task says so, in at least min_success of the episodes
+        success = bool(verdict["success"])
     elif cfg.robot == "serial":  # linked, and the firmware applied our setpoints
         success = serial.get("connected") == "True" and \
             _as_number(serial.get("setpoints_acked")) > 0 and steady.size > 0
@@ -617,6 +628,8 @@ def _summarise(monitor: _Monitor, spec: Any, cfg: DeployConfig, t_first: float, 
         success = bool(steady.size > 0)
     return {
         "success": success,
+        **({k: v for k, v in verdict.items() if k != "success"} if cfg.robot == "sim" else {}),
+        "commands_foreign": monitor.command_source.foreign,
         "robot_kind": cfg.robot,
         "cmd_rate_hz": float(rate),
         "configured_rate_hz": float(spec.control_hz),
