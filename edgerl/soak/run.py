@@ -283,8 +283,9 @@ def _report(cfg: SoakConfig, loop: _SoakLoop, watch: CommandWatch, diags: DiagTo
         "deadline_misses": diags.total("deadline_misses", "edgerl: edit_policy_node"),
         "edit_ticks": diags.by_prefix("ticks "),
         "safety": diags.by_prefix("safety "),
-        "escalations": diags.total("escalations"),
-        "estops": diags.total("estops"),
+        # the escalation ladder's steps entered (hold / decay / estop), where published
+        "escalations": diags.by_prefix("escalation "),
+        "estops": diags.total("safety estop", "edgerl: edit_policy_node"),
         "edit_state_last": edit.get("state"),
         "edit_states_seen": sorted(diags.states_seen.get("edgerl: edit_policy_node", set())),
         "bad_sent": injector.total,

@@ -96,7 +96,7 @@ class DiagTotals:
 
     COUNTERS = ("dropped_bad_msgs", "deadline_misses", "escalations", "estops",
                 "commands_refused", "dropped_commands")
-    PREFIXES = ("dropped ", "ticks ", "safety ", "refused ")
+    PREFIXES = ("dropped ", "ticks ", "safety ", "refused ", "escalation ")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
