@@ -27,8 +27,10 @@ class RssTrack:
     """RSS of one role (a node, or the soak itself) over the run, per process incarnation.
 
     ``growth_mb`` is the largest (last - first) over incarnations that were sampled at least
-    twice: a restarted planner starts a new baseline. Samples of a process younger than
-    ``warmup_s`` (loading its model) are not kept.
+    twice: a restarted planner starts a new baseline. ``growth_2nd_half_mb`` is the same over
+    each incarnation's second half of samples (a leak keeps growing; start-up allocation
+    does not). Samples of a process younger than ``warmup_s`` (loading its model) are not
+    kept.
     """
 
     warmup_s: float = 5.0
@@ -45,10 +47,12 @@ class RssTrack:
         if not runs:
             return {"processes": 0}
         grown = [s[-1] - s[0] for s in runs if len(s) > 1]
+        late = [s[-1] - s[len(s) // 2] for s in runs if len(s) > 1]
         last = runs[-1]
         return {"processes": len(runs), "first_mb": round(runs[0][0], 1),
                 "last_mb": round(last[-1], 1), "peak_mb": round(max(max(s) for s in runs), 1),
-                "growth_mb": round(max(grown), 2) if grown else 0.0}
+                "growth_mb": round(max(grown), 2) if grown else 0.0,
+                "growth_2nd_half_mb": round(max(late), 2) if late else 0.0}
 
 
 def fifo_permitted(priority: int) -> bool:
