@@ -13,7 +13,17 @@ Inputs (latest-value handoff): ``robot/joint_states`` (``JointState``; ``name`` 
 manifest's observation names in any order, values in ``position``) is written into the loop's
 :class:`ObservationSlot`; ``planner/chunk`` (``JointTrajectory``, stamp = planner observation
 time, strictly increasing ``time_from_start``, names = action names) is pushed into the
-:class:`ChunkBuffer`. Malformed messages are dropped, counted by reason and reported.
+:class:`ChunkBuffer`. Malformed messages are dropped, counted by reason and reported; so are
+states and chunks outside the manifest's bounds (:class:`edgerl.runtime.input_guard.InputGuard`:
+a state too old or stamped ahead, a chunk with more rows than the horizon, stamped ahead,
+stale on arrival or far outside the action limits).
+
+Without a usable chunk (or with non-finite input) the loop escalates by default
+(``stale_policy: escalate``): hold, decay to the safe action, e-stop
+(:mod:`edgerl.runtime.escalation`; times from the manifest's ``timing``).
+
+Parameters: while configured, ``command_field`` and ``diagnostics_period_s`` apply at once;
+every other change is refused with a reason (they take effect at the next configure).
 
 Episode resets (optional; sim robots): a ``std_msgs/Header`` on ``robot/episode`` whose
 stamp is the new episode's first state stamp clears the ChunkBuffer, resets the loop's
@@ -56,6 +66,7 @@ from edgerl_ros.common import (
     declare_validated,
     diag_array,
     diag_status,
+    replace_timer,
     run_node,
     trt_options,
 )
@@ -87,9 +98,10 @@ PARAMS = [
               "clock fallback after timing.trigger_timeout_periods), clock (own fixed-rate "
               "grid) or manifest (the bundle's timing.trigger, as trained)",
               choices=("manifest", "state", "clock")),
-    ParamSpec("stale_policy", "hold", "command when no chunk / stale chunk (policy: run the "
-              "edit policy on zero rows, as in training)",
-              choices=("hold", "decelerate", "zero", "policy")),
+    ParamSpec("stale_policy", "escalate", "command when no chunk / stale chunk (escalate: hold, "
+              "decay to the safe action, e-stop, with the manifest's timing.hold_s/decay_s; "
+              "policy: run the edit policy on zero rows, as in training)",
+              choices=("escalate", "hold", "decelerate", "zero", "policy")),
     ParamSpec("backend", "onnx", "inference backend", choices=("onnx", "numpy")),
     ParamSpec("spin_s", 300e-6, "busy-wait before each deadline (s)", 0.0, 0.01),
     ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the loop thread (0 = normal)", 0, 99),
@@ -134,6 +146,7 @@ class EditPolicyNode(LifecycleNode):
         self.params = declare_validated(self, PARAMS, self._check_live)
         self.timebase = TimeBase()
         self.drops = DropCounter()
+        self.guard = None  # InputGuard of the configured bundle
         self.spec = None
         self._slot: StampedObservationSlot | None = None
         self._cmd_pub = None
@@ -148,13 +161,18 @@ class EditPolicyNode(LifecycleNode):
         self.state_age = Samples()
 
     def _check_live(self, changed: dict[str, Any]) -> str | None:
-        """Parameters the running loop depends on cannot change once configured."""
-        if self.loop is not None:
-            frozen = {"bundle", "rate_hz", "merge", "trigger", "backend", "spin_s",
-                      "stale_policy", "rt_priority"}
-            hit = sorted(frozen & set(changed))
-            if hit:
-                return f"{', '.join(hit)}: cannot change while configured; clean up first"
+        """Unconfigured: every value is used at the next configure. Configured:
+        ``command_field`` and ``diagnostics_period_s`` apply now, the rest is refused."""
+        if self.loop is None:
+            return None
+        hit = sorted(set(changed) - {"command_field", "diagnostics_period_s"})
+        if hit:
+            return f"{', '.join(hit)}: cannot change while configured; clean up first"
+        if "command_field" in changed:
+            self.command_field = changed["command_field"]
+        if "diagnostics_period_s" in changed and self._timer is not None:
+            self._timer = replace_timer(self, self._timer, changed["diagnostics_period_s"],
+                                        self._publish_diagnostics)
         return None
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -181,6 +199,9 @@ class EditPolicyNode(LifecycleNode):
         except Exception as exc:  # a bad bundle must not take the process down
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
+        from edgerl.runtime.input_guard import InputGuard
+
+        self.guard = InputGuard(spec)
         self.spec, self.loop, self._slot = spec, loop, slot
         self.command_field = p["command_field"]
         self._cmd_pub = self.create_lifecycle_publisher(JointState, TOPICS["command"],
@@ -268,6 +289,10 @@ class EditPolicyNode(LifecycleNode):
         except BadMessage as exc:
             self.drops.drop(TOPICS["state"], str(exc))
             return
+        reason = self.guard.check_state(stamp * 1e-9, time.time_ns() * 1e-9)
+        if reason is not None:  # too old / stamped ahead: must not drive the loop
+            self.drops.drop(TOPICS["state"], reason)
+            return
         slot.write_stamped(obs, self.timebase.to_mono(stamp), stamp)
 
     def _on_chunk(self, msg: JointTrajectory) -> None:
@@ -277,9 +302,16 @@ class EditPolicyNode(LifecycleNode):
         if stamp_to_ns(msg.header.stamp) < self.reset_stamp_ns:  # planned in an old episode
             self.chunks_dropped_pre_reset += 1
             return
+        reason = self.guard.check_chunk_rows(len(msg.points))  # before converting 20k rows
+        if reason is not None:
+            self.drops.drop(TOPICS["chunk"], reason)
+            return
         try:
             chunk = trajectory_to_chunk(msg, spec.action.names, self.timebase)
             now = time.perf_counter()
+            reason = self.guard.check_chunk(chunk, now)
+            if reason is not None:
+                raise BadMessage(reason)
             loop.buffer.push(chunk, now)
         except (BadMessage, ValueError) as exc:
             self.drops.drop(TOPICS["chunk"], str(exc))
@@ -340,6 +372,8 @@ class EditPolicyNode(LifecycleNode):
                 "planner_latency_p50_ms": m["planner_latency_p50_ms"],
                 "planner_latency_p99_ms": m["planner_latency_p99_ms"],
                 "state": loop.state,
+                "escalation": loop.safety.escalation.step,
+                **{f"escalation {k}": v for k, v in loop.safety.escalation.entered.items()},
                 **{f"ticks {k}": v for k, v in m["states"].items()},
                 **{f"safety {k}": v for k, v in loop.safety.interventions().items()},
             })
