@@ -13,17 +13,10 @@ Inputs (latest-value handoff): ``robot/joint_states`` (``JointState``; ``name`` 
 manifest's observation names in any order, values in ``position``) is written into the loop's
 :class:`ObservationSlot`; ``planner/chunk`` (``JointTrajectory``, stamp = planner observation
 time, strictly increasing ``time_from_start``, names = action names) is pushed into the
-:class:`ChunkBuffer`. Malformed messages are dropped, counted by reason and reported; so are
-states and chunks outside the manifest's bounds (:class:`edgerl.runtime.input_guard.InputGuard`:
-a state too old or stamped ahead, a chunk with more rows than the horizon, stamped ahead,
-stale on arrival or far outside the action limits).
-
-Without a usable chunk (or with non-finite input) the loop escalates by default
-(``stale_policy: escalate``): hold, decay to the safe action, e-stop
-(:mod:`edgerl.runtime.escalation`; times from the manifest's ``timing``).
-
-Parameters: while configured, ``command_field`` and ``diagnostics_period_s`` apply at once;
-every other change is refused with a reason (they take effect at the next configure).
+:class:`ChunkBuffer`. Malformed messages, and states/chunks outside the manifest's bounds
+(:class:`~edgerl.runtime.input_guard.InputGuard`), are dropped, counted by reason and reported.
+Default ``stale_policy: escalate``: hold, decay, e-stop (:mod:`edgerl.runtime.escalation`).
+Configured, only ``command_field`` and ``diagnostics_period_s`` change (others: refused).
 
 Episode resets (optional; sim robots): a ``std_msgs/Header`` on ``robot/episode`` whose
 stamp is the new episode's first state stamp clears the ChunkBuffer, resets the loop's
