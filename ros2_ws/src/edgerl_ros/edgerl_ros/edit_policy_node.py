@@ -46,6 +46,7 @@ from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory
 
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
+from edgerl.runtime.input_guard import InputGuard
 from edgerl_ros.common import (
     CHUNK_QOS,
     COMMAND_QOS,
@@ -139,8 +140,7 @@ class EditPolicyNode(LifecycleNode):
         self.params = declare_validated(self, PARAMS, self._check_live)
         self.timebase = TimeBase()
         self.drops = DropCounter()
-        self.guard = None  # InputGuard of the configured bundle
-        self.spec = None
+        self.spec = self.guard = None  # the configured bundle's manifest and InputGuard
         self._slot: StampedObservationSlot | None = None
         self._cmd_pub = None
         self._diag_pub = None
@@ -154,8 +154,7 @@ class EditPolicyNode(LifecycleNode):
         self.state_age = Samples()
 
     def _check_live(self, changed: dict[str, Any]) -> str | None:
-        """Unconfigured: every value is used at the next configure. Configured:
-        ``command_field`` and ``diagnostics_period_s`` apply now, the rest is refused."""
+        """Unconfigured: all used at the next configure; configured: see the module doc."""
         if self.loop is None:
             return None
         hit = sorted(set(changed) - {"command_field", "diagnostics_period_s"})
@@ -192,8 +191,6 @@ class EditPolicyNode(LifecycleNode):
         except Exception as exc:  # a bad bundle must not take the process down
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
-        from edgerl.runtime.input_guard import InputGuard
-
         self.guard = InputGuard(spec)
         self.spec, self.loop, self._slot = spec, loop, slot
         self.command_field = p["command_field"]
@@ -364,8 +361,7 @@ class EditPolicyNode(LifecycleNode):
                 "chunk_age_p50_ms": m["chunk_age_p50_ms"],
                 "planner_latency_p50_ms": m["planner_latency_p50_ms"],
                 "planner_latency_p99_ms": m["planner_latency_p99_ms"],
-                "state": loop.state,
-                "escalation": loop.safety.escalation.step,
+                "state": loop.state, "escalation": loop.safety.escalation.step,
                 **{f"escalation {k}": v for k, v in loop.safety.escalation.entered.items()},
                 **{f"ticks {k}": v for k, v in m["states"].items()},
                 **{f"safety {k}": v for k, v in loop.safety.interventions().items()},
