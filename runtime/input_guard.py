@@ -13,8 +13,10 @@ chunk             more rows than ``timing.horizon`` (``too_long``); wrong column
                   (``wrong_dim``); row spacing outside ``[0.5, 2] * chunk.dt_s`` (``bad_dt``);
                   observation stamp or ``t0`` more than ``future_skew_s`` ahead (``future``);
                   already stale on arrival, ``now - t0 >= (H + stale_steps) * dt``
-                  (``stale``); a value that is not finite (``nonfinite``) or further than one
-                  range width outside ``[low, high]`` (``out_of_limits``)
+                  (``stale``); a value that is not finite (``nonfinite``) or more than
+                  ``CHUNK_LIMIT_SPANS`` range widths outside ``[low, high]``
+                  (``out_of_limits``; a planner's overshoot is clipped later, 1e6 is not an
+                  action)
 command           no stamp (``no_stamp``); stamp older than ``timing.command_max_age_s``
                   (``stale``) or ahead by more than ``future_skew_s`` (``future``); wrong
                   size (``wrong_dim``); non-finite (``nonfinite``); outside ``[low, high]``
@@ -36,13 +38,16 @@ import numpy as np
 from edgerl.chunk import ActionChunk
 from edgerl.spec import PolicySpec
 
-__all__ = ["DROP_KINDS", "GuardBounds", "InputGuard"]
+__all__ = ["CHUNK_LIMIT_SPANS", "DROP_KINDS", "DT_FACTOR", "GuardBounds", "InputGuard"]
 
 #: Reason kinds a check can return (the text before the ``:``).
 DROP_KINDS = ("no_stamp", "stale", "future", "too_long", "wrong_dim", "bad_dt", "nonfinite",
               "out_of_limits")
 #: A chunk row spacing is accepted within this factor of the manifest's ``chunk.dt_s``.
 DT_FACTOR = 2.0
+#: Chunk values may overshoot ``[low, high]`` by this many range widths (untrained or
+#: unsquashed planners overshoot; the safety filter clips the command).
+CHUNK_LIMIT_SPANS = 10.0
 
 
 @dataclass
@@ -92,7 +97,8 @@ class InputGuard:
         self.bounds = bounds if isinstance(bounds, GuardBounds) else GuardBounds.from_spec(bounds)
         b = self.bounds
         span = b.high - b.low
-        self._chunk_low, self._chunk_high = b.low - span, b.high + span
+        self._chunk_low = b.low - CHUNK_LIMIT_SPANS * span
+        self._chunk_high = b.high + CHUNK_LIMIT_SPANS * span
         tol = 1e-6 * np.maximum(np.abs(b.low), np.abs(b.high)) + 1e-6  # float32 round trip
         self._cmd_low, self._cmd_high = b.low - tol, b.high + tol
         self._counts: Counter[str] = Counter()

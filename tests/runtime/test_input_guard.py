@@ -74,8 +74,9 @@ class TestChunk:
     def test_values(self):
         g = guard()
         assert g.check_chunk(chunk(value=1e6), NOW).startswith("out_of_limits")
-        assert g.check_chunk(chunk(value=1.5), NOW) is None  # mild overshoot: clipped later
-        assert g.counts() == {"chunk out_of_limits": 1}  # ActionChunk refuses non-finite
+        assert g.check_chunk(chunk(value=5.0), NOW) is None  # overshoot: clipped later
+        assert g.check_chunk(chunk(value=-21.5), NOW).startswith("out_of_limits")  # > 10 spans
+        assert g.counts() == {"chunk out_of_limits": 2}  # ActionChunk refuses non-finite
 
 
 class TestCommand:
@@ -117,3 +118,30 @@ class TestManifest:
 
         with pytest.raises(SchemaError, match=f"timing.{key}"):
             TimingSpec(control_hz=100.0, horizon=10, **{key: value})
+
+
+def test_chunk_buffer_with_guard_refuses_what_the_guard_refuses():
+    """main's ChunkBuffer stored a 20,000-row chunk and one stamped 1 h ahead."""
+    from edgerl.runtime.chunk_buffer import ChunkBuffer
+
+    g = guard()
+    buf = ChunkBuffer("replace", 2, guard=g)
+    buf.push(chunk(n=20_000), NOW)
+    buf.push(chunk(t0=NOW + 3600.0), NOW)
+    assert buf.latest() is None and buf.pushes == 0
+    assert buf.last_refusal.startswith("future")
+    good = chunk(t0=NOW - 0.01)
+    buf.push(good, NOW)
+    assert buf.latest() is good
+    assert g.counts() == {"chunk too_long": 1, "chunk future": 1}
+
+
+def test_deployment_checks_planner_chunks(tmp_path):
+    from rt_bundles import write_mlp_bundle
+
+    from edgerl.runtime.deployment import Deployment
+
+    bundle = write_mlp_bundle(tmp_path / "b", planner=True, hidden=(8,))
+    dep = Deployment.from_bundle(bundle, planner="onnx")
+    assert isinstance(dep.buffer.guard, InputGuard)
+    assert Deployment.from_bundle(bundle, planner="none").buffer.guard is None
