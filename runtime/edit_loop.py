@@ -496,6 +496,15 @@ class EditLoop:
             deadline += period
             n += 1
 
+    def prewarm(self) -> bool:
+        """Warm the caches for an imminent tick (see ``LoopConfig.prewarm_s``) without side
+        effects; for callers that schedule ticks themselves (a state-triggered node).
+        Returns False where it does not apply (recurrent or no network, or disabled)."""
+        if not self._can_prewarm:
+            return False
+        self._prewarm()
+        return True
+
     def _prewarm(self) -> None:
         """Touch the tick's working set without side effects (see ``LoopConfig.prewarm_s``):
         the feed-forward network on its unchanged last input (same output) and the builder

@@ -148,6 +148,7 @@ class EditPolicyNode(LifecycleNode):
         self._timer = None
         self._inline: InlineStateTrigger | None = None
         self._fallback_timer = None
+        self._prewarm_timer = None
         self.commands_sent = 0
         self.states_received = 0  # valid states written to the slot
         self.reset_stamp_ns = 0  # newest announced episode start (0: none)
@@ -233,15 +234,19 @@ class EditPolicyNode(LifecycleNode):
         self._inline = InlineStateTrigger(loop)
         # fires only after trigger_timeout_s of silence: each state restarts it
         self._fallback_timer = self.create_timer(loop.trigger_timeout_s, self._on_silence)
+        due = self._inline.prewarm_due_in()  # just before the next expected state
+        if due is not None:
+            self._prewarm_timer = self.create_timer(due, loop.prewarm)
         self.rt_applied = bool(PROCESS_RT["applied"])
         self.get_logger().info("activated: ticking on each state in its callback"
                                + (f" (process SCHED_FIFO {PROCESS_RT['priority']})"
                                   if self.rt_applied else ""))
 
     def _deactivate_inline(self) -> None:
-        if self._fallback_timer is not None:
-            self.destroy_timer(self._fallback_timer)
-            self._fallback_timer = None
+        for timer in (self._fallback_timer, self._prewarm_timer):
+            if timer is not None:
+                self.destroy_timer(timer)
+        self._fallback_timer = self._prewarm_timer = None
         if self._inline is not None:
             self._inline = None
             if self.loop is not None and self.loop.cfg.gc_freeze:
@@ -312,6 +317,8 @@ class EditPolicyNode(LifecycleNode):
         if self._inline is not None:
             self._inline.on_state(t)
             self._fallback_timer.reset()
+            if self._prewarm_timer is not None:
+                self._prewarm_timer.reset()
 
     def _on_silence(self) -> None:
         """No state for a trigger timeout: the clock fallback tick."""
