@@ -43,6 +43,8 @@ __all__ = [
     "DIAG_QOS",
     "EPISODE_QOS",
     "INSTRUCTION_QOS",
+    "PROCESS_RT",
+    "RT_PRIORITY_ENV",
     "STATE_QOS",
     "TOPICS",
     "DEVICE_PARAMS",
@@ -50,6 +52,7 @@ __all__ = [
     "RealtimeThreads",
     "declare_validated",
     "diag_status",
+    "process_realtime",
     "refuse_unless_live",
     "replace_timer",
     "run_node",
@@ -261,6 +264,44 @@ def diag_array(node: Any, statuses: list[DiagnosticStatus]) -> DiagnosticArray:
     return msg
 
 
+#: Environment variable: SCHED_FIFO priority for a whole node process (``edgerl deploy
+#: --rt-priority``); applied before ``rclpy.init`` so the middleware's threads inherit it.
+RT_PRIORITY_ENV = "EDGERL_RT_PRIORITY"
+#: What :func:`process_realtime` did in this process (``None``: not asked).
+PROCESS_RT: dict[str, Any] = {"priority": 0, "applied": False, "error": None}
+
+
+def process_realtime(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Give the calling thread, and so every thread it starts later (executor, DDS
+    listeners, loop threads), SCHED_FIFO at the priority in ``$EDGERL_RT_PRIORITY``.
+
+    Returns (and stores in :data:`PROCESS_RT`) ``{"priority", "applied", "error"}``; an
+    invalid value or a refused priority is reported there and logged, never raised (the
+    node then runs with normal scheduling).
+    """
+    text = (os.environ if env is None else env).get(RT_PRIORITY_ENV, "").strip()
+    out: dict[str, Any] = {"priority": 0, "applied": False, "error": None}
+    if text:
+        try:
+            prio = int(text)
+            if not 0 <= prio <= 99:
+                raise ValueError("must be 0..99")
+        except ValueError as exc:
+            out["error"] = f"{RT_PRIORITY_ENV}={text!r}: {exc}"
+        else:
+            out["priority"] = prio
+            if prio:
+                try:
+                    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+                    out["applied"] = True
+                except (OSError, AttributeError) as exc:
+                    out["error"] = f"SCHED_FIFO {prio} not permitted ({exc})"
+    if out["error"]:
+        log.warning("%s; the node runs with normal scheduling", out["error"])
+    PROCESS_RT.update(out)
+    return out
+
+
 def run_node(factory: Callable[[], Any], args: list[str] | None = None,
              after_create: Callable[[Any], None] | None = None) -> int:
     """Process main: ``rclpy.init``, build the node, spin until SIGINT/SIGTERM, clean up.
@@ -277,6 +318,7 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None,
     setup_logging(os.environ.get("EDGERL_LOG_LEVEL", "INFO"))
     # Our own SIGINT/SIGTERM handling: stop the node's threads first, then shut rclpy down
     # (rclpy's handler would invalidate the context under a publishing thread).
+    process_realtime()  # before rclpy.init: the middleware's threads inherit it
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())

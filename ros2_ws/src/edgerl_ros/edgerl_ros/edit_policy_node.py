@@ -34,6 +34,7 @@ named by ``command_field`` (``effort`` for torques, ``position``/``velocity`` fo
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from typing import Any
@@ -47,12 +48,14 @@ from trajectory_msgs.msg import JointTrajectory
 
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
 from edgerl.runtime.input_guard import InputGuard
+from edgerl.runtime.state_trigger import InlineStateTrigger
 from edgerl_ros.common import (
     CHUNK_QOS,
     COMMAND_QOS,
     DEVICE_PARAMS,
     DIAG_QOS,
     EPISODE_QOS,
+    PROCESS_RT,
     STATE_QOS,
     TOPICS,
     ParamSpec,
@@ -99,6 +102,9 @@ PARAMS = [
     ParamSpec("backend", "onnx", "inference backend", choices=("onnx", "numpy")),
     ParamSpec("spin_s", 300e-6, "busy-wait before each deadline (s)", 0.0, 0.01),
     ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the loop thread (0 = normal)", 0, 99),
+    ParamSpec("inline_tick", True, "with trigger state: tick inside the state callback (no "
+              "loop thread, no hand-off; clock fallback from a timer). False: the loop "
+              "thread waits for each state"),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
     ParamSpec("autostart", False, "configure and activate at start-up (no lifecycle manager)",
               read_only=True),
@@ -146,7 +152,11 @@ class EditPolicyNode(LifecycleNode):
         self._diag_pub = None
         self._subs: list[Any] = []
         self._timer = None
+        self._inline: InlineStateTrigger | None = None
+        self._fallback_timer = None
+        self._prewarm_timer = None
         self.commands_sent = 0
+        self.states_received = 0  # valid states written to the slot
         self.reset_stamp_ns = 0  # newest announced episode start (0: none)
         self.episode_resets = 0
         self.chunks_dropped_pre_reset = 0
@@ -212,6 +222,9 @@ class EditPolicyNode(LifecycleNode):
         result = super().on_activate(state)  # activates the lifecycle publisher
         assert self.loop is not None
         self.loop.reset()
+        if self.loop.trigger == "state" and self.get_parameter("inline_tick").value:
+            self._activate_inline()
+            return result
         with RealtimeThreads(self.get_parameter("rt_priority").value) as rt:
             self.loop.start()
         self.rt_applied = rt.applied
@@ -220,6 +233,35 @@ class EditPolicyNode(LifecycleNode):
         self.get_logger().info("activated: edit loop running"
                                + (f" (SCHED_FIFO {rt.priority})" if rt.applied else ""))
         return result
+
+    def _activate_inline(self) -> None:
+        """State trigger without a loop thread: each state message ticks the loop in its
+        own callback and restarts a one-timeout timer, which provides the clock fallback."""
+        loop = self.loop
+        assert loop is not None
+        if loop.cfg.gc_freeze:
+            gc.collect()
+            gc.freeze()
+        self._inline = InlineStateTrigger(loop)
+        # fires only after trigger_timeout_s of silence: each state restarts it
+        self._fallback_timer = self.create_timer(loop.trigger_timeout_s, self._on_silence)
+        due = self._inline.prewarm_due_in()  # just before the next expected state
+        if due is not None:
+            self._prewarm_timer = self.create_timer(due, loop.prewarm)
+        self.rt_applied = bool(PROCESS_RT["applied"])
+        self.get_logger().info("activated: ticking on each state in its callback"
+                               + (f" (process SCHED_FIFO {PROCESS_RT['priority']})"
+                                  if self.rt_applied else ""))
+
+    def _deactivate_inline(self) -> None:
+        for timer in (self._fallback_timer, self._prewarm_timer):
+            if timer is not None:
+                self.destroy_timer(timer)
+        self._fallback_timer = self._prewarm_timer = None
+        if self._inline is not None:
+            self._inline = None
+            if self.loop is not None and self.loop.cfg.gc_freeze:
+                gc.unfreeze()
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_loop()
@@ -241,6 +283,7 @@ class EditPolicyNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _stop_loop(self) -> None:
+        self._deactivate_inline()
         if self.loop is not None and self.loop.running:
             try:
                 self.loop.stop()
@@ -283,7 +326,19 @@ class EditPolicyNode(LifecycleNode):
         if reason is not None:  # too old / stamped ahead: must not drive the loop
             self.drops.drop(TOPICS["state"], reason)
             return
-        slot.write_stamped(obs, self.timebase.to_mono(stamp), stamp)
+        t = self.timebase.to_mono(stamp)
+        slot.write_stamped(obs, t, stamp)
+        self.states_received += 1
+        if self._inline is not None:
+            self._inline.on_state(t)
+            self._fallback_timer.reset()
+            if self._prewarm_timer is not None:
+                self._prewarm_timer.reset()
+
+    def _on_silence(self) -> None:
+        """No state for a trigger timeout: the clock fallback tick."""
+        if self._inline is not None:
+            self._inline.tick_if_starved(slack_s=0.1 * self.loop.trigger_timeout_s)
 
     def _on_chunk(self, msg: JointTrajectory) -> None:
         spec, loop = self.spec, self.loop
@@ -345,14 +400,20 @@ class EditPolicyNode(LifecycleNode):
                 "configured_rate_hz": loop.rate_hz,
                 "trigger": loop.trigger,
                 "trigger_timeouts": loop.trigger_timeouts,
+                "inline_tick": self._inline is not None,
                 "inference": getattr(loop.backend, "name", "none"),
                 "rt_priority_applied": self.rt_applied,
                 "ticks": m["ticks"],
                 "commands_sent": self.commands_sent,
+                "states_received": self.states_received,
                 "episode_resets": self.episode_resets,
                 "chunks_dropped_pre_reset": self.chunks_dropped_pre_reset,
                 "tick_compute_p50_us": m["tick_compute_p50_us"],
                 "tick_compute_p99_us": m["tick_compute_p99_us"],
+                "tick_policy_p50_us": m["tick_policy_p50_us"],
+                "tick_policy_p99_us": m["tick_policy_p99_us"],
+                "publish_p50_us": m["send_p50_us"],
+                "publish_p99_us": m["send_p99_us"],
                 "jitter_p50_us": m["jitter_p50_us"],
                 "jitter_p99_us": m["jitter_p99_us"],
                 "deadline_misses": m["deadline_misses"],
