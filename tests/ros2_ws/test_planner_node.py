@@ -279,6 +279,14 @@ def test_period_and_latency_apply_at_run_time_others_refused(rclpy_context,
         assert node.delayed.delay_s == 0.05
         res = node.set_parameters([Parameter("mode", value="expert")])[0]
         assert not res.successful and "mode" in res.reason  # read-only: rclpy refuses it
+        # a state stamped 10 s ago is not planned on (counted by reason)
+        old = make_joint_state(spec.observation.names, np.zeros(spec.observation.dim),
+                               time.time_ns() - 10**10)
+        t_end = time.monotonic() + 5.0
+        while time.monotonic() < t_end and not node.drops.by_key():
+            state_pub.publish(old)
+            ex.spin_once(timeout_sec=0.02)
+        assert node.drops.by_key() == {"robot/joint_states stale": node.drops.total}
     finally:
         if node is not None:
             node.shutdown()

@@ -48,6 +48,7 @@ from trajectory_msgs.msg import JointTrajectory
 from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.runtime.input_guard import InputGuard
 from edgerl.runtime.stand_in import DelayedPlanner, OnnxChunkPlanner
 from edgerl.spec import PolicySpec, load_bundle_manifest
 from edgerl_ros.common import (
@@ -208,6 +209,7 @@ class PlannerNode(Node):
         self.obs_names = self.spec.observation.names
         self.action_names = self.spec.action.names
         self.drops = DropCounter()
+        self.guard = InputGuard(self.spec)  # states too old / stamped ahead are not planned on
         self.latency = Samples()
         self.chunks = IntervalMeter(self.period_s)
 
@@ -256,6 +258,10 @@ class PlannerNode(Node):
             obs, stamp = stamped_state(msg, self.obs_names)
         except BadMessage as exc:
             self.drops.drop(TOPICS["state"], str(exc))
+            return
+        reason = self.guard.check_state(stamp * 1e-9, time.time_ns() * 1e-9)
+        if reason is not None:
+            self.drops.drop(TOPICS["state"], reason)
             return
         t = self.timebase.to_mono(stamp)
         self.stamps.remember(t, stamp)
