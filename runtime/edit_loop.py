@@ -44,6 +44,7 @@ import numpy as np
 from edgerl.clock import Clock, MonotonicClock
 from edgerl.edit_obs import build_edit_obs, compose_edit_action, select_chunk_rows
 from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.runtime.escalation import EscalationConfig
 from edgerl.runtime.inference import InferenceBackend
 from edgerl.runtime.metrics import STATES, LoopMetrics
 from edgerl.runtime.safety import SafetyConfig, SafetyFilter
@@ -209,7 +210,8 @@ class EditLoop:
         self.sink: CommandSink = sink or _null_sink
         self.rate_hz = float(self.cfg.rate_hz or spec.control_hz)
         self.period = 1.0 / self.rate_hz
-        self.safety = SafetyFilter(spec.action, self.cfg.safety)
+        self.safety = SafetyFilter(spec.action, self.cfg.safety,
+                                   EscalationConfig.from_timing(spec.timing))
         self.metrics = LoopMetrics(self.cfg.metrics_capacity)
         self.edit_cfg = spec.edit_obs
         #: The bundle's timing: which row is used when, and when a chunk is stale.
@@ -358,6 +360,9 @@ class EditLoop:
         else:
             np.copyto(net.input[0], obs)
         y = net.infer()[0]
+        if self.is_edit and not np.isfinite(y, out=self._finite_a).all():
+            self._action.fill(np.nan)  # before the residual clip turns inf into +-1
+            return
         if self.is_edit:
             compose_edit_action(self._rows[0], y, self.spec.residual_bound, out=self._action)
         elif self.spec.method in ("planner", "blend", "rtc"):
@@ -495,6 +500,15 @@ class EditLoop:
                            done > deadline + period, self.last_send_s)
             deadline += period
             n += 1
+
+    def prewarm(self) -> bool:
+        """Warm the caches for an imminent tick (see ``LoopConfig.prewarm_s``) without side
+        effects; for callers that schedule ticks themselves (a state-triggered node).
+        Returns False where it does not apply (recurrent or no network, or disabled)."""
+        if not self._can_prewarm:
+            return False
+        self._prewarm()
+        return True
 
     def _prewarm(self) -> None:
         """Touch the tick's working set without side effects (see ``LoopConfig.prewarm_s``):

@@ -50,6 +50,17 @@ class InlineStateTrigger:
         self.last_tick_t = woke
         self.ticks_on_state += 1
 
+    def prewarm_due_in(self) -> float | None:
+        """Seconds after a tick at which to warm the caches for the next expected state
+        (one period minus a lead of ``2 * prewarm_s + 200 us`` for the caller's wake-up), or
+        None when the loop cannot prewarm. Other processes evict the network's weights and
+        the loop's code while it waits for a state; the clock-triggered loop warms them just
+        before each deadline, this gives a state-triggered caller the same chance."""
+        loop = self.loop
+        if not loop._can_prewarm:
+            return None
+        return max(loop.period - (2 * loop.cfg.prewarm_s + 200e-6), loop.period / 2)
+
     def tick_if_starved(self, slack_s: float = 0.0) -> bool:
         """The clock fallback: tick if no tick happened for ``trigger_timeout_s`` (less
         ``slack_s``: a timer restarted at each state may fire a little early). Returns

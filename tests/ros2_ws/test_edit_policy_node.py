@@ -323,15 +323,18 @@ class TestEpisodeReset:
         states = list(node.loop.metrics.summary()["states"])
         ok = states.index("ok")
 
+        horizon = node.spec.timing.horizon  # longer chunks are refused (too_long)
+
         def old_chunk(value):  # planned from a state of the episode about to end
             t_obs = time.perf_counter()
-            chunk = ActionChunk(np.full((200, 1), value), t0=t_obs, dt=0.02, obs_time=t_obs)
+            chunk = ActionChunk(np.full((horizon, 1), value), t0=t_obs, dt=0.02,
+                                obs_time=t_obs)
             return chunk_to_trajectory(chunk, ["cart_force"], probe.tb)
 
         _drive(probe, 0.6)  # the old episode: states and fresh chunks, loop ok
         assert node.loop.state == "ok"
-        # an in-flight chunk of the old episode covering the next 4 s: only the reset can
-        # make it unusable (without the reset the loop would execute it)
+        # an in-flight chunk of the old episode, usable for (H + stale) steps: only the reset
+        # makes it unusable (without the reset the loop would execute it)
         stale = old_chunk(0.7)
         time.sleep(0.005)
         reset = Header(frame_id="1")

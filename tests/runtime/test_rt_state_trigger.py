@@ -87,3 +87,21 @@ def test_transport_time_is_reported_apart_from_the_policy_work(mlp_bundle):
     assert m["send_p50_us"] >= 3000.0
     assert m["tick_compute_p50_us"] >= m["send_p50_us"]
     assert 0.0 < m["tick_policy_p50_us"] < 2000.0
+
+
+def test_prewarm_is_scheduled_just_before_the_next_state_and_changes_nothing(mlp_bundle):
+    """At 100 Hz with prewarm_s 150 us: warm 500 us before the next expected state; the warm
+    pass sends nothing and leaves the next command unchanged."""
+    loop, clock, sent = _loop(mlp_bundle)
+    trig = InlineStateTrigger(loop)
+    assert trig.prewarm_due_in() == pytest.approx(0.01 - 0.0005)
+    loop.obs.write(np.full(4, 0.1, np.float32), clock.now())
+    trig.on_state(clock.now())
+    first = sent[-1][1]
+    assert loop.prewarm() is True and len(sent) == 1
+    trig.on_state(clock.now())
+    assert sent[-1][1] == first
+    spec, net = load_bundle(mlp_bundle, warmup=1)
+    off = EditLoop(spec, net, ChunkBuffer(), clock=VirtualClock(0.0),
+                   cfg=LoopConfig(trigger="state", gc_freeze=False, prewarm_s=0.0))
+    assert InlineStateTrigger(off).prewarm_due_in() is None and off.prewarm() is False

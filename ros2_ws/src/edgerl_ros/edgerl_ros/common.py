@@ -53,6 +53,8 @@ __all__ = [
     "declare_validated",
     "diag_status",
     "process_realtime",
+    "refuse_unless_live",
+    "replace_timer",
     "run_node",
     "trt_options",
 ]
@@ -162,10 +164,16 @@ def declare_validated(node: Any, specs: list[ParamSpec],
     """Declare ``specs`` on ``node`` with descriptors; every later set (``ros2 param set``,
     YAML, overrides) passes through the validators and is rejected with a reason.
 
+    ``extra_check(changed)`` runs once every parameter is declared, for each accepted set:
+    it applies the values that can change at run time and returns a reason (the set is then
+    refused and nothing changes) for the rest -- a node never reports success for a value it
+    does not use (see :func:`refuse_unless_live`).
+
     Returns the declared values by name. Raises ``rclpy`` ``InvalidParameterValueException``
     when a start-up override is invalid.
     """
     by_name = {s.name: s for s in specs}
+    ready = [False]  # start-up values are read by the node itself after declaration
 
     def on_set(params: list[Any]) -> SetParametersResult:
         for p in params:
@@ -175,7 +183,7 @@ def declare_validated(node: Any, specs: list[ParamSpec],
             reason = spec.check(p.value)
             if reason is not None:
                 return SetParametersResult(successful=False, reason=reason)
-        if extra_check is not None:
+        if extra_check is not None and ready[0]:
             reason = extra_check({p.name: p.value for p in params})
             if reason is not None:
                 return SetParametersResult(successful=False, reason=reason)
@@ -184,7 +192,25 @@ def declare_validated(node: Any, specs: list[ParamSpec],
     node.add_on_set_parameters_callback(on_set)
     for spec in specs:
         node.declare_parameter(spec.name, spec.default, spec.descriptor())
+    ready[0] = True
     return {s.name: node.get_parameter(s.name).value for s in specs}
+
+
+def refuse_unless_live(changed: dict[str, Any], live: set[str] | frozenset[str],
+                       why: str = "read at start-up only; restart the node to change it"
+                       ) -> str | None:
+    """The refusal reason when ``changed`` names a parameter outside ``live`` (``None`` when
+    every one can be applied now)."""
+    hit = sorted(set(changed) - set(live))
+    return f"{', '.join(hit)}: {why}" if hit else None
+
+
+def replace_timer(node: Any, timer: Any, period_s: float, callback: Callable[[], None]) -> Any:
+    """A new ``period_s`` timer for ``callback`` in place of ``timer`` (destroyed): rclpy
+    timers cannot change period in place."""
+    if timer is not None:
+        node.destroy_timer(timer)
+    return node.create_timer(float(period_s), callback)
 
 
 class RealtimeThreads:

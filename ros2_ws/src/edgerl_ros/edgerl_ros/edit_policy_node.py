@@ -13,7 +13,10 @@ Inputs (latest-value handoff): ``robot/joint_states`` (``JointState``; ``name`` 
 manifest's observation names in any order, values in ``position``) is written into the loop's
 :class:`ObservationSlot`; ``planner/chunk`` (``JointTrajectory``, stamp = planner observation
 time, strictly increasing ``time_from_start``, names = action names) is pushed into the
-:class:`ChunkBuffer`. Malformed messages are dropped, counted by reason and reported.
+:class:`ChunkBuffer`. Malformed messages, and states/chunks outside the manifest's bounds
+(:class:`~edgerl.runtime.input_guard.InputGuard`), are dropped, counted by reason and reported.
+Default ``stale_policy: escalate``: hold, decay, e-stop (:mod:`edgerl.runtime.escalation`).
+Configured, only ``command_field`` and ``diagnostics_period_s`` change (others: refused).
 
 Episode resets (optional; sim robots): a ``std_msgs/Header`` on ``robot/episode`` whose
 stamp is the new episode's first state stamp clears the ChunkBuffer, resets the loop's
@@ -44,6 +47,7 @@ from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory
 
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
+from edgerl.runtime.input_guard import InputGuard
 from edgerl.runtime.state_trigger import InlineStateTrigger
 from edgerl_ros.common import (
     CHUNK_QOS,
@@ -59,6 +63,7 @@ from edgerl_ros.common import (
     declare_validated,
     diag_array,
     diag_status,
+    replace_timer,
     run_node,
     trt_options,
 )
@@ -90,9 +95,10 @@ PARAMS = [
               "clock fallback after timing.trigger_timeout_periods), clock (own fixed-rate "
               "grid) or manifest (the bundle's timing.trigger, as trained)",
               choices=("manifest", "state", "clock")),
-    ParamSpec("stale_policy", "hold", "command when no chunk / stale chunk (policy: run the "
-              "edit policy on zero rows, as in training)",
-              choices=("hold", "decelerate", "zero", "policy")),
+    ParamSpec("stale_policy", "escalate", "command when no chunk / stale chunk (escalate: hold, "
+              "decay to the safe action, e-stop, with the manifest's timing.hold_s/decay_s; "
+              "policy: run the edit policy on zero rows, as in training)",
+              choices=("escalate", "hold", "decelerate", "zero", "policy")),
     ParamSpec("backend", "onnx", "inference backend", choices=("onnx", "numpy")),
     ParamSpec("spin_s", 300e-6, "busy-wait before each deadline (s)", 0.0, 0.01),
     ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the loop thread (0 = normal)", 0, 99),
@@ -140,7 +146,7 @@ class EditPolicyNode(LifecycleNode):
         self.params = declare_validated(self, PARAMS, self._check_live)
         self.timebase = TimeBase()
         self.drops = DropCounter()
-        self.spec = None
+        self.spec = self.guard = None  # the configured bundle's manifest and InputGuard
         self._slot: StampedObservationSlot | None = None
         self._cmd_pub = None
         self._diag_pub = None
@@ -148,6 +154,7 @@ class EditPolicyNode(LifecycleNode):
         self._timer = None
         self._inline: InlineStateTrigger | None = None
         self._fallback_timer = None
+        self._prewarm_timer = None
         self.commands_sent = 0
         self.states_received = 0  # valid states written to the slot
         self.reset_stamp_ns = 0  # newest announced episode start (0: none)
@@ -157,13 +164,17 @@ class EditPolicyNode(LifecycleNode):
         self.state_age = Samples()
 
     def _check_live(self, changed: dict[str, Any]) -> str | None:
-        """Parameters the running loop depends on cannot change once configured."""
-        if self.loop is not None:
-            frozen = {"bundle", "rate_hz", "merge", "trigger", "backend", "spin_s",
-                      "stale_policy", "rt_priority", "inline_tick"}
-            hit = sorted(frozen & set(changed))
-            if hit:
-                return f"{', '.join(hit)}: cannot change while configured; clean up first"
+        """Unconfigured: all used at the next configure; configured: see the module doc."""
+        if self.loop is None:
+            return None
+        hit = sorted(set(changed) - {"command_field", "diagnostics_period_s"})
+        if hit:
+            return f"{', '.join(hit)}: cannot change while configured; clean up first"
+        if "command_field" in changed:
+            self.command_field = changed["command_field"]
+        if "diagnostics_period_s" in changed and self._timer is not None:
+            self._timer = replace_timer(self, self._timer, changed["diagnostics_period_s"],
+                                        self._publish_diagnostics)
         return None
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -190,6 +201,7 @@ class EditPolicyNode(LifecycleNode):
         except Exception as exc:  # a bad bundle must not take the process down
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
+        self.guard = InputGuard(spec)
         self.spec, self.loop, self._slot = spec, loop, slot
         self.command_field = p["command_field"]
         self._cmd_pub = self.create_lifecycle_publisher(JointState, TOPICS["command"],
@@ -233,15 +245,19 @@ class EditPolicyNode(LifecycleNode):
         self._inline = InlineStateTrigger(loop)
         # fires only after trigger_timeout_s of silence: each state restarts it
         self._fallback_timer = self.create_timer(loop.trigger_timeout_s, self._on_silence)
+        due = self._inline.prewarm_due_in()  # just before the next expected state
+        if due is not None:
+            self._prewarm_timer = self.create_timer(due, loop.prewarm)
         self.rt_applied = bool(PROCESS_RT["applied"])
         self.get_logger().info("activated: ticking on each state in its callback"
                                + (f" (process SCHED_FIFO {PROCESS_RT['priority']})"
                                   if self.rt_applied else ""))
 
     def _deactivate_inline(self) -> None:
-        if self._fallback_timer is not None:
-            self.destroy_timer(self._fallback_timer)
-            self._fallback_timer = None
+        for timer in (self._fallback_timer, self._prewarm_timer):
+            if timer is not None:
+                self.destroy_timer(timer)
+        self._fallback_timer = self._prewarm_timer = None
         if self._inline is not None:
             self._inline = None
             if self.loop is not None and self.loop.cfg.gc_freeze:
@@ -306,12 +322,18 @@ class EditPolicyNode(LifecycleNode):
         except BadMessage as exc:
             self.drops.drop(TOPICS["state"], str(exc))
             return
+        reason = self.guard.check_state(stamp * 1e-9, time.time_ns() * 1e-9)
+        if reason is not None:  # too old / stamped ahead: must not drive the loop
+            self.drops.drop(TOPICS["state"], reason)
+            return
         t = self.timebase.to_mono(stamp)
         slot.write_stamped(obs, t, stamp)
         self.states_received += 1
         if self._inline is not None:
             self._inline.on_state(t)
             self._fallback_timer.reset()
+            if self._prewarm_timer is not None:
+                self._prewarm_timer.reset()
 
     def _on_silence(self) -> None:
         """No state for a trigger timeout: the clock fallback tick."""
@@ -325,9 +347,16 @@ class EditPolicyNode(LifecycleNode):
         if stamp_to_ns(msg.header.stamp) < self.reset_stamp_ns:  # planned in an old episode
             self.chunks_dropped_pre_reset += 1
             return
+        reason = self.guard.check_chunk_rows(len(msg.points))  # before converting 20k rows
+        if reason is not None:
+            self.drops.drop(TOPICS["chunk"], reason)
+            return
         try:
             chunk = trajectory_to_chunk(msg, spec.action.names, self.timebase)
             now = time.perf_counter()
+            reason = self.guard.check_chunk(chunk, now)
+            if reason is not None:
+                raise BadMessage(reason)
             loop.buffer.push(chunk, now)
         except (BadMessage, ValueError) as exc:
             self.drops.drop(TOPICS["chunk"], str(exc))
@@ -393,7 +422,8 @@ class EditPolicyNode(LifecycleNode):
                 "chunk_age_p50_ms": m["chunk_age_p50_ms"],
                 "planner_latency_p50_ms": m["planner_latency_p50_ms"],
                 "planner_latency_p99_ms": m["planner_latency_p99_ms"],
-                "state": loop.state,
+                "state": loop.state, "escalation": loop.safety.escalation.step,
+                **{f"escalation {k}": v for k, v in loop.safety.escalation.entered.items()},
                 **{f"ticks {k}": v for k, v in m["states"].items()},
                 **{f"safety {k}": v for k, v in loop.safety.interventions().items()},
             })
