@@ -308,6 +308,33 @@ def _wait_for(cond, timeout=5.0):
 
 
 class TestEpisodeReset:
+    def test_a_reset_stamped_an_hour_ahead_is_refused(self, graph):
+        """Fails on main before issue 18 (found by the soak): a robot/episode header stamped
+        1 h ahead was taken as the newest reset, so every chunk was "planned before the
+        reset" and dropped for an hour, and real resets were ignored as out of order."""
+        from edgerl_ros.common import EPISODE_QOS, TOPICS
+        from edgerl_ros.messages import ns_to_stamp
+        from rclpy.lifecycle import TransitionCallbackReturn as R
+        from std_msgs.msg import Header
+
+        node, probe = graph
+        assert node.call(node.trigger_configure) == R.SUCCESS
+        assert node.call(node.trigger_activate) == R.SUCCESS
+        episode_pub = probe.node.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
+        _drive(probe, 0.3)
+        ahead = Header(frame_id="x", stamp=ns_to_stamp(time.time_ns() + 3600 * 10**9))
+        for _ in range(20):  # until discovery has happened and it was seen
+            episode_pub.publish(ahead)
+            if _wait_for(lambda: node.drops.by_key().get("robot/episode future"), 0.2):
+                break
+        assert node.drops.by_key().get("robot/episode future", 0) >= 1
+        assert node.episode_resets == 0 and node.reset_stamp_ns == 0
+        real = Header(frame_id="1", stamp=ns_to_stamp(time.time_ns()))
+        episode_pub.publish(real)
+        assert _wait_for(lambda: node.episode_resets == 1), "the real reset was ignored"
+        _drive(probe, 0.5)  # chunks planned after the real reset are executed again
+        assert node.loop.state == "ok" and node.chunks_dropped_pre_reset == 0
+
     def test_chunks_planned_before_a_reset_are_not_executed_after_it(self, graph):
         from edgerl_ros.common import EPISODE_QOS, TOPICS
         from edgerl_ros.messages import chunk_to_trajectory, ns_to_stamp

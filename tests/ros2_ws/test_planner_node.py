@@ -293,3 +293,27 @@ def test_period_and_latency_apply_at_run_time_others_refused(rclpy_context,
             node.destroy_node()
         ex.shutdown()
         probe.destroy_node()
+
+
+@pytest.mark.ros
+def test_a_reset_stamped_an_hour_ahead_is_refused(rclpy_context, make_bundle_with_planner):
+    """Fails on main before issue 18 (found by the soak): a robot/episode header stamped 1 h
+    ahead moved the planner's reset time there, so every plan was dropped as "planned before
+    the reset" for an hour and real resets were ignored as out of order."""
+    from edgerl_ros.messages import ns_to_stamp
+    from edgerl_ros.planner_node import PlannerNode
+    from rclpy.parameter import Parameter
+    from std_msgs.msg import Header
+
+    node = PlannerNode(context=rclpy_context, parameter_overrides=[
+        Parameter("bundle", value=str(make_bundle_with_planner)), Parameter("mode", value="onnx")])
+    try:
+        reset_t0 = node.out.reset_t
+        node._on_episode(Header(stamp=ns_to_stamp(time.time_ns() + 3600 * 10**9)))
+        assert node.episode_resets == 0 and node.out.reset_t == reset_t0
+        assert node.drops.by_key() == {"robot/episode future": 1}
+        node._on_episode(Header(stamp=ns_to_stamp(time.time_ns())))
+        assert node.episode_resets == 1 and node.out.reset_t > reset_t0
+    finally:
+        node.shutdown()
+        node.destroy_node()

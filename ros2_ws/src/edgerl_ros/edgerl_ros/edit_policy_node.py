@@ -369,6 +369,11 @@ class EditPolicyNode(LifecycleNode):
         stamp = stamp_to_ns(msg.stamp)
         if loop is None or stamp <= self.reset_stamp_ns:  # duplicate / out of order
             return
+        # a reset stamped far ahead would drop every chunk until then (found by the soak)
+        reason = self.guard.check_state(stamp * 1e-9, time.time_ns() * 1e-9)
+        if reason is not None:
+            self.drops.drop(TOPICS["episode"], reason)
+            return
         self.reset_stamp_ns = stamp  # first: later chunks of the old episode are dropped
         loop.buffer.clear()
         loop.request_reset()

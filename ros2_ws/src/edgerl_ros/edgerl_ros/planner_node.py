@@ -279,8 +279,14 @@ class PlannerNode(Node):
 
     def _on_episode(self, msg: Header) -> None:
         """Episode reset: drop results planned before it; replan on the first new input."""
-        t = self.timebase.to_mono(stamp_to_ns(msg.stamp))
+        stamp = stamp_to_ns(msg.stamp)
+        t = self.timebase.to_mono(stamp)
         if t <= self.out.reset_t:  # duplicate / out of order
+            return
+        # a reset stamped far ahead would drop every plan until then (found by the soak)
+        reason = self.guard.check_state(stamp * 1e-9, time.time_ns() * 1e-9)
+        if reason is not None:
+            self.drops.drop(TOPICS["episode"], reason)
             return
         self.out.reset_t = t
         self.episode_resets += 1
