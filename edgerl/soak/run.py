@@ -183,8 +183,10 @@ class _SoakLoop:
                  injector: Any, watch: CommandWatch) -> None:
         self.cfg, self.graph, self.node_params = cfg, graph, node_params
         self.injector, self.watch = injector, watch
-        # a process's first seconds are model loading, not growth (30 s, less in short runs)
-        warm = min(30.0, 0.25 * cfg.minutes * 60.0)
+        # a process's first seconds are model loading, not growth (30 s; less in short runs
+        # and with frequent planner kills, so each planner is still sampled)
+        warm = min(30.0, 0.25 * cfg.minutes * 60.0,
+                   0.5 * cfg.kill_every_s if cfg.kill_every_s > 0 else 30.0)
         self.rss: dict[str, RssTrack] = {n: RssTrack(warmup_s=warm)
                                          for n in [*node_params, "soak"]}
         self.kills = self.restarts = 0
