@@ -102,12 +102,13 @@ def run_soak(cfg: SoakConfig, on_progress: Callable[[float], None] | None = None
                              filt.accept)
         diags = DiagTotals()
 
-        def on_diag(msg: Any) -> None:
+        def on_diag(msg: Any, info: Any) -> None:
             for st in msg.status:
                 values = {kv.key: kv.value for kv in st.values}
                 diags.update(st.name, values)
                 if st.name == "edgerl: edit_policy_node" and "state" in values:
-                    watch.set_estopped(values["state"] == "estop")
+                    watch.set_estopped(values["state"] == "estop",
+                                       int(info.get("source_timestamp") or time.time_ns()))
 
         node.create_subscription(JointState, TOPICS["command"], watch.on_command,
                                  QoSProfile(**{**_qos_kwargs(STATE_QOS), "depth": 500}))

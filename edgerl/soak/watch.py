@@ -29,8 +29,10 @@ class CommandWatch:
     """Checks each command on ``robot/command`` that the edit node published.
 
     A command is **unsafe** if it is not finite, lies outside ``[low, high]``, has the wrong
-    size, or, after a diagnostics report said the loop is e-stopped (the latch holds until
-    reset), differs from the safe action. Other publishers' commands (the soak's own bad ones)
+    size, or was published (``MessageInfo["source_timestamp"]``, the edit node's clock) after
+    a diagnostics report that said the loop is e-stopped was published, and differs from the
+    safe action (the latch holds until reset; commands sent before that report may predate
+    the latch and are not judged). Other publishers' commands (the soak's own bad ones)
     are counted as ``foreign`` and not checked here: the robot must refuse them.
 
     Args:
@@ -52,12 +54,17 @@ class CommandWatch:
         self.foreign = 0
         self.unsafe: dict[str, int] = defaultdict(int)
         self.unsafe_examples: list[str] = []
-        self.estopped = False
+        self.estopped_since_ns: int | None = None  # publish time of the e-stop report
         self.commands_while_estopped = 0
 
-    def set_estopped(self, estopped: bool) -> None:
+    def set_estopped(self, estopped: bool, report_ns: int) -> None:
+        """A diagnostics report published at ``report_ns`` (wall ns) says the loop is / is
+        not e-stopped."""
         with self.lock:
-            self.estopped = estopped
+            if not estopped:
+                self.estopped_since_ns = None
+            elif self.estopped_since_ns is None:
+                self.estopped_since_ns = int(report_ns)
 
     def _flag(self, reason: str, values: Any) -> None:
         self.unsafe[reason] += 1
@@ -79,7 +86,8 @@ class CommandWatch:
                 self._flag("nonfinite", vals)
             elif np.any(vals < self.low - LIMIT_TOL) or np.any(vals > self.high + LIMIT_TOL):
                 self._flag("outside_limits", vals)
-            elif self.estopped:
+            elif self.estopped_since_ns is not None and \
+                    _sent_ns(info) > self.estopped_since_ns:
                 self.commands_while_estopped += 1
                 if not np.allclose(vals, self.safe_action, atol=LIMIT_TOL):
                     self._flag("not_safe_while_estopped", vals)
@@ -88,6 +96,14 @@ class CommandWatch:
     def unsafe_total(self) -> int:
         with self.lock:
             return int(sum(self.unsafe.values()))
+
+
+def _sent_ns(info: Any) -> int:
+    """Publish time (wall ns) from a ``MessageInfo``; 0 when unknown."""
+    try:
+        return int(info.get("source_timestamp") or 0)
+    except (AttributeError, TypeError, ValueError):
+        return 0
 
 
 class DiagTotals:

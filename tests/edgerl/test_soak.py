@@ -27,30 +27,36 @@ class _Msg:
         self.name, self.effort = names, effort
 
 
-def _watch(accept=lambda info: info == "ours") -> CommandWatch:
+def _watch() -> CommandWatch:
     return CommandWatch(["a", "b"], np.array([-1.0, -2.0]), np.array([1.0, 2.0]),
-                        np.zeros(2), "effort", accept)
+                        np.zeros(2), "effort", lambda info: info["gid"] == "ours")
+
+
+def _info(sent_ns: int = 0, gid: str = "ours") -> dict:
+    return {"gid": gid, "source_timestamp": sent_ns}
 
 
 class TestCommandWatch:
     def test_counts_each_unsafe_kind_and_ignores_foreign(self):
         w = _watch()
-        w.on_command(_Msg(["a", "b"], [0.5, -1.5]), "ours")
-        w.on_command(_Msg(["a", "b"], [np.nan, 0.0]), "ours")
-        w.on_command(_Msg(["a", "b"], [1.5, 0.0]), "ours")
-        w.on_command(_Msg(["a"], [0.0]), "ours")
-        w.on_command(_Msg(["a", "b"], [np.inf, 9.0]), "someone else")
+        w.on_command(_Msg(["a", "b"], [0.5, -1.5]), _info())
+        w.on_command(_Msg(["a", "b"], [np.nan, 0.0]), _info())
+        w.on_command(_Msg(["a", "b"], [1.5, 0.0]), _info())
+        w.on_command(_Msg(["a"], [0.0]), _info())
+        w.on_command(_Msg(["a", "b"], [np.inf, 9.0]), _info(gid="someone else"))
         assert w.commands == 4 and w.foreign == 1
         assert dict(w.unsafe) == {"nonfinite": 1, "outside_limits": 1, "wrong_size": 1}
         assert w.unsafe_total == 3
 
-    def test_while_estopped_only_the_safe_action_is_safe(self):
+    def test_after_an_estop_report_only_the_safe_action_is_safe(self):
         w = _watch()
-        w.set_estopped(True)
-        w.on_command(_Msg(["a", "b"], [0.0, 0.0]), "ours")
-        w.on_command(_Msg(["a", "b"], [0.2, 0.0]), "ours")
-        w.set_estopped(False)
-        w.on_command(_Msg(["a", "b"], [0.2, 0.0]), "ours")
+        w.set_estopped(True, report_ns=1000)
+        w.set_estopped(True, report_ns=2000)  # still latched: the first report counts
+        w.on_command(_Msg(["a", "b"], [0.3, 0.0]), _info(999))  # sent before the report
+        w.on_command(_Msg(["a", "b"], [0.0, 0.0]), _info(1001))
+        w.on_command(_Msg(["a", "b"], [0.2, 0.0]), _info(1500))
+        w.set_estopped(False, report_ns=3000)
+        w.on_command(_Msg(["a", "b"], [0.2, 0.0]), _info(3001))
         assert w.commands_while_estopped == 2
         assert dict(w.unsafe) == {"not_safe_while_estopped": 1}
 
