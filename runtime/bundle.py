@@ -1,9 +1,11 @@
 """Load an exported bundle (``manifest.json`` + ``policy.onnx`` ...) for the runtime.
 
-:func:`load_bundle` checks the manifest schema (a newer schema is refused) and every listed
-file's sha256 through :func:`edgerl.spec.load_bundle_manifest`, then builds the inference
-backend. A tampered, truncated or newer bundle fails here with a message naming the problem,
-never later on the robot.
+:func:`load_bundle` runs every check of :func:`edgerl.runtime.bundle_check.verify_bundle`
+(signature when a public key is configured, strict manifest parse and schema, semantic bounds,
+paths inside the bundle, every file's sha256, no unlisted loader file, a passed parity
+report, each ONNX file's inputs/outputs against the manifest), then builds the inference
+backend. A tampered, truncated, newer or nonsensical bundle fails here with one named
+:class:`~edgerl.bundle_errors.BundleError` subclass, never later on the robot.
 """
 
 from __future__ import annotations
@@ -11,14 +13,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from edgerl.runtime.bundle_check import verify_bundle
 from edgerl.runtime.inference import (
     InferenceBackend,
     InferenceError,
     TensorRTOptions,
     make_backend,
 )
-from edgerl.serde import SchemaError
-from edgerl.spec import BundleError, PolicySpec, load_bundle_manifest
+from edgerl.runtime.manifest_rules import ManifestLimits
+from edgerl.spec import BundleError, PolicySpec
 
 __all__ = ["POLICY_FILE", "PLANNER_FILE", "load_bundle"]
 
@@ -29,7 +32,8 @@ PLANNER_FILE = "planner.onnx"
 
 
 def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = "cpu",
-                warmup: int = 20, trt: TensorRTOptions | None = None
+                warmup: int = 20, trt: TensorRTOptions | None = None,
+                pubkey: str | Path | None = None, limits: ManifestLimits | None = None
                 ) -> tuple[PolicySpec, InferenceBackend | None]:
     """``(spec, backend)`` for a bundle directory.
 
@@ -39,19 +43,16 @@ def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = 
     this machine (:mod:`edgerl.runtime.trt_engine`); otherwise the reason is logged and
     onnxruntime runs ``policy.onnx``.
     A ``planner``, ``blend`` or ``rtc`` bundle without a policy network returns ``backend=None``:
-    the
-    command is the planner's chunk row.
+    the command is the planner's chunk row. ``pubkey`` (else ``$EDGERL_BUNDLE_PUBKEY``)
+    requires a valid ``manifest.sig``; ``limits`` overrides the semantic bounds.
 
     Raises:
-        BundleError: missing directory/manifest/file, sha256 mismatch, bad manifest field
-            (``SchemaError`` is re-raised as ``BundleError`` with the bundle path in front).
-        InferenceError: the network cannot be loaded or its shapes do not match the manifest.
+        BundleError: a subclass from :mod:`edgerl.bundle_errors` naming the file or field
+            (see :func:`~edgerl.runtime.bundle_check.verify_bundle`).
+        InferenceError: the backend cannot run here (device, provider, numpy weights).
     """
     bundle_dir = Path(bundle_dir)
-    try:
-        spec = load_bundle_manifest(bundle_dir, verify=True)
-    except SchemaError as exc:
-        raise BundleError(f"{bundle_dir}: {exc}") from exc
+    spec = verify_bundle(bundle_dir, pubkey=pubkey, limits=limits, check_onnx=True)
     model = bundle_dir / POLICY_FILE
     wanted = POLICY_FILE if backend == "onnx" else "policy_mlp.npz"
     if not (bundle_dir / wanted).is_file() and spec.method in ("planner", "blend", "rtc"):
