@@ -9,6 +9,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from edgerl.bundle_errors import OnnxShapeError
 from edgerl.runtime.bundle import load_bundle
 from edgerl.runtime.inference import (
     InferenceError,
@@ -17,7 +18,6 @@ from edgerl.runtime.inference import (
     load_mlp_npz,
     save_mlp_npz,
 )
-from edgerl.bundle_errors import OnnxShapeError
 from edgerl.spec import BundleError, sha256_file
 
 
