@@ -21,6 +21,7 @@ are printed and the input saved under ``--crash-dir``). Prints one JSON summary 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import random
@@ -149,7 +150,7 @@ def mutate(seed_bytes: bytes, seed_doc: dict, rng: random.Random) -> bytes:
                     parent = parent[key]
                 parent.pop(path[-1], None)
                 continue
-            doc = _set(doc, path, rng.choice(SWAPS))
+            doc = _set(doc, path, copy.deepcopy(rng.choice(SWAPS)))
         return json.dumps(doc).encode()
     if kind == 6:  # deep nesting
         depth = rng.choice([33, 100, 1000, 5000, 200_000])
