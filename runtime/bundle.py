@@ -13,14 +13,18 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from edgerl.bundle_errors import OnnxModelError, OnnxShapeError
 from edgerl.runtime.bundle_check import verify_bundle
 from edgerl.runtime.inference import (
     InferenceBackend,
     InferenceError,
+    ModelIOError,
+    ModelLoadError,
     TensorRTOptions,
     make_backend,
 )
 from edgerl.runtime.manifest_rules import ManifestLimits
+from edgerl.runtime.onnx_check import check_bundle_onnx, check_policy_io
 from edgerl.spec import BundleError, PolicySpec
 
 __all__ = ["POLICY_FILE", "PLANNER_FILE", "load_bundle"]
@@ -52,12 +56,13 @@ def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = 
         InferenceError: the backend cannot run here (device, provider, numpy weights).
     """
     bundle_dir = Path(bundle_dir)
-    spec = verify_bundle(bundle_dir, pubkey=pubkey, limits=limits, check_onnx=True)
+    spec = verify_bundle(bundle_dir, pubkey=pubkey, limits=limits)
     model = bundle_dir / POLICY_FILE
     wanted = POLICY_FILE if backend == "onnx" else "policy_mlp.npz"
     if not (bundle_dir / wanted).is_file() and spec.method in ("planner", "blend", "rtc"):
         log.info("bundle %s (%s) has no %s: commands are the planner's chunk rows",
                  bundle_dir, spec.method, wanted)
+        check_bundle_onnx(bundle_dir, spec)
         return spec, None
     if (bundle_dir / wanted).is_file() and wanted not in spec.files:
         raise BundleError(f"{bundle_dir / wanted}: not listed in manifest.files, so its hash "
@@ -67,8 +72,22 @@ def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = 
     net = _prebuilt_engine(spec, bundle_dir, warmup) \
         if backend == "onnx" and device in ("auto", "tensorrt") else None
     if net is None:
-        net = make_backend(spec, bundle_dir, backend=backend, device=device, warmup=warmup,
-                           trt=trt)
+        try:
+            net = make_backend(spec, bundle_dir, backend=backend, device=device,
+                               warmup=warmup, trt=trt)
+        except ModelLoadError as exc:
+            raise OnnxModelError(f"{model}: not a model onnxruntime can load ({exc})") \
+                from None
+        except ModelIOError as exc:
+            raise OnnxShapeError(f"{model}: {exc}; the manifest's tensors are "
+                                 f"{spec.tensors.inputs} -> {spec.tensors.outputs}") from None
+    # ONNX I/O against the manifest: the policy through the backend's own session (no
+    # second session on the device), every other listed .onnx through a CPU metadata one
+    session = getattr(net, "session", None)
+    if session is not None and backend == "onnx":
+        check_policy_io(model, session, spec)
+    check_bundle_onnx(bundle_dir, spec, skip=(POLICY_FILE,) if session is not None and
+                      backend == "onnx" else ())
     check_shapes(spec, net)
     log.info("loaded bundle %s: task=%s method=%s %.0f Hz backend=%s", bundle_dir, spec.task,
              spec.method, spec.control_hz, net.name)

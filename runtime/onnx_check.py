@@ -31,7 +31,7 @@ from typing import Any
 from edgerl.bundle_errors import OnnxModelError, OnnxShapeError
 from edgerl.spec import PolicySpec
 
-__all__ = ["check_bundle_onnx", "check_io", "open_checked"]
+__all__ = ["check_bundle_onnx", "check_io", "check_policy_io", "open_checked"]
 
 
 def open_checked(path: str | Path) -> Any:
@@ -90,8 +90,9 @@ def check_io(path: str | Path, session: Any, inputs: dict[str, list[int] | None]
                                      f"implies (..., {', '.join(map(str, tail))})")
 
 
-def _check_policy(path: Path, spec: PolicySpec) -> None:
-    sess = open_checked(path)
+def check_policy_io(path: str | Path, sess: Any, spec: PolicySpec) -> None:
+    """Check a policy session (``policy.onnx``, ``policy_fp16.onnx``) against ``spec``; the
+    runtime passes its own inference session, so no second session is opened."""
     rec = spec.recurrent
     ins = spec.tensors.inputs or ["obs"]
     outs = spec.tensors.outputs or ["action"]
@@ -133,16 +134,18 @@ def _check_planner(path: Path, spec: PolicySpec) -> int | None:
     return None
 
 
-def check_bundle_onnx(bundle_dir: str | Path, spec: PolicySpec) -> None:
-    """Open every listed ``.onnx`` file and check it against ``spec`` (see the table)."""
+def check_bundle_onnx(bundle_dir: str | Path, spec: PolicySpec,
+                      skip: tuple[str, ...] = ()) -> None:
+    """Open every listed ``.onnx`` file (except ``skip``: already checked through the
+    runtime's own session) and check it against ``spec`` (see the table)."""
     bundle_dir = Path(bundle_dir)
     emb_dim = None
     for name in spec.files:
         path = bundle_dir / name
-        if not name.endswith(".onnx"):
+        if not name.endswith(".onnx") or name in skip:
             continue
         if name.startswith("policy"):
-            _check_policy(path, spec)
+            check_policy_io(path, open_checked(path), spec)
         elif name == "planner.onnx":
             emb_dim = _check_planner(path, spec)
         elif name != "encoder.onnx":

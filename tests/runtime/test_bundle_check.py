@@ -222,3 +222,17 @@ def test_wrong_output_width_is_named(mlp_bundle):
     _list(mlp_bundle, "policy.onnx")
     with pytest.raises(OnnxShapeError, match=r"output 'action' has shape \[1, 3\]"):
         verify_bundle(mlp_bundle, check_onnx=True)
+
+
+def test_garbage_policy_through_load_bundle_is_named(mlp_bundle):
+    """Defect: the runtime loader raised onnxruntime's own error for a garbage policy."""
+    (mlp_bundle / "policy.onnx").write_bytes(b"\x00\x01not onnx" * 30)
+    _list(mlp_bundle, "policy.onnx")
+    with pytest.raises(OnnxModelError, match=r"policy\.onnx: not a model onnxruntime"):
+        load_bundle(mlp_bundle, warmup=1)
+
+
+def test_tensor_name_mismatch_is_a_shape_error(mlp_bundle):
+    _edit(mlp_bundle, lambda d: d["tensors"].__setitem__("inputs", ["observation"]))
+    with pytest.raises(OnnxShapeError, match="model has no input named 'observation'"):
+        load_bundle(mlp_bundle, warmup=1)

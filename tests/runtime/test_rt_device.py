@@ -92,10 +92,8 @@ def test_auto_picks_tensorrt_with_cache_options_beside_onnxruntime_gpu(mlp_bundl
                  "trt_timing_cache_enable": "True", "trt_timing_cache_path": str(cache)}
     assert out["stub"] is True and out["dist"] == "1.23.2"
     assert out["requested"] == [[TRT, want_opts], CUDA, CPU]
-    # what onnxruntime.InferenceSession itself received: names + per-provider options (the
-    # first session is verify_bundle's CPU metadata check of policy.onnx's inputs/outputs)
-    assert out["asked"] == [{"providers": [CPU], "provider_options": []},
-                            {"providers": [TRT, CUDA, CPU],
+    # what onnxruntime.InferenceSession itself received: names + per-provider options
+    assert out["asked"] == [{"providers": [TRT, CUDA, CPU],
                              "provider_options": [want_opts, {}, {}]}]
     assert cache.is_dir()  # created for TensorRT's engine cache
     # no real TensorRT here: onnxruntime runs on CPU, and the runtime says so
