@@ -30,6 +30,13 @@ The rules, in control steps of ``dt = 1 / control_hz`` (a chunk queried at step 
   with a clock fallback after ``trigger_timeout_periods`` periods without one. A clock trigger
   samples a state that is up to one period old (unsynchronised clocks): training models it as
   one extra step of observation delay (:func:`sampling_delay_steps`).
+* **input bounds** (:mod:`edgerl.runtime.input_guard`): a state older than
+  ``state_max_age_periods`` control periods, or a state/chunk/command stamped more than
+  ``future_skew_s`` ahead of the receiver's clock, is dropped; a command older than
+  ``command_max_age_s`` is refused by the robot side.
+* **escalation** (:mod:`edgerl.runtime.escalation`): without a usable input the loop holds
+  the last command for ``hold_s``, then decays it to the safe action over ``decay_s``, then
+  latches the e-stop.
 """
 
 from __future__ import annotations
@@ -260,6 +267,15 @@ class TimingSpec:
         trigger: ``clock`` or ``state`` (see module doc).
         trigger_timeout_periods: ``state`` trigger: tick on the clock after this many
             periods without a state message.
+        state_max_age_periods: A state stamped more than this many control periods before
+            it is received is dropped (never drives the loop).
+        future_skew_s: A state, chunk or command stamped more than this many seconds ahead
+            of the receiver's clock is dropped (clock skew allowance).
+        command_max_age_s: The robot side refuses a command whose stamp (the state it was
+            computed from) is older than this (s).
+        hold_s: Escalation: hold the last command this long after the input went bad (s).
+        decay_s: Escalation: then move it linearly to the safe action over this long (s),
+            then latch the e-stop.
     """
 
     control_hz: float
@@ -272,6 +288,11 @@ class TimingSpec:
     new_weight: float = 0.5
     trigger: str = "clock"
     trigger_timeout_periods: float = 1.5
+    state_max_age_periods: float = 25.0
+    future_skew_s: float = 0.1
+    command_max_age_s: float = 0.5
+    hold_s: float = 0.2
+    decay_s: float = 1.0
 
     def __post_init__(self) -> None:
         if isinstance(self.latency, dict):
@@ -296,6 +317,12 @@ class TimingSpec:
         _check_trigger(self.trigger)
         if not self.trigger_timeout_periods > 0:
             raise SchemaError("timing.trigger_timeout_periods: must be > 0")
+        for key in ("state_max_age_periods", "future_skew_s", "command_max_age_s", "decay_s"):
+            value = getattr(self, key)
+            if not (math.isfinite(value) and value > 0):
+                raise SchemaError(f"timing.{key}: must be finite and > 0, got {value}")
+        if not (math.isfinite(self.hold_s) and self.hold_s >= 0):
+            raise SchemaError(f"timing.hold_s: must be finite and >= 0, got {self.hold_s}")
 
     @classmethod
     def build(cls, control_hz: float, latency: LatencyModel, method: str = "edit", *,
@@ -326,6 +353,17 @@ class TimingSpec:
     def max_delay_steps(self) -> int:
         """Largest planner delay (steps) including the extra delay."""
         return max_planner_delay(self.latency, self.extra_delay_steps[1])
+
+    @property
+    def state_max_age_s(self) -> float:
+        """Oldest state (s, stamp to receipt) the loop accepts."""
+        return self.state_max_age_periods / self.control_hz
+
+    @property
+    def chunk_max_age_s(self) -> float:
+        """Age (s, ``t0`` to now) at which a chunk of ``horizon`` rows is stale (unusable):
+        ``(H + stale_steps) * dt``."""
+        return (self.horizon + self.stale_steps) * self.dt
 
     @property
     def trigger_timeout_s(self) -> float:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -114,10 +115,13 @@ class ChunkBuffer:
         dropped_pre_reset: Chunks refused for that reason.
         dropped_old: Chunks refused because the current one was planned later (or at the
             same ``t0``).
+        guard: Optional :class:`~edgerl.runtime.input_guard.InputGuard`: a chunk it refuses
+            at ``push(chunk, now)`` (too long, stamped ahead, stale, out of limits) is not
+            stored (counted in ``guard.counts()``; the reason in :attr:`last_refusal`).
     """
 
     def __init__(self, merge: MergeConfig | TimingSpec | str = "replace",
-                 action_dim: int | None = None) -> None:
+                 action_dim: int | None = None, guard: Any = None) -> None:
         if isinstance(merge, TimingSpec):
             merge = MergeConfig.from_timing(merge)
         self.merge = merge if isinstance(merge, MergeConfig) else MergeConfig(policy=merge)
@@ -130,6 +134,8 @@ class ChunkBuffer:
         self.pushes = 0
         self.reset_t = -np.inf
         self.dropped_pre_reset = 0
+        self.guard = guard
+        self.last_refusal = ""
 
     def push(self, chunk: ActionChunk, now: float = -np.inf) -> ActionChunk:
         """Store ``chunk`` merged with the current one (``now``: the push time, s); a chunk
@@ -137,6 +143,11 @@ class ChunkBuffer:
         if self.action_dim is not None and chunk.action_dim != self.action_dim:
             raise ValueError(f"chunk has {chunk.action_dim} action columns, the buffer "
                              f"expects {self.action_dim}")
+        if self.guard is not None and np.isfinite(now):
+            reason = self.guard.check_chunk(chunk, now)
+            if reason is not None:
+                self.last_refusal = reason
+                return chunk
         with self._lock:
             if chunk.obs_time < self.reset_t:  # planned in the previous episode
                 self.dropped_pre_reset += 1

@@ -19,6 +19,7 @@ from edgerl.runtime.bundle import PLANNER_FILE, load_bundle
 from edgerl.runtime.chunk_buffer import ChunkBuffer, MergeConfig
 from edgerl.runtime.edit_loop import CommandSink, EditLoop, LoopConfig, ObservationSlot
 from edgerl.runtime.inference import InferenceBackend
+from edgerl.runtime.input_guard import InputGuard
 from edgerl.runtime.metrics import LoopMetrics
 from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
 from edgerl.spec import PolicySpec
@@ -74,6 +75,8 @@ class Deployment:
         loop = EditLoop(spec, net, buffer, obs=obs, sink=sink, cfg=loop_cfg)
         client = cls._client(path, spec, buffer, loop.obs, loop.metrics, planner, planner_cfg,
                              extra_latency_s)
+        if client is not None:  # the planner's chunks are checked against the manifest
+            buffer.guard = InputGuard(spec)
         log.info("deployment %s: merge %s, stale after H+%d, trigger %s, planner %s", path,
                  buffer.merge.policy, spec.timing.stale_steps, loop.trigger,
                  "none" if client is None else planner)

@@ -44,6 +44,7 @@ import numpy as np
 from edgerl.clock import Clock, MonotonicClock
 from edgerl.edit_obs import build_edit_obs, compose_edit_action, select_chunk_rows
 from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.runtime.escalation import EscalationConfig
 from edgerl.runtime.inference import InferenceBackend
 from edgerl.runtime.metrics import STATES, LoopMetrics
 from edgerl.runtime.safety import SafetyConfig, SafetyFilter
@@ -209,7 +210,8 @@ class EditLoop:
         self.sink: CommandSink = sink or _null_sink
         self.rate_hz = float(self.cfg.rate_hz or spec.control_hz)
         self.period = 1.0 / self.rate_hz
-        self.safety = SafetyFilter(spec.action, self.cfg.safety)
+        self.safety = SafetyFilter(spec.action, self.cfg.safety,
+                                   EscalationConfig.from_timing(spec.timing))
         self.metrics = LoopMetrics(self.cfg.metrics_capacity)
         self.edit_cfg = spec.edit_obs
         #: The bundle's timing: which row is used when, and when a chunk is stale.
@@ -246,6 +248,8 @@ class EditLoop:
         self._reset_pending = False
         self.state = "no_chunk"
         self.transport_ok = True
+        #: Seconds the sink took in the newest tick (part of its compute time).
+        self.last_send_s = 0.0
         self.last_chunk_age_s = float("nan")
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -271,14 +275,18 @@ class EditLoop:
             raise ValueError("an edit policy must take the edit observation as input")
 
     # --- one tick ----------------------------------------------------------------------------
-    def tick(self, now: float | None = None, overrun: bool = False) -> np.ndarray:
+    def tick(self, now: float | None = None, overrun: bool = False,
+             late: float = 0.0) -> np.ndarray:
         """Run one tick at time ``now`` (default ``clock.now()``); returns the command sent
-        (a reused ``(A,)`` buffer). Records compute time; no wake-up jitter."""
+        (a reused ``(A,)`` buffer). Records ``late`` (s; the input's age or the wake-up
+        delay, as the caller defines it) and the compute time; a tick whose compute exceeds
+        the period counts as a deadline miss."""
         start = time.perf_counter()
         t = self.clock.now() if now is None else now
         state = self._step(t, overrun)
-        self.metrics.record(0.0, time.perf_counter() - start, self.last_chunk_age_s, state,
-                            False)
+        compute = time.perf_counter() - start
+        self.metrics.record(late, compute, self.last_chunk_age_s, state, compute > self.period,
+                            self.last_send_s)
         return self.command
 
     def _step(self, t: float, overrun: bool) -> int:
@@ -352,6 +360,9 @@ class EditLoop:
         else:
             np.copyto(net.input[0], obs)
         y = net.infer()[0]
+        if self.is_edit and not np.isfinite(y, out=self._finite_a).all():
+            self._action.fill(np.nan)  # before the residual clip turns inf into +-1
+            return
         if self.is_edit:
             compose_edit_action(self._rows[0], y, self.spec.residual_bound, out=self._action)
         elif self.spec.method in ("planner", "blend", "rtc"):
@@ -389,12 +400,14 @@ class EditLoop:
             c[0] = cmd
 
     def _send(self, cmd: np.ndarray, t: float) -> None:
+        start = time.perf_counter()
         try:
             ok = self.sink(cmd, t)
         except (ConnectionError, OSError) as exc:
             if self.transport_ok:
                 log.warning("transport down: %s", exc)
             ok = False
+        self.last_send_s = time.perf_counter() - start
         if ok is False:
             self.safety.count("transport_down")
             self.transport_ok = False
@@ -457,7 +470,7 @@ class EditLoop:
             done = now()
             age = woke - slot.last_t if got else 0.0
             metrics.record(age, done - woke, self.last_chunk_age_s, state,
-                           done - woke > self.period)
+                           done - woke > self.period, self.last_send_s)
             n += 1
 
     def _loop_on_clock(self, seconds: float | None, ticks: int | None) -> None:
@@ -484,9 +497,18 @@ class EditLoop:
             state = self._step(deadline, overrun)
             done = now()
             metrics.record(late, done - woke, self.last_chunk_age_s, state,
-                           done > deadline + period)
+                           done > deadline + period, self.last_send_s)
             deadline += period
             n += 1
+
+    def prewarm(self) -> bool:
+        """Warm the caches for an imminent tick (see ``LoopConfig.prewarm_s``) without side
+        effects; for callers that schedule ticks themselves (a state-triggered node).
+        Returns False where it does not apply (recurrent or no network, or disabled)."""
+        if not self._can_prewarm:
+            return False
+        self._prewarm()
+        return True
 
     def _prewarm(self) -> None:
         """Touch the tick's working set without side effects (see ``LoopConfig.prewarm_s``):

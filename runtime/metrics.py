@@ -48,6 +48,7 @@ class LoopMetrics:
         self._late = np.zeros(capacity, np.float64)
         self._compute = np.zeros(capacity, np.float64)
         self._age = np.zeros(capacity, np.float64)
+        self._send = np.zeros(capacity, np.float64)
         self.planner_latency_s: deque[float] = deque(maxlen=4096)
         self.reset()
 
@@ -64,12 +65,14 @@ class LoopMetrics:
         self.planner_latency_s.clear()
 
     def record(self, late_s: float, compute_s: float, chunk_age_s: float, state: int,
-               missed: bool) -> None:
-        """One tick (no allocation)."""
+               missed: bool, send_s: float = 0.0) -> None:
+        """One tick (no allocation); ``send_s`` is the part of ``compute_s`` spent handing
+        the command to the transport (the sink: a ROS publish, a serial write)."""
         i = self._i
         self._late[i] = late_s
         self._compute[i] = compute_s
         self._age[i] = chunk_age_s
+        self._send[i] = send_s
         self._i = 0 if i + 1 == self.capacity else i + 1
         self.ticks += 1
         self.state_counts[state] += 1
@@ -92,6 +95,7 @@ class LoopMetrics:
         """Run totals and percentiles (µs) over the last ``capacity`` ticks."""
         late = self._window(self._late) * 1e6
         comp = self._window(self._compute) * 1e6
+        send = self._window(self._send) * 1e6
         age = self._window(self._age)
         age = age[np.isfinite(age)]
         lat = np.asarray(self.planner_latency_s, np.float64) * 1e3
@@ -99,6 +103,10 @@ class LoopMetrics:
             "ticks": self.ticks,
             "tick_compute_p50_us": _pct(comp, 50), "tick_compute_p99_us": _pct(comp, 99),
             "tick_compute_max_us": self.max_compute_s * 1e6,
+            # the command's own work (observation -> command), without the transport's
+            "tick_policy_p50_us": _pct(comp - send, 50),
+            "tick_policy_p99_us": _pct(comp - send, 99),
+            "send_p50_us": _pct(send, 50), "send_p99_us": _pct(send, 99),
             "jitter_p50_us": _pct(late, 50), "jitter_p99_us": _pct(late, 99),
             "deadline_misses": self.deadline_misses, "skipped_ticks": self.skipped,
             "deadline_miss_pct": 100.0 * self.deadline_misses / max(1, self.ticks + self.skipped),

@@ -9,7 +9,11 @@ policy instead:
 * ``hold``: repeat the last command sent;
 * ``decelerate``: move the last command toward the safe action with time constant
   ``decel_tau_s`` (first order: ``u += (safe - u) * min(1, dt / tau)``);
-* ``zero``: the safe action (zeros clipped into ``[low, high]``, or ``safe_action``).
+* ``zero``: the safe action (zeros clipped into ``[low, high]``, or ``safe_action``);
+* ``escalate`` (the default for stale chunks and non-finite input): the ladder of
+  :mod:`edgerl.runtime.escalation` -- hold for ``hold_s``, decay linearly to the safe action
+  over ``decay_s``, then latch the e-stop (the bounds come from the manifest's ``timing``).
+  Without any chunk since the start/reset (``no_chunk``) the ladder stops at the safe action.
 
 The e-stop latches: once triggered (by the caller, by ``max_consecutive_overruns`` or
 ``max_consecutive_nonfinite``) every command is the safe action until :meth:`reset_estop`.
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from edgerl.runtime.escalation import Escalation, EscalationConfig
 from edgerl.spec import ActionSpec
 
 __all__ = ["FALLBACK_POLICIES", "REASONS", "STALE_POLICIES", "SafetyConfig", "SafetyFilter"]
@@ -30,7 +35,7 @@ __all__ = ["FALLBACK_POLICIES", "REASONS", "STALE_POLICIES", "SafetyConfig", "Sa
 log = logging.getLogger(__name__)
 
 #: Fallback command policies.
-FALLBACK_POLICIES = ("hold", "decelerate", "zero")
+FALLBACK_POLICIES = ("escalate", "hold", "decelerate", "zero")
 #: Stale/no-chunk policies: a fallback, or ``policy`` = what training did (the network runs
 #: with ``has_chunk = 0`` on zero chunk rows; ``planner``/``rtc`` command the zero row).
 STALE_POLICIES = (*FALLBACK_POLICIES, "policy")
@@ -56,8 +61,8 @@ class SafetyConfig:
         max_consecutive_nonfinite: Non-finite ticks in a row that latch the e-stop (0 = never).
     """
 
-    stale_policy: str = "hold"
-    nonfinite_policy: str = "hold"
+    stale_policy: str = "escalate"
+    nonfinite_policy: str = "escalate"
     overrun_policy: str = "compute"
     decel_tau_s: float = 0.2
     safe_action: list[float] = field(default_factory=list)
@@ -84,10 +89,14 @@ class SafetyFilter:
     Args:
         action: The manifest's action spec (limits, max_rate).
         cfg: Fallback policies and thresholds.
+        escalation: Time bounds of the ``escalate`` ladder (the manifest's
+            ``timing.hold_s``/``decay_s``; default :class:`EscalationConfig`).
     """
 
-    def __init__(self, action: ActionSpec, cfg: SafetyConfig | None = None) -> None:
+    def __init__(self, action: ActionSpec, cfg: SafetyConfig | None = None,
+                 escalation: EscalationConfig | None = None) -> None:
         self.cfg = cfg or SafetyConfig()
+        self.escalation = Escalation(escalation)
         self.low = np.asarray(action.low, dtype=np.float32)
         self.high = np.asarray(action.high, dtype=np.float32)
         rate = np.asarray(action.max_rate, dtype=np.float32)
@@ -141,10 +150,13 @@ class SafetyFilter:
         self.estop_reason = ""
         self._overruns_in_row = 0
         self._nonfinite_in_row = 0
+        self.escalation.clear()
 
     def reset(self) -> None:
-        """Start of a run: the last command is the safe action (counters are kept)."""
+        """Start of a run: the last command is the safe action, the escalation ladder is back
+        at ``ok`` (counters are kept)."""
         np.copyto(self.last, self.safe)
+        self.escalation.clear()
 
     # --- the filter ------------------------------------------------------------------------
     def filter(self, action: np.ndarray, dt: float, out: np.ndarray) -> np.ndarray:
@@ -161,6 +173,7 @@ class SafetyFilter:
             self.count("nonfinite_action")
             return self.fallback(self.cfg.nonfinite_policy, dt, out, nonfinite=True)
         self._nonfinite_in_row = 0
+        self.escalation.clear()
         np.maximum(action, self.low, out=out)
         np.minimum(out, self.high, out=out)
         np.not_equal(out, action, out=self._mask)
@@ -198,6 +211,12 @@ class SafetyFilter:
         if self.estopped:
             self.count("estop")
             np.copyto(out, self.safe)
+        elif policy == "escalate":
+            step = self.escalation.advance(dt, self.last, self.safe, out,
+                                           stop=reason != "no_chunk")
+            if step == "estop":
+                self.estop(f"escalation: no usable input for {self.escalation.bad_s:.3g} s "
+                           f"({reason or 'nonfinite'})")
         elif policy == "hold":
             np.copyto(out, self.last)
         elif policy == "zero":

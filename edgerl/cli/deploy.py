@@ -55,6 +55,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inject-bad-hz", type=float, default=0.0,
                    help="publish malformed state/chunk messages at this rate (robustness check)")
     p.add_argument("--log-dir", type=Path, default=None, help="keep node logs here")
+    p.add_argument("--rt-priority", type=int, default=0, metavar="N",
+                   help="run the state -> command nodes (robot side, edit policy) SCHED_FIFO "
+                        "at priority N (1-99; needs CAP_SYS_NICE or an rtprio limit; refused "
+                        "priorities are reported, the nodes then run normally). 0 = normal")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -74,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--inject-bad-hz must be >= 0")
     if args.robot == "serial" and not args.port:
         raise CliError("--robot serial needs --port (e.g. /dev/ttyACM0)")
+    if not 0 <= args.rt_priority <= 99:
+        raise CliError(f"--rt-priority must be in 0..99, got {args.rt_priority}")
     if not 1200 <= args.baud <= 20_000_000:
         raise CliError(f"--baud must be in 1200..20000000, got {args.baud}")
     record = args.record
@@ -88,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
                        device=args.device, duration_s=args.duration,
                        params_file=params, record=record,
                        domain_id=args.domain_id, instruction=args.instruction,
-                       inject_bad_hz=args.inject_bad_hz, log_dir=args.log_dir)
+                       inject_bad_hz=args.inject_bad_hz, log_dir=args.log_dir,
+                       rt_priority=args.rt_priority)
     bar = _Bar(args.duration)
     # SIGTERM (e.g. `timeout`, a supervisor) unwinds like Ctrl-C so the node processes are
     # stopped by deploy()'s cleanup instead of being orphaned

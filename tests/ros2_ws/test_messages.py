@@ -154,3 +154,60 @@ class TestRealtimeThreads:
         rt, child, caller = self._policy_of_thread_started_in(0)
         assert not rt.applied and rt.error is None
         assert child == caller == os.SCHED_OTHER
+
+
+class TestProcessRealtime:
+    """``EDGERL_RT_PRIORITY`` (set by ``edgerl deploy --rt-priority`` for the state ->
+    command nodes) makes the node process SCHED_FIFO before rclpy starts its threads."""
+
+    def _in_thread(self, env):
+        import os
+        import threading
+
+        from edgerl_ros.common import process_realtime
+
+        seen = {}
+
+        def run():  # a fresh thread, so the test process keeps its own policy
+            seen["out"] = process_realtime(env)
+            child = threading.Thread(target=lambda: seen.update(
+                child=os.sched_getscheduler(0)))
+            child.start()
+            child.join()
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+        return seen
+
+    def test_priority_applies_to_threads_started_later(self):
+        import os
+
+        seen = self._in_thread({"EDGERL_RT_PRIORITY": "5"})
+        out = seen["out"]
+        assert out["priority"] == 5
+        if out["error"] is None:
+            assert out["applied"] and seen["child"] == os.SCHED_FIFO
+        else:
+            assert "not permitted" in out["error"] and seen["child"] == os.SCHED_OTHER
+        assert os.sched_getscheduler(0) == os.SCHED_OTHER  # the test thread untouched
+
+    def test_unset_zero_and_bad_values(self):
+        import os
+
+        assert self._in_thread({})["out"] == {"priority": 0, "applied": False, "error": None}
+        zero = self._in_thread({"EDGERL_RT_PRIORITY": "0"})
+        assert not zero["out"]["applied"] and zero["child"] == os.SCHED_OTHER
+        for bad in ("120", "high"):
+            out = self._in_thread({"EDGERL_RT_PRIORITY": bad})["out"]
+            assert not out["applied"] and "EDGERL_RT_PRIORITY" in out["error"]
+
+    def test_deploy_gives_it_only_to_the_state_to_command_nodes(self):
+        from edgerl_ros.graph import DeployConfig, DeployError, rt_env
+
+        assert rt_env("edit_policy_node", 80) == {"EDGERL_RT_PRIORITY": "80"}
+        assert rt_env("sim_robot_node", 80) == {"EDGERL_RT_PRIORITY": "80"}
+        assert rt_env("planner_node", 80) == {}  # slow by design: must not starve the loop
+        assert rt_env("edit_policy_node", 0) == {}
+        with pytest.raises(DeployError, match="rt_priority must be 0..99"):
+            DeployConfig(bundle=".", rt_priority=100)

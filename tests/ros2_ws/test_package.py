@@ -114,7 +114,7 @@ class TestParamsYaml:
         params = load_params_yaml(DEFAULT_CONFIG)
         assert set(params) == {"edit_policy_node", "planner_node", "sim_robot_node",
                                "ros2_control_bridge_node"}
-        assert params["edit_policy_node"]["stale_policy"] == "hold"
+        assert params["edit_policy_node"]["stale_policy"] == "escalate"
         assert params["sim_robot_node"]["command_timeout_s"] == 0.5
 
     @pytest.mark.parametrize("body, needle", [

@@ -227,3 +227,69 @@ def test_episode_reset_drops_in_flight_result_and_replans_at_once(rclpy_context,
             node.destroy_node()
         ex.shutdown()
         probe.destroy_node()
+
+
+def test_period_and_latency_apply_at_run_time_others_refused(rclpy_context,
+                                                             make_bundle_with_planner):
+    """main reported success for ``period_s`` at run time and kept planning at the old
+    period."""
+    import rclpy
+    from edgerl_ros.common import CHUNK_QOS, STATE_QOS, TOPICS
+    from edgerl_ros.messages import make_joint_state
+    from edgerl_ros.planner_node import PlannerNode
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from trajectory_msgs.msg import JointTrajectory
+
+    bundle = make_bundle_with_planner
+    spec = PolicySpec.load(bundle)
+    probe = rclpy.create_node("probe", context=rclpy_context)
+    chunks: list[float] = []
+    probe.create_subscription(JointTrajectory, TOPICS["chunk"],
+                              lambda m: chunks.append(time.monotonic()), CHUNK_QOS)
+    state_pub = probe.create_publisher(type(make_joint_state([], np.zeros(0), 1)),
+                                       TOPICS["state"], STATE_QOS)
+    ex = SingleThreadedExecutor(context=rclpy_context)
+    node = None
+
+    def count_for(seconds):
+        n0, t_end = len(chunks), time.monotonic() + seconds
+        while time.monotonic() < t_end:
+            state_pub.publish(make_joint_state(spec.observation.names,
+                                               np.zeros(spec.observation.dim), time.time_ns()))
+            for _ in range(3):
+                ex.spin_once(timeout_sec=0.003)
+        return len(chunks) - n0
+
+    try:
+        node = PlannerNode(context=rclpy_context, parameter_overrides=[
+            Parameter("bundle", value=str(bundle)), Parameter("mode", value="onnx"),
+            Parameter("period_s", value=1.0)])
+        ex.add_node(node)
+        ex.add_node(probe)
+        count_for(1.5)  # discovery, first chunk
+        slow = count_for(2.0)  # 1 s period: ~2
+        assert node.set_parameters([Parameter("period_s", value=0.1)])[0].successful
+        assert node.client.cfg.period_s == 0.1
+        fast = count_for(2.0)  # 0.1 s period: ~20
+        with open("/proc/loadavg") as fh:
+            load = fh.read().split()[0]
+        assert slow <= 3 and fast >= 3 * max(slow, 1), (slow, fast, load)
+        assert node.set_parameters([Parameter("extra_latency_s", value=0.05)])[0].successful
+        assert node.delayed.delay_s == 0.05
+        res = node.set_parameters([Parameter("mode", value="expert")])[0]
+        assert not res.successful and "mode" in res.reason  # read-only: rclpy refuses it
+        # a state stamped 10 s ago is not planned on (counted by reason)
+        old = make_joint_state(spec.observation.names, np.zeros(spec.observation.dim),
+                               time.time_ns() - 10**10)
+        t_end = time.monotonic() + 5.0
+        while time.monotonic() < t_end and not node.drops.by_key():
+            state_pub.publish(old)
+            ex.spin_once(timeout_sec=0.02)
+        assert node.drops.by_key() == {"robot/joint_states stale": node.drops.total}
+    finally:
+        if node is not None:
+            node.shutdown()
+            node.destroy_node()
+        ex.shutdown()
+        probe.destroy_node()

@@ -146,8 +146,10 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
         np.testing.assert_allclose(st.position, [1.5, 0.7, 0.2, -0.3], rtol=1e-6)
         assert stamp_to_ns(st.header.stamp) == stamp_to_ns(js.header.stamp)
 
-        cmd = make_joint_state(["a0"], np.array([0.25]), 123, field="effort")
-        assert _wait(lambda: got_cmd, publish=lambda: cmd_pub.publish(cmd))
+        def fresh(value=0.25):  # stamped now: the state it answers is fresh
+            return make_joint_state(["a0"], np.array([value]), time.time_ns(), field="effort")
+
+        assert _wait(lambda: got_cmd, publish=lambda: cmd_pub.publish(fresh()))
         out = got_cmd[-1]
         if interface == "forward":
             assert list(out.data) == [0.25]
@@ -160,6 +162,19 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
         cmd_pub.publish(make_joint_state(["bogus"], np.array([1.0]), 124, field="effort"))
         assert _wait(lambda: bridge.drops.total >= 1, timeout=5.0)
         assert len(got_cmd) == n and bridge.values()["commands_forwarded"] >= 1
+        # main forwarded commands 10 s old, zero-stamped or with effort 1e6: refused, counted
+        for bad in (make_joint_state(["a0"], np.array([0.5]), time.time_ns() - 10**10,
+                                     field="effort"),
+                    make_joint_state(["a0"], np.array([0.5]), 0, field="effort"),
+                    fresh(1e6)):
+            total = bridge.drops.total  # one at a time: the command QoS keeps only the last
+            assert _wait(lambda total=total: bridge.drops.total > total, timeout=5.0,
+                         publish=lambda bad=bad: cmd_pub.publish(bad)), bridge.drops.by_key()
+        kinds = ("robot/command stale", "robot/command no_stamp",
+                 "robot/command out_of_limits")
+        assert all(bridge.drops.by_key().get(k) for k in kinds), bridge.drops.by_key()
+        assert len(got_cmd) == n
+        assert bridge.values()["dropped robot/command out_of_limits"] >= 1
     finally:
         spin.close()
         for node in (bridge, robot, edge):

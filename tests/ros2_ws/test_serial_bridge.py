@@ -120,3 +120,46 @@ def test_bridge_states_out_commands_in(firmware, rclpy_context, session_bundle):
         node.destroy_node()
         probe.destroy_node()
     assert not node.transport.connected
+
+
+def test_bridge_refuses_stale_unstamped_and_out_of_limit_commands(firmware, rclpy_context,
+                                                                  session_bundle):
+    """main sent setpoints for commands 10 s old, zero-stamped or with effort 1e6."""
+    import rclpy
+    from edgerl_ros.common import COMMAND_QOS, TOPICS
+    from edgerl_ros.messages import make_joint_state
+    from edgerl_ros.serial_bridge_node import SerialBridgeNode
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+
+    _, pty, actuator = firmware
+    node = SerialBridgeNode(context=rclpy_context, parameter_overrides=[
+        Parameter("port", value=pty), Parameter("bundle", value=str(session_bundle))])
+    probe = rclpy.create_node("probe", context=rclpy_context)
+    cmd_pub = probe.create_publisher(JointState, TOPICS["command"], COMMAND_QOS)
+    ex = SingleThreadedExecutor(context=rclpy_context)
+    ex.add_node(node)
+    ex.add_node(probe)
+    bad = {"stale": lambda: make_joint_state(["cart_force"], [0.3], time.time_ns() - 10**10,
+                                             "effort"),
+           "no_stamp": lambda: make_joint_state(["cart_force"], [0.3], 0, "effort"),
+           "out_of_limits": lambda: make_joint_state(["cart_force"], [1e6], time.time_ns(),
+                                                     "effort")}
+    try:
+        for kind, fn in bad.items():
+            key = f"robot/command {kind}"
+            t_end = time.monotonic() + 5.0
+            while time.monotonic() < t_end and not node.drops.by_key().get(key):
+                cmd_pub.publish(fn())
+                ex.spin_once(timeout_sec=0.02)
+            assert node.drops.by_key().get(key), (kind, node.drops.by_key())
+        assert node.transport.stats().setpoints_sent == 0  # none reached the firmware
+        assert not [cmd for mode, cmd in actuator if mode == 1]
+        res = node.set_parameters([Parameter("baudrate", value=9600)])[0]
+        assert not res.successful and "baudrate" in res.reason
+    finally:
+        node.shutdown()
+        ex.shutdown()
+        node.destroy_node()
+        probe.destroy_node()

@@ -43,6 +43,8 @@ __all__ = [
     "DIAG_QOS",
     "EPISODE_QOS",
     "INSTRUCTION_QOS",
+    "PROCESS_RT",
+    "RT_PRIORITY_ENV",
     "STATE_QOS",
     "TOPICS",
     "DEVICE_PARAMS",
@@ -50,6 +52,9 @@ __all__ = [
     "RealtimeThreads",
     "declare_validated",
     "diag_status",
+    "process_realtime",
+    "refuse_unless_live",
+    "replace_timer",
     "run_node",
     "trt_options",
 ]
@@ -159,10 +164,16 @@ def declare_validated(node: Any, specs: list[ParamSpec],
     """Declare ``specs`` on ``node`` with descriptors; every later set (``ros2 param set``,
     YAML, overrides) passes through the validators and is rejected with a reason.
 
+    ``extra_check(changed)`` runs once every parameter is declared, for each accepted set:
+    it applies the values that can change at run time and returns a reason (the set is then
+    refused and nothing changes) for the rest -- a node never reports success for a value it
+    does not use (see :func:`refuse_unless_live`).
+
     Returns the declared values by name. Raises ``rclpy`` ``InvalidParameterValueException``
     when a start-up override is invalid.
     """
     by_name = {s.name: s for s in specs}
+    ready = [False]  # start-up values are read by the node itself after declaration
 
     def on_set(params: list[Any]) -> SetParametersResult:
         for p in params:
@@ -172,7 +183,7 @@ def declare_validated(node: Any, specs: list[ParamSpec],
             reason = spec.check(p.value)
             if reason is not None:
                 return SetParametersResult(successful=False, reason=reason)
-        if extra_check is not None:
+        if extra_check is not None and ready[0]:
             reason = extra_check({p.name: p.value for p in params})
             if reason is not None:
                 return SetParametersResult(successful=False, reason=reason)
@@ -181,7 +192,25 @@ def declare_validated(node: Any, specs: list[ParamSpec],
     node.add_on_set_parameters_callback(on_set)
     for spec in specs:
         node.declare_parameter(spec.name, spec.default, spec.descriptor())
+    ready[0] = True
     return {s.name: node.get_parameter(s.name).value for s in specs}
+
+
+def refuse_unless_live(changed: dict[str, Any], live: set[str] | frozenset[str],
+                       why: str = "read at start-up only; restart the node to change it"
+                       ) -> str | None:
+    """The refusal reason when ``changed`` names a parameter outside ``live`` (``None`` when
+    every one can be applied now)."""
+    hit = sorted(set(changed) - set(live))
+    return f"{', '.join(hit)}: {why}" if hit else None
+
+
+def replace_timer(node: Any, timer: Any, period_s: float, callback: Callable[[], None]) -> Any:
+    """A new ``period_s`` timer for ``callback`` in place of ``timer`` (destroyed): rclpy
+    timers cannot change period in place."""
+    if timer is not None:
+        node.destroy_timer(timer)
+    return node.create_timer(float(period_s), callback)
 
 
 class RealtimeThreads:
@@ -235,6 +264,44 @@ def diag_array(node: Any, statuses: list[DiagnosticStatus]) -> DiagnosticArray:
     return msg
 
 
+#: Environment variable: SCHED_FIFO priority for a whole node process (``edgerl deploy
+#: --rt-priority``); applied before ``rclpy.init`` so the middleware's threads inherit it.
+RT_PRIORITY_ENV = "EDGERL_RT_PRIORITY"
+#: What :func:`process_realtime` did in this process (``None``: not asked).
+PROCESS_RT: dict[str, Any] = {"priority": 0, "applied": False, "error": None}
+
+
+def process_realtime(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Give the calling thread, and so every thread it starts later (executor, DDS
+    listeners, loop threads), SCHED_FIFO at the priority in ``$EDGERL_RT_PRIORITY``.
+
+    Returns (and stores in :data:`PROCESS_RT`) ``{"priority", "applied", "error"}``; an
+    invalid value or a refused priority is reported there and logged, never raised (the
+    node then runs with normal scheduling).
+    """
+    text = (os.environ if env is None else env).get(RT_PRIORITY_ENV, "").strip()
+    out: dict[str, Any] = {"priority": 0, "applied": False, "error": None}
+    if text:
+        try:
+            prio = int(text)
+            if not 0 <= prio <= 99:
+                raise ValueError("must be 0..99")
+        except ValueError as exc:
+            out["error"] = f"{RT_PRIORITY_ENV}={text!r}: {exc}"
+        else:
+            out["priority"] = prio
+            if prio:
+                try:
+                    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+                    out["applied"] = True
+                except (OSError, AttributeError) as exc:
+                    out["error"] = f"SCHED_FIFO {prio} not permitted ({exc})"
+    if out["error"]:
+        log.warning("%s; the node runs with normal scheduling", out["error"])
+    PROCESS_RT.update(out)
+    return out
+
+
 def run_node(factory: Callable[[], Any], args: list[str] | None = None,
              after_create: Callable[[Any], None] | None = None) -> int:
     """Process main: ``rclpy.init``, build the node, spin until SIGINT/SIGTERM, clean up.
@@ -251,6 +318,7 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None,
     setup_logging(os.environ.get("EDGERL_LOG_LEVEL", "INFO"))
     # Our own SIGINT/SIGTERM handling: stop the node's threads first, then shut rclpy down
     # (rclpy's handler would invalidate the context under a publishing thread).
+    process_realtime()  # before rclpy.init: the middleware's threads inherit it
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -13,7 +13,10 @@ Inputs (latest-value handoff): ``robot/joint_states`` (``JointState``; ``name`` 
 manifest's observation names in any order, values in ``position``) is written into the loop's
 :class:`ObservationSlot`; ``planner/chunk`` (``JointTrajectory``, stamp = planner observation
 time, strictly increasing ``time_from_start``, names = action names) is pushed into the
-:class:`ChunkBuffer`. Malformed messages are dropped, counted by reason and reported.
+:class:`ChunkBuffer`. Malformed messages, and states/chunks outside the manifest's bounds
+(:class:`~edgerl.runtime.input_guard.InputGuard`), are dropped, counted by reason and reported.
+Default ``stale_policy: escalate``: hold, decay, e-stop (:mod:`edgerl.runtime.escalation`).
+Configured, only ``command_field`` and ``diagnostics_period_s`` change (others: refused).
 
 Episode resets (optional; sim robots): a ``std_msgs/Header`` on ``robot/episode`` whose
 stamp is the new episode's first state stamp clears the ChunkBuffer, resets the loop's
@@ -31,6 +34,7 @@ named by ``command_field`` (``effort`` for torques, ``position``/``velocity`` fo
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from typing import Any
@@ -43,12 +47,15 @@ from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory
 
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
+from edgerl.runtime.input_guard import InputGuard
+from edgerl.runtime.state_trigger import InlineStateTrigger
 from edgerl_ros.common import (
     CHUNK_QOS,
     COMMAND_QOS,
     DEVICE_PARAMS,
     DIAG_QOS,
     EPISODE_QOS,
+    PROCESS_RT,
     STATE_QOS,
     TOPICS,
     ParamSpec,
@@ -56,6 +63,7 @@ from edgerl_ros.common import (
     declare_validated,
     diag_array,
     diag_status,
+    replace_timer,
     run_node,
     trt_options,
 )
@@ -87,12 +95,16 @@ PARAMS = [
               "clock fallback after timing.trigger_timeout_periods), clock (own fixed-rate "
               "grid) or manifest (the bundle's timing.trigger, as trained)",
               choices=("manifest", "state", "clock")),
-    ParamSpec("stale_policy", "hold", "command when no chunk / stale chunk (policy: run the "
-              "edit policy on zero rows, as in training)",
-              choices=("hold", "decelerate", "zero", "policy")),
+    ParamSpec("stale_policy", "escalate", "command when no chunk / stale chunk (escalate: hold, "
+              "decay to the safe action, e-stop, with the manifest's timing.hold_s/decay_s; "
+              "policy: run the edit policy on zero rows, as in training)",
+              choices=("escalate", "hold", "decelerate", "zero", "policy")),
     ParamSpec("backend", "onnx", "inference backend", choices=("onnx", "numpy")),
     ParamSpec("spin_s", 300e-6, "busy-wait before each deadline (s)", 0.0, 0.01),
     ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the loop thread (0 = normal)", 0, 99),
+    ParamSpec("inline_tick", True, "with trigger state: tick inside the state callback (no "
+              "loop thread, no hand-off; clock fallback from a timer). False: the loop "
+              "thread waits for each state"),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
     ParamSpec("autostart", False, "configure and activate at start-up (no lifecycle manager)",
               read_only=True),
@@ -134,13 +146,17 @@ class EditPolicyNode(LifecycleNode):
         self.params = declare_validated(self, PARAMS, self._check_live)
         self.timebase = TimeBase()
         self.drops = DropCounter()
-        self.spec = None
+        self.spec = self.guard = None  # the configured bundle's manifest and InputGuard
         self._slot: StampedObservationSlot | None = None
         self._cmd_pub = None
         self._diag_pub = None
         self._subs: list[Any] = []
         self._timer = None
+        self._inline: InlineStateTrigger | None = None
+        self._fallback_timer = None
+        self._prewarm_timer = None
         self.commands_sent = 0
+        self.states_received = 0  # valid states written to the slot
         self.reset_stamp_ns = 0  # newest announced episode start (0: none)
         self.episode_resets = 0
         self.chunks_dropped_pre_reset = 0
@@ -148,13 +164,17 @@ class EditPolicyNode(LifecycleNode):
         self.state_age = Samples()
 
     def _check_live(self, changed: dict[str, Any]) -> str | None:
-        """Parameters the running loop depends on cannot change once configured."""
-        if self.loop is not None:
-            frozen = {"bundle", "rate_hz", "merge", "trigger", "backend", "spin_s",
-                      "stale_policy", "rt_priority"}
-            hit = sorted(frozen & set(changed))
-            if hit:
-                return f"{', '.join(hit)}: cannot change while configured; clean up first"
+        """Unconfigured: all used at the next configure; configured: see the module doc."""
+        if self.loop is None:
+            return None
+        hit = sorted(set(changed) - {"command_field", "diagnostics_period_s"})
+        if hit:
+            return f"{', '.join(hit)}: cannot change while configured; clean up first"
+        if "command_field" in changed:
+            self.command_field = changed["command_field"]
+        if "diagnostics_period_s" in changed and self._timer is not None:
+            self._timer = replace_timer(self, self._timer, changed["diagnostics_period_s"],
+                                        self._publish_diagnostics)
         return None
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -181,6 +201,7 @@ class EditPolicyNode(LifecycleNode):
         except Exception as exc:  # a bad bundle must not take the process down
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
+        self.guard = InputGuard(spec)
         self.spec, self.loop, self._slot = spec, loop, slot
         self.command_field = p["command_field"]
         self._cmd_pub = self.create_lifecycle_publisher(JointState, TOPICS["command"],
@@ -201,6 +222,9 @@ class EditPolicyNode(LifecycleNode):
         result = super().on_activate(state)  # activates the lifecycle publisher
         assert self.loop is not None
         self.loop.reset()
+        if self.loop.trigger == "state" and self.get_parameter("inline_tick").value:
+            self._activate_inline()
+            return result
         with RealtimeThreads(self.get_parameter("rt_priority").value) as rt:
             self.loop.start()
         self.rt_applied = rt.applied
@@ -209,6 +233,35 @@ class EditPolicyNode(LifecycleNode):
         self.get_logger().info("activated: edit loop running"
                                + (f" (SCHED_FIFO {rt.priority})" if rt.applied else ""))
         return result
+
+    def _activate_inline(self) -> None:
+        """State trigger without a loop thread: each state message ticks the loop in its
+        own callback and restarts a one-timeout timer, which provides the clock fallback."""
+        loop = self.loop
+        assert loop is not None
+        if loop.cfg.gc_freeze:
+            gc.collect()
+            gc.freeze()
+        self._inline = InlineStateTrigger(loop)
+        # fires only after trigger_timeout_s of silence: each state restarts it
+        self._fallback_timer = self.create_timer(loop.trigger_timeout_s, self._on_silence)
+        due = self._inline.prewarm_due_in()  # just before the next expected state
+        if due is not None:
+            self._prewarm_timer = self.create_timer(due, loop.prewarm)
+        self.rt_applied = bool(PROCESS_RT["applied"])
+        self.get_logger().info("activated: ticking on each state in its callback"
+                               + (f" (process SCHED_FIFO {PROCESS_RT['priority']})"
+                                  if self.rt_applied else ""))
+
+    def _deactivate_inline(self) -> None:
+        for timer in (self._fallback_timer, self._prewarm_timer):
+            if timer is not None:
+                self.destroy_timer(timer)
+        self._fallback_timer = self._prewarm_timer = None
+        if self._inline is not None:
+            self._inline = None
+            if self.loop is not None and self.loop.cfg.gc_freeze:
+                gc.unfreeze()
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._stop_loop()
@@ -230,6 +283,7 @@ class EditPolicyNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _stop_loop(self) -> None:
+        self._deactivate_inline()
         if self.loop is not None and self.loop.running:
             try:
                 self.loop.stop()
@@ -268,7 +322,23 @@ class EditPolicyNode(LifecycleNode):
         except BadMessage as exc:
             self.drops.drop(TOPICS["state"], str(exc))
             return
-        slot.write_stamped(obs, self.timebase.to_mono(stamp), stamp)
+        reason = self.guard.check_state(stamp * 1e-9, time.time_ns() * 1e-9)
+        if reason is not None:  # too old / stamped ahead: must not drive the loop
+            self.drops.drop(TOPICS["state"], reason)
+            return
+        t = self.timebase.to_mono(stamp)
+        slot.write_stamped(obs, t, stamp)
+        self.states_received += 1
+        if self._inline is not None:
+            self._inline.on_state(t)
+            self._fallback_timer.reset()
+            if self._prewarm_timer is not None:
+                self._prewarm_timer.reset()
+
+    def _on_silence(self) -> None:
+        """No state for a trigger timeout: the clock fallback tick."""
+        if self._inline is not None:
+            self._inline.tick_if_starved(slack_s=0.1 * self.loop.trigger_timeout_s)
 
     def _on_chunk(self, msg: JointTrajectory) -> None:
         spec, loop = self.spec, self.loop
@@ -277,9 +347,16 @@ class EditPolicyNode(LifecycleNode):
         if stamp_to_ns(msg.header.stamp) < self.reset_stamp_ns:  # planned in an old episode
             self.chunks_dropped_pre_reset += 1
             return
+        reason = self.guard.check_chunk_rows(len(msg.points))  # before converting 20k rows
+        if reason is not None:
+            self.drops.drop(TOPICS["chunk"], reason)
+            return
         try:
             chunk = trajectory_to_chunk(msg, spec.action.names, self.timebase)
             now = time.perf_counter()
+            reason = self.guard.check_chunk(chunk, now)
+            if reason is not None:
+                raise BadMessage(reason)
             loop.buffer.push(chunk, now)
         except (BadMessage, ValueError) as exc:
             self.drops.drop(TOPICS["chunk"], str(exc))
@@ -323,14 +400,20 @@ class EditPolicyNode(LifecycleNode):
                 "configured_rate_hz": loop.rate_hz,
                 "trigger": loop.trigger,
                 "trigger_timeouts": loop.trigger_timeouts,
+                "inline_tick": self._inline is not None,
                 "inference": getattr(loop.backend, "name", "none"),
                 "rt_priority_applied": self.rt_applied,
                 "ticks": m["ticks"],
                 "commands_sent": self.commands_sent,
+                "states_received": self.states_received,
                 "episode_resets": self.episode_resets,
                 "chunks_dropped_pre_reset": self.chunks_dropped_pre_reset,
                 "tick_compute_p50_us": m["tick_compute_p50_us"],
                 "tick_compute_p99_us": m["tick_compute_p99_us"],
+                "tick_policy_p50_us": m["tick_policy_p50_us"],
+                "tick_policy_p99_us": m["tick_policy_p99_us"],
+                "publish_p50_us": m["send_p50_us"],
+                "publish_p99_us": m["send_p99_us"],
                 "jitter_p50_us": m["jitter_p50_us"],
                 "jitter_p99_us": m["jitter_p99_us"],
                 "deadline_misses": m["deadline_misses"],
@@ -339,7 +422,8 @@ class EditPolicyNode(LifecycleNode):
                 "chunk_age_p50_ms": m["chunk_age_p50_ms"],
                 "planner_latency_p50_ms": m["planner_latency_p50_ms"],
                 "planner_latency_p99_ms": m["planner_latency_p99_ms"],
-                "state": loop.state,
+                "state": loop.state, "escalation": loop.safety.escalation.step,
+                **{f"escalation {k}": v for k, v in loop.safety.escalation.entered.items()},
                 **{f"ticks {k}": v for k, v in m["states"].items()},
                 **{f"safety {k}": v for k, v in loop.safety.interventions().items()},
             })

@@ -147,11 +147,15 @@ class GraphProcesses:
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     stop_timeout_s: float = 5.0
 
-    def start(self, node: str, params: dict[str, Any]) -> subprocess.Popen:
+    def start(self, node: str, params: dict[str, Any],
+              extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start ``node`` with ``params``; ``extra_env`` adds to the graph's environment for
+        this process only (e.g. its real-time priority)."""
         cmd = [sys.executable, "-m", NODE_MODULES[node], *to_ros_args(node, params)]
         log_path = self.log_dir / f"{node}.log"
+        env = self.env if not extra_env else {**self.env, **extra_env}
         with open(log_path, "wb") as fh:
-            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=self.env,
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
                                     stdin=subprocess.DEVNULL)
         self.procs[node] = proc
         log.debug("started %s (pid %d): %s", node, proc.pid, " ".join(cmd))
@@ -425,6 +429,25 @@ class DeployConfig:
     inject_bad_hz: float = 0.0
     instruction: str = ""
     log_dir: Path | None = None
+    rt_priority: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= int(self.rt_priority) <= 99:
+            raise DeployError(f"rt_priority must be 0..99, got {self.rt_priority}")
+
+
+#: Nodes on the state -> command path; ``rt_priority`` makes these processes SCHED_FIFO
+#: (the planner stays at normal priority: it is slow by design and must not starve them).
+RT_NODES = ("edit_policy_node", "sim_robot_node", "serial_bridge_node",
+            "ros2_control_bridge_node")
+
+
+def rt_env(node: str, priority: int) -> dict[str, str]:
+    """Extra environment for ``node``'s process: its SCHED_FIFO priority, if it is on the
+    state -> command path and ``priority`` > 0."""
+    from edgerl_ros.common import RT_PRIORITY_ENV
+
+    return {RT_PRIORITY_ENV: str(int(priority))} if priority and node in RT_NODES else {}
 
 
 def _percentile_us(values: list[float], q: float) -> float:
@@ -508,7 +531,7 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
         spin_thread = threading.Thread(target=spin, name="deploy-monitor", daemon=True)
         spin_thread.start()
         for name, values in node_params.items():
-            graph.start(name, values)
+            graph.start(name, values, rt_env(name, cfg.rt_priority))
 
         t_start = time.perf_counter()
         while monitor.first_command_time() is None:
@@ -621,7 +644,14 @@ def _summarise(monitor: _Monitor, spec: Any, cfg: DeployConfig, t_first: float, 
         "edit_tick_compute_p50_us": _as_number(edit.get("tick_compute_p50_us")),
         "edit_inference": edit.get("inference"),
         "edit_tick_compute_p99_us": _as_number(edit.get("tick_compute_p99_us")),
+        "edit_tick_policy_p50_us": _as_number(edit.get("tick_policy_p50_us")),
+        "edit_tick_policy_p99_us": _as_number(edit.get("tick_policy_p99_us")),
+        "edit_publish_p50_us": _as_number(edit.get("publish_p50_us")),
+        "edit_publish_p99_us": _as_number(edit.get("publish_p99_us")),
         "edit_trigger": edit.get("trigger"),
+        "edit_inline_tick": edit.get("inline_tick") == "True",
+        "rt_priority": int(cfg.rt_priority),
+        "edit_rt_priority_applied": edit.get("rt_priority_applied") == "True",
         "edit_trigger_timeouts": _as_number(edit.get("trigger_timeouts")),
         "edit_deadline_misses": _as_number(edit.get("deadline_misses")),
         "edit_state_age_at_tick_p50_ms": _as_number(edit.get("state_age_at_tick_p50_ms")),

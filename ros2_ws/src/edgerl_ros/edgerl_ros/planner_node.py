@@ -26,6 +26,8 @@ state; in ``expert`` mode the expert chunk) instead of waiting for the period. A
 in flight cannot be interrupted; its result is dropped.
 
 ``extra_latency_s`` adds a fixed delay before publishing, to emulate a slow foundation model.
+``period_s``, ``extra_latency_s`` and ``diagnostics_period_s`` apply at run time; the other
+parameters are refused with a reason.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from trajectory_msgs.msg import JointTrajectory
 from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.runtime.input_guard import InputGuard
 from edgerl.runtime.stand_in import DelayedPlanner, OnnxChunkPlanner
 from edgerl.spec import PolicySpec, load_bundle_manifest
 from edgerl_ros.common import (
@@ -60,6 +63,8 @@ from edgerl_ros.common import (
     declare_validated,
     diag_array,
     diag_status,
+    refuse_unless_live,
+    replace_timer,
     run_node,
     trt_options,
 )
@@ -174,7 +179,7 @@ class PlannerNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("planner_node", **kwargs)
-        p = declare_validated(self, PARAMS)
+        p = declare_validated(self, PARAMS, self._apply_params)
         if not p["bundle"]:
             raise ValueError("planner_node: parameter 'bundle' is required")
         from edgerl.runtime.edit_loop import ObservationSlot
@@ -196,14 +201,15 @@ class PlannerNode(Node):
         planner: Any = self.expert or self.remote or onnx_chunk_planner(
             bundle / PLANNER_FILE, self.spec, device=p["device"], trt=trt_options(p))
         self._onnx = planner if isinstance(planner, OnnxChunkPlanner) else None
-        if p["extra_latency_s"] > 0:
-            planner = DelayedPlanner(planner, float(p["extra_latency_s"]))
+        # always wrapped (0 s by default) so extra_latency_s can change at run time
+        self.delayed = planner = DelayedPlanner(planner, float(p["extra_latency_s"]))
         self.period_s = float(p["period_s"]) or float(self.spec.chunk.period_s)
         self.timebase = TimeBase()
         self.stamps = StampMemo()
         self.obs_names = self.spec.observation.names
         self.action_names = self.spec.action.names
         self.drops = DropCounter()
+        self.guard = InputGuard(self.spec)  # states too old / stamped ahead are not planned on
         self.latency = Samples()
         self.chunks = IntervalMeter(self.period_s)
 
@@ -223,16 +229,39 @@ class PlannerNode(Node):
             self.create_subscription(JointTrajectory, TOPICS["expert"], self._on_expert,
                                      CHUNK_QOS)
         self.create_subscription(Header, TOPICS["episode"], self._on_episode, EPISODE_QOS)
-        self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
+        self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
+                                             self._publish_diagnostics)
         self.client.start()
         self.get_logger().info(f"planner: mode {mode}, period {self.period_s:g} s, "
                                f"H={self.spec.chunk.horizon} dt={self.spec.chunk.dt_s:g} s")
+
+    def _apply_params(self, changed: dict[str, Any]) -> str | None:
+        reason = refuse_unless_live(changed, {"period_s", "extra_latency_s",
+                                              "diagnostics_period_s"})
+        if reason is not None:
+            return reason
+        if "period_s" in changed:  # the client reads its period before every request
+            self.period_s = float(changed["period_s"]) or float(self.spec.chunk.period_s)
+            self.client.cfg.period_s = self.period_s
+            self.chunks = IntervalMeter(self.period_s)
+            self.client.replan_now()
+        if "extra_latency_s" in changed:
+            self.delayed.delay_s = float(changed["extra_latency_s"])
+        if "diagnostics_period_s" in changed:
+            self._diag_timer = replace_timer(self, self._diag_timer,
+                                             changed["diagnostics_period_s"],
+                                             self._publish_diagnostics)
+        return None
 
     def _on_state(self, msg: JointState) -> None:
         try:
             obs, stamp = stamped_state(msg, self.obs_names)
         except BadMessage as exc:
             self.drops.drop(TOPICS["state"], str(exc))
+            return
+        reason = self.guard.check_state(stamp * 1e-9, time.time_ns() * 1e-9)
+        if reason is not None:
+            self.drops.drop(TOPICS["state"], reason)
             return
         t = self.timebase.to_mono(stamp)
         self.stamps.remember(t, stamp)

@@ -19,6 +19,12 @@ between them, with no glue code:
   (``.../joint_trajectory``). ``command_joints`` lists the controller's joints in the
   bundle's action order (one per action).
 
+Commands are checked before they are forwarded (:class:`edgerl.runtime.input_guard.
+InputGuard` with the manifest's bounds): stamped longer than ``timing.command_max_age_s`` ago,
+zero-stamped, stamped ahead, non-finite or outside ``action.low/high`` -> refused and counted.
+``command_field``, ``trajectory_time_s`` and ``diagnostics_period_s`` apply at run time; the
+other parameters are refused with a reason.
+
 The mapping logic lives in :class:`JointMap` and :func:`parse_observation_map` (plain
 classes, tested without ROS).
 """
@@ -26,6 +32,7 @@ classes, tested without ROS).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +55,8 @@ from edgerl_ros.common import (
     declare_validated,
     diag_array,
     diag_status,
+    refuse_unless_live,
+    replace_timer,
     run_node,
 )
 from edgerl_ros.messages import (
@@ -163,10 +172,13 @@ class Ros2ControlBridgeNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("ros2_control_bridge_node", **kwargs)
-        p = declare_validated(self, PARAMS)
+        p = declare_validated(self, PARAMS, self._apply_params)
         if not p["bundle"]:
             raise ValueError("ros2_control_bridge_node: parameter 'bundle' is required")
+        from edgerl.runtime.input_guard import InputGuard
+
         spec = load_bundle_manifest(p["bundle"])
+        self.guard = InputGuard(spec)
         self.action_names = spec.action.names
         self.map = parse_observation_map(p["observation_map"], spec.observation.names)
         self.command_joints = _split_names(p["command_joints"])
@@ -190,10 +202,23 @@ class Ros2ControlBridgeNode(Node):
         self.create_subscription(JointState, p["joint_states_topic"], self._on_joint_states,
                                  STATE_QOS)
         self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
-        self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
+        self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
+                                             self._publish_diagnostics)
         self.get_logger().info(f"ros2_control bridge: {p['joint_states_topic']} -> "
                                f"{TOPICS['state']}, {TOPICS['command']} -> {topic} "
                                f"({self.interface})")
+
+    def _apply_params(self, changed: dict[str, Any]) -> str | None:
+        reason = refuse_unless_live(changed, {"command_field", "trajectory_time_s",
+                                              "diagnostics_period_s"})
+        if reason is None:
+            for name, value in changed.items():
+                if name == "diagnostics_period_s":
+                    self._diag_timer = replace_timer(self, self._diag_timer, value,
+                                                     self._publish_diagnostics)
+                else:
+                    setattr(self, name, value)
+        return reason
 
     def _on_joint_states(self, msg: JointState) -> None:
         try:
@@ -213,6 +238,12 @@ class Ros2ControlBridgeNode(Node):
             values = joint_state_values(msg, self.action_names, self.command_field)
         except BadMessage as exc:
             self.drops.drop(TOPICS["command"], str(exc))
+            return
+        stamp = stamp_to_ns(msg.header.stamp)
+        reason = self.guard.check_command(values, stamp * 1e-9 if stamp > 0 else None,
+                                          time.time_ns() * 1e-9)
+        if reason is not None:
+            self.drops.drop(TOPICS["command"], reason)
             return
         if self.interface == "forward":
             out: Any = Float64MultiArray(data=[float(v) for v in values])

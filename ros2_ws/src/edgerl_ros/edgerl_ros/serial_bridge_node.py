@@ -7,10 +7,16 @@ CRC, schema-hash handshake, reconnect with backoff):
   observation names, values in ``position``; stamp = host receive time minus the firmware's
   reported sensor age), published from the transport's reader thread;
 * each ``robot/command`` ``JointState`` (names checked against the bundle's action names)
-  becomes one absolute SETPOINT; malformed commands are dropped and counted;
+  becomes one absolute SETPOINT; malformed commands are dropped and counted, and so are
+  commands the manifest's bounds refuse (:class:`edgerl.runtime.input_guard.InputGuard`:
+  stamped longer than ``timing.command_max_age_s`` ago, zero-stamped, stamped ahead, non-finite
+  or outside ``action.low/high``): they never reach the firmware, whose watchdog then stops;
 * ``robot/estop`` (``std_msgs/Bool``): ``true`` latches the firmware e-stop, ``false`` clears it;
 * ``/diagnostics``: link state, frames, bad/lost frames, setpoints sent/acked, command
   round-trip p50/p99 (firmware echo), dropped messages.
+
+``command_field`` and ``diagnostics_period_s`` apply at run time; the other parameters are
+refused with a reason.
 
 The same nodes as in simulation (planner + edit policy) then drive real firmware unchanged.
 """
@@ -36,9 +42,17 @@ from edgerl_ros.common import (
     declare_validated,
     diag_array,
     diag_status,
+    refuse_unless_live,
+    replace_timer,
     run_node,
 )
-from edgerl_ros.messages import COMMAND_FIELDS, BadMessage, joint_state_values, make_joint_state
+from edgerl_ros.messages import (
+    COMMAND_FIELDS,
+    BadMessage,
+    joint_state_values,
+    make_joint_state,
+    stamp_to_ns,
+)
 from edgerl_ros.stats import DropCounter
 
 __all__ = ["PARAMS", "SerialBridgeNode", "main"]
@@ -64,12 +78,14 @@ class SerialBridgeNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("serial_bridge_node", **kwargs)
-        p = declare_validated(self, PARAMS)
+        p = declare_validated(self, PARAMS, self._apply_params)
         if not p["port"] or not p["bundle"]:
             raise ValueError("serial_bridge_node: parameters 'port' and 'bundle' are required")
+        from edgerl.runtime.input_guard import InputGuard
         from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
 
         spec = load_bundle_manifest(p["bundle"])
+        self.guard = InputGuard(spec)
         self.obs_names = spec.observation.names
         self.action_names = spec.action.names
         self.command_field = p["command_field"]
@@ -82,8 +98,20 @@ class SerialBridgeNode(Node):
         self.hello = self.transport.connect()
         self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
         self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, 10)
-        self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
+        self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
+                                             self._publish_diagnostics)
         self.get_logger().info(f"serial bridge: {p['port']} linked ({self.hello})")
+
+    def _apply_params(self, changed: dict[str, Any]) -> str | None:
+        reason = refuse_unless_live(changed, {"command_field", "diagnostics_period_s"})
+        if reason is None:
+            if "command_field" in changed:
+                self.command_field = changed["command_field"]
+            if "diagnostics_period_s" in changed:
+                self._diag_timer = replace_timer(self, self._diag_timer,
+                                                 changed["diagnostics_period_s"],
+                                                 self._publish_diagnostics)
+        return reason
 
     def _on_fw_state(self, sample: Any) -> None:
         """Reader-thread callback: one firmware STATE -> one JointState."""
@@ -102,6 +130,12 @@ class SerialBridgeNode(Node):
             values = joint_state_values(msg, self.action_names, self.command_field)
         except BadMessage as exc:
             self.drops.drop(TOPICS["command"], str(exc))
+            return
+        stamp = stamp_to_ns(msg.header.stamp)
+        reason = self.guard.check_command(values, stamp * 1e-9 if stamp > 0 else None,
+                                          time.time_ns() * 1e-9)
+        if reason is not None:  # never sent: the firmware watchdog stops instead
+            self.drops.drop(TOPICS["command"], reason)
             return
         try:
             seq = self.transport.send_setpoint(values)

@@ -15,6 +15,16 @@ TRANSIENT_LOCAL depth 1; ``announce_resets``): ``stamp`` = the stamp of the new 
 state (everything stamped earlier belongs to the previous episode), ``frame_id`` = the episode
 index (decimal). The edit and planner nodes then drop what they hold from the old episode.
 
+Commands are checked before they are applied (:class:`edgerl.runtime.input_guard.InputGuard`):
+one stamped more than ``command_max_age_s`` ago (computed from an old state), zero-stamped,
+stamped ahead of this clock, non-finite or outside the task's action limits is refused and
+counted on ``/diagnostics`` (``dropped robot/command <reason>``); the watchdog then zeroes
+the action as if no command had come.
+
+Parameters ``rate_hz``, ``command_timeout_s``, ``command_max_age_s``, ``command_field``,
+``publish_expert``, ``expert_horizon``, ``expert_every``, ``wait_for_command`` and
+``diagnostics_period_s`` apply at run time; the others are refused with a reason.
+
 End-to-end latency is measured here: a command's ``header.stamp`` carries the stamp of the
 state it was computed from, so ``receive time - stamp`` is state-out -> command-in across
 processes. Diagnostics: step rate and jitter, episodes, successes, latency, dropped commands.
@@ -23,6 +33,7 @@ processes. Diagnostics: step rate and jitter, episodes, successes, latency, drop
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from typing import Any
@@ -36,6 +47,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from edgerl.chunk import ActionChunk
 from edgerl.clock import MonotonicClock
+from edgerl.runtime.input_guard import GuardBounds, InputGuard
 from edgerl_ros.common import (
     CHUNK_QOS,
     COMMAND_QOS,
@@ -48,6 +60,8 @@ from edgerl_ros.common import (
     declare_validated,
     diag_array,
     diag_status,
+    refuse_unless_live,
+    replace_timer,
     run_node,
 )
 from edgerl_ros.messages import (
@@ -62,7 +76,7 @@ from edgerl_ros.messages import (
 )
 from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
 
-__all__ = ["PARAMS", "SimRobotNode", "main"]
+__all__ = ["LIVE_PARAMS", "PARAMS", "SimRobotNode", "main"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +89,8 @@ PARAMS = [
               choices=COMMAND_FIELDS),
     ParamSpec("command_timeout_s", 0.5, "zero the action after this long without a command",
               0.001, 60.0),
+    ParamSpec("command_max_age_s", 0.5, "refuse a command stamped (with the state it answers) "
+              "longer ago than this", 0.001, 60.0),
     ParamSpec("publish_expert", True, "publish the privileged expert chunk (sim only)"),
     ParamSpec("expert_horizon", 10, "rows of the expert chunk", 1, 10000),
     ParamSpec("expert_every", 1, "publish the expert chunk every N steps", 1, 100000),
@@ -84,6 +100,10 @@ PARAMS = [
               0, 99),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
 ]
+#: Parameters applied at run time (the others are refused once the node runs).
+LIVE_PARAMS = frozenset({"rate_hz", "command_timeout_s", "command_max_age_s", "command_field",
+                         "publish_expert", "expert_horizon", "expert_every",
+                         "wait_for_command", "diagnostics_period_s"})
 
 
 class SimRobotNode(Node):
@@ -91,17 +111,21 @@ class SimRobotNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("sim_robot_node", **kwargs)
-        p = declare_validated(self, PARAMS)
+        p = declare_validated(self, PARAMS, self._apply_params)
         import torch
 
         from edgerl.sim.registry import make_task
 
         torch.set_num_threads(1)
+        # the stepping thread spins before each step holding the GIL: let the executor thread
+        # (command callbacks, where e2e latency is measured) take it within 200 us, not 5 ms
+        sys.setswitchinterval(2e-4)
         self._torch = torch
         self.env = make_task(p["task"], num_envs=1, device="cpu")
         self.env.seed(int(p["seed"]))
         self.spec = self.env.spec
         self.rate_hz = float(p["rate_hz"]) or float(self.spec.control_hz)
+        self.period_s = 1.0 / self.rate_hz  # read by the stepping thread at every step
         self.command_field = p["command_field"]
         self.command_timeout_s = float(p["command_timeout_s"])
         self.publish_expert = bool(p["publish_expert"])
@@ -110,6 +134,11 @@ class SimRobotNode(Node):
         self.wait_for_command = bool(p["wait_for_command"])
         self.announce_resets = bool(p["announce_resets"])
         self.timebase = TimeBase()
+        self.guard = InputGuard(GuardBounds(
+            state_max_age_s=float("inf"), future_skew_s=0.1,
+            command_max_age_s=float(p["command_max_age_s"]), max_rows=0, chunk_dt_s=0.0,
+            chunk_max_age_s=0.0, low=np.asarray(self.spec.action_low, np.float64),
+            high=np.asarray(self.spec.action_high, np.float64)))
         self.obs = self.env.reset()["policy"]
 
         self._lock = threading.Lock()
@@ -131,7 +160,8 @@ class SimRobotNode(Node):
         self.episode_pub = (self.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
                             if self.announce_resets else None)
         self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
-        self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
+        self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
+                                             self._publish_diagnostics)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sim_robot", daemon=True)
         with RealtimeThreads(int(p["rt_priority"])) as rt:
@@ -139,6 +169,30 @@ class SimRobotNode(Node):
         if rt.error:
             self.get_logger().warning(f"{rt.error}; stepping at normal priority")
         self.get_logger().info(f"sim robot: task {p['task']} at {self.rate_hz:g} Hz")
+
+    def _apply_params(self, changed: dict[str, Any]) -> str | None:
+        """Apply the :data:`LIVE_PARAMS` in ``changed``; refuse (with the reason) the rest."""
+        reason = refuse_unless_live(changed, LIVE_PARAMS)
+        if reason is not None:
+            return reason
+        for name, value in changed.items():
+            if name == "rate_hz":
+                self.rate_hz = float(value) or float(self.spec.control_hz)
+                self.period_s = 1.0 / self.rate_hz
+                self.steps = IntervalMeter(self.period_s)
+            elif name == "command_max_age_s":
+                self.guard.bounds.command_max_age_s = float(value)
+            elif name == "diagnostics_period_s":
+                self._diag_timer = replace_timer(self, self._diag_timer, value,
+                                                 self._publish_diagnostics)
+            elif name in ("command_timeout_s",):
+                self.command_timeout_s = float(value)
+            elif name in ("expert_horizon", "expert_every"):
+                setattr(self, name, int(value))
+            else:  # command_field, publish_expert, wait_for_command
+                setattr(self, name, value)
+        self.get_logger().info(f"parameters applied: {changed}")
+        return None
 
     # --- commands in -------------------------------------------------------------------
     def _on_command(self, msg: JointState) -> None:
@@ -149,8 +203,12 @@ class SimRobotNode(Node):
             self.drops.drop(TOPICS["command"], str(exc))
             return
         stamp = stamp_to_ns(msg.header.stamp)
-        if stamp > 0:
-            self.latency.add((now_ns - stamp) * 1e-9)
+        reason = self.guard.check_command(values, stamp * 1e-9 if stamp > 0 else None,
+                                          now_ns * 1e-9)
+        if reason is not None:  # old, unstamped, ahead or out of limits: never executed
+            self.drops.drop(TOPICS["command"], reason)
+            return
+        self.latency.add((now_ns - stamp) * 1e-9)
         with self._lock:
             self._command = values
             self._command_time = time.perf_counter()
@@ -181,7 +239,7 @@ class SimRobotNode(Node):
         self.state_pub.publish(make_joint_state(self.spec.obs_names, obs, stamp))
         if self.publish_expert and step % self.expert_every == 0:
             t_obs = self.timebase.to_mono(stamp)
-            chunk = ActionChunk(self.expert_rows(), t0=t_obs, dt=1.0 / self.rate_hz,
+            chunk = ActionChunk(self.expert_rows(), t0=t_obs, dt=self.period_s,
                                 obs_time=t_obs, source="expert")
             self.expert_pub.publish(chunk_to_trajectory(chunk, self.spec.action_names,
                                                         self.timebase, stamp))
@@ -195,13 +253,13 @@ class SimRobotNode(Node):
 
     def _run(self) -> None:
         clock = MonotonicClock()
-        period = 1.0 / self.rate_hz
         torch = self._torch
         step = 0
         try:
             self._publish_state(step)
-            t_next = clock.now() + period
+            t_next = clock.now() + self.period_s
             while not self._stop.is_set():
+                period = self.period_s  # may change at run time (rate_hz parameter)
                 clock.sleep_until(t_next)
                 now = clock.now()
                 if self.wait_for_command and self.commands_received == 0:

@@ -1,0 +1,62 @@
+"""Print the table of benchmarks/deploy_trigger.sh: deploy e2e and node tick compute beside
+`bench loop`'s tick compute from the same run (ratio), with the load each ran under.
+
+Usage: python benchmarks/deploy_trigger_table.py OUT_DIR [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _round(x: float | None) -> int | None:
+    return None if x is None or x != x else round(x)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if not a or not b or a != a or b != b else round(a / b, 2)
+
+
+def rows(out: Path) -> list[dict]:
+    """One row per deploy_*.json with its bench_*.json partner."""
+    table = []
+    for dep in sorted(out.glob("deploy_*.json")):
+        tag = dep.stem[len("deploy_"):]
+        bench = json.loads((out / f"bench_{tag}.json").read_text())
+        d = json.loads(dep.read_text())
+        load = (out / f"load_{tag}.txt").read_text().split("load:")[-1].split()
+        b50 = bench.get("tick_compute_p50_us")
+        table.append({
+            "config": tag, "load1": float(load[0]),
+            "cmd_rate_hz": round(d["cmd_rate_hz"], 1),
+            "e2e_p50_ms": round(d["e2e_latency_p50_us"] / 1e3, 2),
+            "e2e_p99_ms": round(d["e2e_latency_p99_us"] / 1e3, 2),
+            "node_tick_p50_us": round(d["edit_tick_compute_p50_us"]),
+            "node_publish_p50_us": _round(d.get("edit_publish_p50_us")),
+            "node_policy_p50_us": _round(d.get("edit_tick_policy_p50_us")),
+            "bench_tick_p50_us": _round(b50),
+            "node_over_bench": _ratio(d["edit_tick_compute_p50_us"], b50),
+            "policy_over_bench": _ratio(d.get("edit_tick_policy_p50_us"), b50),
+            "rt_applied": d.get("edit_rt_priority_applied"),
+            "inline": d.get("edit_inline_tick"),
+        })
+    return table
+
+
+def main(argv: list[str]) -> int:
+    table = rows(Path(argv[0]))
+    if "--json" in argv:
+        print(json.dumps(table, indent=1))
+        return 0
+    keys = list(table[0]) if table else []
+    print("| " + " | ".join(keys) + " |")
+    print("|" + "---|" * len(keys))
+    for r in table:
+        print("| " + " | ".join(str(r[k]) for k in keys) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
