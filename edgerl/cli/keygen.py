@@ -18,13 +18,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from edgerl.bundle_errors import BundleSignatureError
     from edgerl.cli import CliError
     from edgerl.runtime.bundle_sign import generate_keypair
 
     try:
         priv, pub = generate_keypair(args.out)
-    except (FileExistsError, OSError) as exc:
-        raise CliError(str(exc)) from exc
+    except (FileExistsError, OSError, BundleSignatureError) as exc:
+        raise CliError(str(exc)) from None  # no bundle involved: exit 1, not 2
     print(f"private key: {priv} (keep secret)\npublic key:  {pub} "
           "(set EDGERL_BUNDLE_PUBKEY on the robot)")
     return 0

@@ -236,3 +236,17 @@ def test_tensor_name_mismatch_is_a_shape_error(mlp_bundle):
     _edit(mlp_bundle, lambda d: d["tensors"].__setitem__("inputs", ["observation"]))
     with pytest.raises(OnnxShapeError, match="model has no input named 'observation'"):
         load_bundle(mlp_bundle, warmup=1)
+
+
+def test_configured_key_without_cryptography_is_a_named_refusal(mlp_bundle, tmp_path,
+                                                                monkeypatch):
+    """A robot told to verify signatures but lacking the 'sign' extra refuses every bundle
+    with a message saying what to install (never loads unverified)."""
+    import sys
+
+    from edgerl.bundle_errors import BundleSignatureError
+
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives", None)
+    monkeypatch.setenv("EDGERL_BUNDLE_PUBKEY", str(tmp_path / "some.pub"))
+    with pytest.raises(BundleSignatureError, match=r"pip install 'edgerl\[sign\]'"):
+        load_bundle(mlp_bundle)
