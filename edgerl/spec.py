@@ -9,7 +9,6 @@ into an old bundle is caught before it drives a robot.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -17,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from edgerl._version import __version__
+from edgerl.bundle_errors import (
+    BundleError,
+    BundleFileError,
+    ManifestSchemaError,
+    ManifestSizeError,
+)
+from edgerl.bundle_files import sha256_file, verify_files
 from edgerl.edit_obs import EditObsConfig
+from edgerl.manifest_json import MAX_MANIFEST_BYTES, parse_json_document
 from edgerl.serde import SchemaError, from_dict, to_dict
 from edgerl.timing import LatencyModel, TimingSpec
 
@@ -34,6 +41,7 @@ __all__ = [
     "TensorSpec",
     "TimingSpec",
     "load_bundle_manifest",
+    "read_manifest_bytes",
     "sha256_file",
 ]
 
@@ -42,10 +50,6 @@ __all__ = [
 #: timing its training used, derived from ``chunk``, ``latency`` and ``method``.
 SCHEMA_VERSION = 2
 MANIFEST_NAME = "manifest.json"
-
-
-class BundleError(ValueError):
-    """A bundle on disk is unusable (missing file, hash mismatch, bad manifest)."""
 
 
 def _check_len(name: str, values: list, n: int) -> None:
@@ -261,13 +265,18 @@ class PolicySpec:
         return from_dict(cls, data, "manifest")
 
     @classmethod
-    def from_json(cls, text: str) -> PolicySpec:
-        """Parse JSON text; a syntax error is reported as a :class:`SchemaError`."""
+    def from_json(cls, text: str | bytes) -> PolicySpec:
+        """Parse JSON text or UTF-8 bytes with :func:`~edgerl.manifest_json.parse_json_document`
+        (size, encoding, syntax, nesting: each a named error); a field error is a
+        :class:`~edgerl.bundle_errors.ManifestSchemaError` (also a :class:`SchemaError`)."""
+        data = parse_json_document(text.encode("utf-8", "surrogatepass")
+                                   if isinstance(text, str) else text)
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SchemaError(f"manifest: not valid JSON ({exc})") from exc
-        return cls.from_dict(data)
+            return cls.from_dict(data)
+        except ManifestSchemaError:
+            raise
+        except SchemaError as exc:
+            raise ManifestSchemaError(str(exc)) from None
 
     def save(self, path: str | Path) -> Path:
         """Write the manifest to ``path`` (a file, or a bundle directory)."""
@@ -283,37 +292,36 @@ class PolicySpec:
         path = Path(path)
         if path.is_dir():
             path = path / MANIFEST_NAME
-        if not path.is_file():
-            raise BundleError(f"{path}: no manifest found")
-        return cls.from_json(path.read_text())
+        return cls.from_json(read_manifest_bytes(path))
 
 
-def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk_size):
-            digest.update(block)
-    return digest.hexdigest()
+def read_manifest_bytes(path: str | Path) -> bytes:
+    """The bytes of a manifest file, refusing a missing, unreadable or oversized one."""
+    path = Path(path)
+    if not path.is_file():
+        raise BundleFileError(f"{path}: no manifest found")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_MANIFEST_BYTES + 1)
+    except OSError as exc:
+        raise BundleFileError(f"{path}: cannot read ({exc.strerror})") from None
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestSizeError(f"{path}: larger than {MAX_MANIFEST_BYTES} bytes")
+    return data
 
 
 def load_bundle_manifest(bundle_dir: str | Path, *, verify: bool = True) -> PolicySpec:
     """Load ``bundle_dir/manifest.json`` and (by default) verify every listed file's sha256.
 
-    Raises :class:`BundleError` naming the missing or modified file, or
-    :class:`SchemaError` naming the bad manifest field.
+    Raises a :class:`BundleError` subclass (:mod:`edgerl.bundle_errors`) naming the missing,
+    modified or out-of-bundle file (:mod:`edgerl.bundle_files`), or the bad manifest field.
+    The full load-time check (semantic bounds, parity, unlisted files, signature) is
+    :func:`edgerl.runtime.bundle_check.verify_bundle`.
     """
     bundle_dir = Path(bundle_dir)
     if not bundle_dir.is_dir():
-        raise BundleError(f"{bundle_dir}: bundle directory not found")
+        raise BundleFileError(f"{bundle_dir}: bundle directory not found")
     spec = PolicySpec.load(bundle_dir / MANIFEST_NAME)
     if verify:
-        for name, expected in spec.files.items():
-            path = bundle_dir / name
-            if not path.is_file():
-                raise BundleError(f"{path}: listed in the manifest but missing")
-            actual = sha256_file(path)
-            if actual != expected:
-                raise BundleError(f"{path}: sha256 mismatch (manifest {expected[:12]}..., file "
-                                  f"{actual[:12]}...); the file was modified or replaced")
+        verify_files(bundle_dir, spec.files)
     return spec

@@ -15,6 +15,11 @@ Bundle layout::
     policy.h           (--c-header) plain C99 forward pass (MLP only)
     parity.json        every parity check and the TensorRT compatibility report
     manifest.json      PolicySpec: tensors, recurrent state, latency model, files' sha256
+    manifest.sig       (sign_key) ed25519 signature of manifest.json
+
+Every file written is listed with its sha256 (the runtime reads no unlisted file), and the
+manifest must pass the runtime's semantic bounds (:mod:`edgerl.runtime.manifest_rules`)
+before it is written, so an export never produces a bundle the robot would refuse.
 """
 
 from __future__ import annotations
@@ -298,7 +303,8 @@ def export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path,
                   parity_inputs: Any, *, planner: nn.Module | None = None,
                   opset: int = DEFAULT_OPSET, fp16: bool = False, c_header: bool = False,
                   trt: bool = False, exporter: str = "torchscript", rollout_len: int = 100,
-                  tolerance: float = FP32_TOL, cc: str = "gcc") -> BundleReport:
+                  tolerance: float = FP32_TOL, cc: str = "gcc",
+                  sign_key: str | Path | None = None) -> BundleReport:
     """Export ``actor`` with ``spec`` into ``out_dir`` and prove parity.
 
     ``parity_inputs``: (N, D) float32 observations as the runtime feeds them (N >=
@@ -307,12 +313,22 @@ def export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path,
     ``rollout_len`` (>= 50) steps with state fed back. Raises :class:`ExportError` when any
     parity check exceeds its tolerance (``tolerance`` for fp32 ONNX and the C header),
     :class:`edgerl.export.tensorrt.TensorRTUnavailable` when ``trt`` cannot run here, and
-    :class:`edgerl.export.c_header.CHeaderError` when ``c_header`` is asked of a non-MLP.
+    :class:`edgerl.export.c_header.CHeaderError` when ``c_header`` is asked of a non-MLP,
+    and :class:`edgerl.bundle_errors.ManifestValueError` when ``spec`` is outside the
+    runtime's bounds. ``sign_key`` (an ed25519 PEM private key from ``edgerl keygen``)
+    writes ``manifest.sig``.
     """
     with _torch_threads(1):
-        return _export_bundle(actor, spec, out_dir, parity_inputs, planner=planner, opset=opset,
-                              fp16=fp16, c_header=c_header, trt=trt, exporter=exporter,
-                              rollout_len=rollout_len, tolerance=tolerance, cc=cc)
+        report = _export_bundle(actor, spec, out_dir, parity_inputs, planner=planner,
+                                opset=opset, fp16=fp16, c_header=c_header, trt=trt,
+                                exporter=exporter, rollout_len=rollout_len,
+                                tolerance=tolerance, cc=cc)
+    if sign_key is not None:
+        from edgerl.runtime.bundle_sign import sign_manifest
+
+        sign_manifest(report.out_dir, sign_key)
+        report.notes.append(f"manifest signed with {sign_key}")
+    return report
 
 
 def _export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path, parity_inputs: Any,
@@ -322,8 +338,8 @@ def _export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path, pari
     t_start = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in (MANIFEST_NAME, "policy_mlp.npz", "policy_fp16.onnx", "planner.onnx",
-                  "policy.engine", "policy.h"):
+    for stale in (MANIFEST_NAME, "manifest.sig", "policy_mlp.npz", "policy_fp16.onnx",
+                  "planner.onnx", "policy.engine", "policy.h"):
         (out_dir / stale).unlink(missing_ok=True)  # a re-export never mixes in old files
     actor = copy.deepcopy(actor).eval().cpu().float()  # never move the caller's model
     obs_probe = np.asarray(parity_inputs)
@@ -392,6 +408,9 @@ def _export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path, pari
                "parity_max_abs_err": {k: float(v.max_abs_err) for k, v in report.parity.items()},
                "tensorrt_compatible": report.trt_compat.ok},
     )
+    from edgerl.runtime.manifest_rules import check_manifest_values
+
+    check_manifest_values(final)  # refuse to write what the runtime would refuse
     final.save(out_dir / MANIFEST_NAME)
     report.spec = final
     log.info("bundle %s written in %.1f s: %s", out_dir, report.seconds, ", ".join(final.files))

@@ -2,11 +2,15 @@
 
 Bundle layout: see :mod:`edgerl.runtime.language_planner`. Both graphs are checked against
 torch right after export (:func:`encoder_parity`, :func:`head_parity`); the numbers go into
-``manifest.extra["language"]["parity"]``.
+``manifest.extra["language"]["parity"]`` and ``parity.json`` (hashed like every file; the
+runtime refuses a bundle whose parity failed). Over :data:`ENCODER_COS_TOL` /
+:data:`HEAD_TOL` the export raises :class:`~edgerl.export.onnx_export.ExportError` and writes
+no manifest.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import warnings
@@ -17,6 +21,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from edgerl.export.onnx_export import ExportError
+from edgerl.runtime.bundle_check import PARITY_FILE
 from edgerl.runtime.language_planner import (
     EMBEDDINGS_FILE,
     ENCODER_FILE,
@@ -25,7 +31,7 @@ from edgerl.runtime.language_planner import (
     InstructionTokenizer,
     OnnxSentenceEncoder,
 )
-from edgerl.spec import PolicySpec, sha256_file
+from edgerl.spec import MANIFEST_NAME, PolicySpec, sha256_file
 
 __all__ = ["ENCODER_OPSET", "encoder_parity", "export_encoder_onnx", "export_head_onnx",
            "export_language_bundle", "head_parity"]
@@ -33,6 +39,23 @@ __all__ = ["ENCODER_OPSET", "encoder_parity", "export_encoder_onnx", "export_hea
 log = logging.getLogger(__name__)
 
 ENCODER_OPSET = 17
+#: Largest cosine distance between torch and onnxruntime sentence embeddings.
+ENCODER_COS_TOL = 1e-4
+#: Largest absolute chunk difference between the torch head and ``planner.onnx``.
+HEAD_TOL = 1e-4
+
+
+def _write_parity(out: Path, enc_par: dict[str, Any], head_par: dict[str, Any]) -> bool:
+    """``parity.json`` in the exporter's format (``ok`` and per-check ``ok``)."""
+    enc_ok = enc_par["max_cosine_distance"] <= ENCODER_COS_TOL
+    head_ok = head_par["max_abs_error"] <= HEAD_TOL
+    doc = {"ok": enc_ok and head_ok, "parity": {
+        "encoder_onnx": {**enc_par, "reference": "torch", "candidate": "onnxruntime",
+                         "tolerance_cosine": ENCODER_COS_TOL, "ok": enc_ok},
+        "planner_onnx": {**head_par, "reference": "torch", "candidate": "onnxruntime",
+                         "tolerance": HEAD_TOL, "ok": head_ok}}}
+    (out / PARITY_FILE).write_text(json.dumps(doc, indent=2) + "\n")
+    return doc["ok"]
 
 
 def _export(module: nn.Module, args: tuple, path: Path, input_names: list[str],
@@ -120,6 +143,7 @@ def export_language_bundle(out_dir: str | Path, *, spec: PolicySpec, head: nn.Mo
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    (out / MANIFEST_NAME).unlink(missing_ok=True)  # a failed export leaves no loadable bundle
     export_encoder_onnx(encoder, tokenizer, out / ENCODER_FILE)
     shutil.copyfile(_tokenizer_path(tokenizer), out / TOKENIZER_FILE)
     export_head_onnx(head, spec.observation.dim, _embed_dim(encoder, tokenizer), out / HEAD_FILE)
@@ -133,11 +157,16 @@ def export_language_bundle(out_dir: str | Path, *, spec: PolicySpec, head: nn.Mo
     rng = np.random.default_rng(0)
     pick = rng.integers(0, len(texts), size=len(parity_obs))
     head_par = head_parity(head, out / HEAD_FILE, parity_obs, embeddings[pick])
+    if not _write_parity(out, enc_par, head_par):
+        raise ExportError(f"language planner parity over tolerance (encoder cosine distance "
+                          f"{enc_par['max_cosine_distance']:.2e} > {ENCODER_COS_TOL:g} or head "
+                          f"error {head_par['max_abs_error']:.2e} > {HEAD_TOL:g}); see "
+                          f"{out / PARITY_FILE}")
     spec.method = "language_planner"
     spec.tensors.inputs = ["obs", "embedding"]
     spec.tensors.outputs = ["chunk"]
     spec.files = {name: sha256_file(out / name) for name in
-                  (HEAD_FILE, ENCODER_FILE, TOKENIZER_FILE, EMBEDDINGS_FILE)}
+                  (HEAD_FILE, ENCODER_FILE, TOKENIZER_FILE, EMBEDDINGS_FILE, PARITY_FILE)}
     spec.extra = {**spec.extra, **(extra or {}),
                   "language": {"encoder": "sentence-transformers/all-MiniLM-L6-v2",
                                "embed_dim": int(embeddings.shape[1]),

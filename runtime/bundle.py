@@ -1,9 +1,11 @@
 """Load an exported bundle (``manifest.json`` + ``policy.onnx`` ...) for the runtime.
 
-:func:`load_bundle` checks the manifest schema (a newer schema is refused) and every listed
-file's sha256 through :func:`edgerl.spec.load_bundle_manifest`, then builds the inference
-backend. A tampered, truncated or newer bundle fails here with a message naming the problem,
-never later on the robot.
+:func:`load_bundle` runs every check of :func:`edgerl.runtime.bundle_check.verify_bundle`
+(signature when a public key is configured, strict manifest parse and schema, semantic bounds,
+paths inside the bundle, every file's sha256, no unlisted loader file, a passed parity
+report, each ONNX file's inputs/outputs against the manifest), then builds the inference
+backend. A tampered, truncated, newer or nonsensical bundle fails here with one named
+:class:`~edgerl.bundle_errors.BundleError` subclass, never later on the robot.
 """
 
 from __future__ import annotations
@@ -11,14 +13,19 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from edgerl.bundle_errors import OnnxModelError, OnnxShapeError
+from edgerl.runtime.bundle_check import verify_bundle
 from edgerl.runtime.inference import (
     InferenceBackend,
     InferenceError,
+    ModelIOError,
+    ModelLoadError,
     TensorRTOptions,
     make_backend,
 )
-from edgerl.serde import SchemaError
-from edgerl.spec import BundleError, PolicySpec, load_bundle_manifest
+from edgerl.runtime.manifest_rules import ManifestLimits
+from edgerl.runtime.onnx_check import check_bundle_onnx, check_policy_io
+from edgerl.spec import BundleError, PolicySpec
 
 __all__ = ["POLICY_FILE", "PLANNER_FILE", "load_bundle"]
 
@@ -29,7 +36,8 @@ PLANNER_FILE = "planner.onnx"
 
 
 def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = "cpu",
-                warmup: int = 20, trt: TensorRTOptions | None = None
+                warmup: int = 20, trt: TensorRTOptions | None = None,
+                pubkey: str | Path | None = None, limits: ManifestLimits | None = None
                 ) -> tuple[PolicySpec, InferenceBackend | None]:
     """``(spec, backend)`` for a bundle directory.
 
@@ -39,24 +47,22 @@ def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = 
     this machine (:mod:`edgerl.runtime.trt_engine`); otherwise the reason is logged and
     onnxruntime runs ``policy.onnx``.
     A ``planner``, ``blend`` or ``rtc`` bundle without a policy network returns ``backend=None``:
-    the
-    command is the planner's chunk row.
+    the command is the planner's chunk row. ``pubkey`` (else ``$EDGERL_BUNDLE_PUBKEY``)
+    requires a valid ``manifest.sig``; ``limits`` overrides the semantic bounds.
 
     Raises:
-        BundleError: missing directory/manifest/file, sha256 mismatch, bad manifest field
-            (``SchemaError`` is re-raised as ``BundleError`` with the bundle path in front).
-        InferenceError: the network cannot be loaded or its shapes do not match the manifest.
+        BundleError: a subclass from :mod:`edgerl.bundle_errors` naming the file or field
+            (see :func:`~edgerl.runtime.bundle_check.verify_bundle`).
+        InferenceError: the backend cannot run here (device, provider, numpy weights).
     """
     bundle_dir = Path(bundle_dir)
-    try:
-        spec = load_bundle_manifest(bundle_dir, verify=True)
-    except SchemaError as exc:
-        raise BundleError(f"{bundle_dir}: {exc}") from exc
+    spec = verify_bundle(bundle_dir, pubkey=pubkey, limits=limits)
     model = bundle_dir / POLICY_FILE
     wanted = POLICY_FILE if backend == "onnx" else "policy_mlp.npz"
     if not (bundle_dir / wanted).is_file() and spec.method in ("planner", "blend", "rtc"):
         log.info("bundle %s (%s) has no %s: commands are the planner's chunk rows",
                  bundle_dir, spec.method, wanted)
+        check_bundle_onnx(bundle_dir, spec)
         return spec, None
     if (bundle_dir / wanted).is_file() and wanted not in spec.files:
         raise BundleError(f"{bundle_dir / wanted}: not listed in manifest.files, so its hash "
@@ -66,8 +72,22 @@ def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = 
     net = _prebuilt_engine(spec, bundle_dir, warmup) \
         if backend == "onnx" and device in ("auto", "tensorrt") else None
     if net is None:
-        net = make_backend(spec, bundle_dir, backend=backend, device=device, warmup=warmup,
-                           trt=trt)
+        try:
+            net = make_backend(spec, bundle_dir, backend=backend, device=device,
+                               warmup=warmup, trt=trt)
+        except ModelLoadError as exc:
+            raise OnnxModelError(f"{model}: not a model onnxruntime can load ({exc})") \
+                from None
+        except ModelIOError as exc:
+            raise OnnxShapeError(f"{model}: {exc}; the manifest's tensors are "
+                                 f"{spec.tensors.inputs} -> {spec.tensors.outputs}") from None
+    # ONNX I/O against the manifest: the policy through the backend's own session (no
+    # second session on the device), every other listed .onnx through a CPU metadata one
+    session = getattr(net, "session", None)
+    if session is not None and backend == "onnx":
+        check_policy_io(model, session, spec)
+    check_bundle_onnx(bundle_dir, spec, skip=(POLICY_FILE,) if session is not None and
+                      backend == "onnx" else ())
     check_shapes(spec, net)
     log.info("loaded bundle %s: task=%s method=%s %.0f Hz backend=%s", bundle_dir, spec.task,
              spec.method, spec.control_hz, net.name)

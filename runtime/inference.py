@@ -47,6 +47,8 @@ __all__ = [
     "MLP_ACTIVATIONS",
     "InferenceBackend",
     "InferenceError",
+    "ModelIOError",
+    "ModelLoadError",
     "MLPWeights",
     "NumpyMLPBackend",
     "OrtBackend",
@@ -71,6 +73,14 @@ MLP_ACTIVATIONS = ("elu", "relu", "tanh", "identity")
 
 class InferenceError(RuntimeError):
     """A backend cannot be built (unknown device, missing provider, bad model shapes)."""
+
+
+class ModelLoadError(InferenceError):
+    """onnxruntime refuses the model file itself (garbage, truncated, invalid graph)."""
+
+
+class ModelIOError(InferenceError):
+    """The model lacks an input/output the manifest names."""
 
 
 class InferenceBackend(Protocol):
@@ -206,7 +216,7 @@ def open_session(model: str | Path | bytes, device: str, sess_options: object = 
         session = ort.InferenceSession(src, sess_options, providers=names,
                                        provider_options=options)
     except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
-        raise InferenceError(f"onnxruntime could not load the model on {names[0]}: "
+        raise ModelLoadError(f"onnxruntime could not load the model on {names[0]}: "
                              f"{exc}") from exc
     running = session.get_providers()[0]
     if running != names[0]:
@@ -275,8 +285,8 @@ class OrtBackend:
         outputs = {o.name: o for o in self.session.get_outputs()}
         for name, table, kind in ((input_name, inputs, "input"), (output_name, outputs, "output")):
             if name not in table:
-                raise InferenceError(f"model has no {kind} named {name!r} (has "
-                                     f"{', '.join(table)})")
+                raise ModelIOError(f"model has no {kind} named {name!r} (has "
+                                   f"{', '.join(table)})")
         self.input = np.zeros(_static_shape(inputs[input_name].shape, f"input {input_name}"),
                               dtype=np.float32)
         self.output = np.zeros(_static_shape(outputs[output_name].shape,

@@ -26,7 +26,8 @@ import numpy as np
 
 from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
-from edgerl.spec import BundleError, PolicySpec, load_bundle_manifest
+from edgerl.runtime.bundle_check import verify_bundle
+from edgerl.spec import BundleError, PolicySpec
 
 __all__ = [
     "EMBEDDINGS_FILE",
@@ -114,7 +115,10 @@ class OnnxLanguagePlanner:
     now``: row ``i`` is meant for ``now + i * dt`` (the caller drops rows already past).
 
     Args:
-        bundle_dir: The bundle directory (hashes verified).
+        bundle_dir: The bundle directory, checked by
+            :func:`~edgerl.runtime.bundle_check.verify_bundle` (hashes of every file it reads,
+            parity, bounds, ONNX shapes; the signature when a public key is configured).
+        pubkey: Ed25519 public key (else ``$EDGERL_BUNDLE_PUBKEY``; none: no signature check).
         cache: Keep instruction embeddings (``False``: encode on every call, the latency a
             VLA that re-reads its prompt would have; used by ``edgerl bench planner``).
         cache_size: Most instructions kept beyond the bundle's own.
@@ -124,9 +128,10 @@ class OnnxLanguagePlanner:
     """
 
     def __init__(self, bundle_dir: str | Path, *, cache: bool = True, cache_size: int = 256,
-                 threads: int = 1, device: str = "cpu") -> None:
+                 threads: int = 1, device: str = "cpu",
+                 pubkey: str | Path | None = None) -> None:
         bundle_dir = Path(bundle_dir)
-        self.spec: PolicySpec = load_bundle_manifest(bundle_dir)
+        self.spec: PolicySpec = verify_bundle(bundle_dir, pubkey=pubkey, check_onnx=True)
         if self.spec.method != "language_planner":
             raise BundleError(f"{bundle_dir}: method is {self.spec.method!r}, not a "
                               "language_planner bundle")

@@ -39,7 +39,7 @@ if [ ! -f "$stamp" ] || [ "$LOCK" -nt "$stamp" ] || [ pyproject.toml -nt "$stamp
         grep -qx "$name" "$ros_pins.names" || echo "$line"
     done < constraints.txt > "$ros_pins"
     "$VENV/bin/python" -m pip install "${PIP[@]}" -c "$LOCK" -c "$ros_pins" \
-        -e ".[runtime,ros]" onnx pytest pytest-timeout hypothesis
+        -e ".[runtime,ros,sign]" onnx pytest pytest-timeout hypothesis
     "$VENV/bin/python" -m pip install "${PIP[@]}" --no-deps --no-build-isolation \
         -e ros2_ws/src/edgerl_ros
     rm -f "$ros_pins" "$ros_pins.names"

@@ -3,6 +3,10 @@
 Each verb module (listed in :data:`VERBS`) defines ``HELP`` (one line), ``add_arguments(p)``
 and ``run(args) -> int``, and imports its heavy dependencies (torch, MuJoCo, rclpy) inside
 ``run`` so ``edgerl --help`` stays fast and works on a ``[runtime]``-only install.
+
+Exit status: 0 ok, 1 a user error (:class:`CliError`), 2 an unusable bundle (any
+:class:`~edgerl.bundle_errors.BundleError` subclass, printed with its class name; argparse
+also uses 2 for bad arguments), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ VERBS: dict[str, str] = {
     "results": "edgerl.cli.results",
     "export": "edgerl.cli.export",
     "inspect": "edgerl.cli.inspect",
+    "keygen": "edgerl.cli.keygen",
+    "sign": "edgerl.cli.sign",
     "bench": "edgerl.cli.bench",
     "hil": "edgerl.cli.hil",
     "deploy": "edgerl.cli.deploy",
@@ -64,14 +70,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the verb; returns the process exit status."""
+    from edgerl.bundle_errors import BundleError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(args.log_level)
     try:
         return int(args._run(args) or 0)
     except CliError as exc:
-        print(f"edgerl {args.verb}: error: {exc}", file=sys.stderr)
-        return 1
+        bundle_exc = exc.__cause__ if isinstance(exc.__cause__, BundleError) else None
+        if bundle_exc is None:
+            print(f"edgerl {args.verb}: error: {exc}", file=sys.stderr)
+            return 1
+        print(f"edgerl {args.verb}: bundle refused ({type(bundle_exc).__name__}): {exc}",
+              file=sys.stderr)
+        return 2
+    except BundleError as exc:
+        print(f"edgerl {args.verb}: bundle refused ({type(exc).__name__}): {exc}",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"edgerl {args.verb}: interrupted", file=sys.stderr)
         return 130

@@ -30,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra random parity observations (default 1000)")
     p.add_argument("--num-envs", type=int, default=8, help="envs used for recording")
     p.add_argument("--seed", type=int, default=0, help="seed for recording and random inputs")
+    p.add_argument("--sign-key", type=Path, default=None,
+                   help="ed25519 private key (PEM, from `edgerl keygen`): also write "
+                        "manifest.sig (needs the 'sign' extra)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -86,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = export_bundle(loaded.actor, loaded.spec, args.out, obs,
                                planner=loaded.planner, opset=args.opset, fp16=args.fp16,
-                               c_header=args.c_header, trt=args.trt, exporter=args.exporter)
+                               c_header=args.c_header, trt=args.trt, exporter=args.exporter,
+                               sign_key=args.sign_key)
     except (ExportError, CHeaderError, TensorRTUnavailable, RuntimeError) as exc:
         raise CliError(str(exc)) from exc
     if args.json:

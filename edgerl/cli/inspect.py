@@ -1,4 +1,9 @@
-"""``edgerl inspect BUNDLE``: print a bundle's manifest and verify every file's sha256.
+"""``edgerl inspect BUNDLE``: print a bundle's manifest after every load-time check.
+
+The checks are the runtime loader's (:func:`edgerl.runtime.bundle_check.verify_bundle`:
+signature when ``--pubkey``/``EDGERL_BUNDLE_PUBKEY`` is set, strict manifest, semantic
+bounds, paths, sha256 of every file, no unlisted loader file, passed parity, ONNX shapes).
+A bundle failing one prints ``edgerl inspect: bundle refused (<ErrorName>): ...`` and exits 2.
 
 Works on a ``[runtime]``-only install (no torch, no onnx): the TensorRT compatibility shown
 is re-checked from ``policy.onnx`` when the ``onnx`` package is present, else read from
@@ -8,7 +13,6 @@ is re-checked from ``policy.onnx`` when the ``onnx`` package is present, else re
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,9 @@ HELP = "show a bundle's manifest, verify file hashes, parity and TensorRT compat
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundle", type=Path, help="bundle directory (holds manifest.json)")
+    p.add_argument("--pubkey", type=Path, default=None,
+                   help="ed25519 public key (PEM): require a valid manifest.sig (default: "
+                        "$EDGERL_BUNDLE_PUBKEY if set, else no signature check)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -62,22 +69,12 @@ def _trt_compat(bundle: Path, parity: dict[str, Any] | None) -> dict[str, Any] |
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.cli import CliError
     from edgerl.cli.output import print_json, print_table
-    from edgerl.serde import SchemaError
-    from edgerl.spec import BundleError, load_bundle_manifest
+    from edgerl.runtime.bundle_check import check_parity, resolve_pubkey, verify_bundle
 
-    try:
-        spec = load_bundle_manifest(args.bundle, verify=True)
-    except (BundleError, SchemaError) as exc:
-        raise CliError(f"{args.bundle}: {exc}") from exc
-    parity = None
-    parity_path = args.bundle / "parity.json"
-    if parity_path.is_file():
-        try:
-            parity = json.loads(parity_path.read_text())
-        except json.JSONDecodeError as exc:
-            raise CliError(f"{parity_path}: not valid JSON ({exc})") from exc
+    spec = verify_bundle(args.bundle, pubkey=args.pubkey, check_onnx=True)
+    parity = check_parity(args.bundle, spec)
+    signed = resolve_pubkey(args.pubkey) is not None
     compat = _trt_compat(args.bundle, parity)
     files = [{"file": name, "bytes": (args.bundle / name).stat().st_size,
               "sha256": digest[:16] + "...", "verified": True}
@@ -89,9 +86,10 @@ def run(args: argparse.Namespace) -> int:
               for o in p.get("outputs", [])]
     if args.json:
         print_json({"bundle": str(args.bundle), "manifest": spec.to_dict(), "files": files,
-                    "parity": checks, "tensorrt_compat": compat})
+                    "parity": checks, "tensorrt_compat": compat, "signature_verified": signed})
         return 0
     print_table(_summary(spec), title=f"edgerl bundle {args.bundle}")
+    print(f"signature: {'verified' if signed else 'not checked (no public key configured)'}")
     print_table(files, title="files (sha256 verified)")
     print_table(checks, title="parity")
     if compat is not None:

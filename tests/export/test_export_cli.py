@@ -124,7 +124,7 @@ class TestInspect:
         data = bytearray((bundle_copy / "policy.onnx").read_bytes())
         data[-10] ^= 0xFF
         (bundle_copy / "policy.onnx").write_bytes(bytes(data))
-        assert main(["inspect", str(bundle_copy)]) == 1
+        assert main(["inspect", str(bundle_copy)]) == 2  # a refused bundle exits 2
         err = capsys.readouterr().err
         assert "policy.onnx: sha256 mismatch" in err
 
@@ -133,15 +133,15 @@ class TestInspect:
         doc = json.loads(manifest.read_text())
         doc["schema_version"] = SCHEMA_VERSION + 1
         manifest.write_text(json.dumps(doc))
-        assert main(["inspect", str(bundle_copy)]) == 1
+        assert main(["inspect", str(bundle_copy)]) == 2  # a refused bundle exits 2
         err = capsys.readouterr().err
         assert f"schema_version: {SCHEMA_VERSION + 1} is newer" in err
 
     def test_missing_file_rejected(self, bundle_copy, capsys):
         (bundle_copy / "parity.json").unlink()
-        assert main(["inspect", str(bundle_copy)]) == 1
+        assert main(["inspect", str(bundle_copy)]) == 2  # a refused bundle exits 2
         assert "parity.json: listed in the manifest but missing" in capsys.readouterr().err
 
     def test_missing_bundle(self, tmp_path, capsys):
-        assert main(["inspect", str(tmp_path / "none")]) == 1
+        assert main(["inspect", str(tmp_path / "none")]) == 2  # a refused bundle exits 2
         assert "bundle directory not found" in capsys.readouterr().err

@@ -52,10 +52,12 @@ LOAD_ONLY = textwrap.dedent("""
     import sys
     sys.modules["torch"] = None
     from edgerl.runtime.bundle import load_bundle
+    from edgerl.spec import BundleError
     try:
         load_bundle(sys.argv[1])
-    except Exception as exc:
-        print(type(exc).__name__ + ": " + str(exc))
+    except Exception as exc:  # a BundleError subclass is printed as "BundleError/<name>"
+        kind = "BundleError/" if isinstance(exc, BundleError) else ""
+        print(kind + type(exc).__name__ + ": " + str(exc))
     else:
         print("loaded")
 """)

@@ -150,7 +150,7 @@ def test_serve_planner_cli_answers_remote_clients(trained):
 
 
 def test_serve_planner_cli_refuses_a_missing_bundle(tmp_path, capsys):
-    assert main(["serve-planner", "--bundle", str(tmp_path / "nope"), "--port", "0"]) == 1
+    assert main(["serve-planner", "--bundle", str(tmp_path / "nope"), "--port", "0"]) == 2
     assert "bundle directory not found" in capsys.readouterr().err
 
 

@@ -3,7 +3,9 @@ tests may import; runtime code may not).
 
 ``write_mlp_bundle(dir)`` writes ``policy.onnx`` (Gemm/Elu MLP, torch layout weights),
 ``policy_mlp.npz`` (the same weights for the numpy backend), optionally ``planner.onnx``,
-and ``manifest.json`` with sha256 hashes of every file.
+``parity.json`` (each ONNX file run through onnxruntime against a numpy forward pass of the
+same weights, as the exporter records its checks) and ``manifest.json`` with sha256 hashes of
+every file.
 
 Run as a script to make a bundle for ``edgerl bench loop``:
 ``.venv/bin/python tests/runtime/rt_bundles.py /tmp/edit_bundle``.
@@ -11,6 +13,7 @@ Run as a script to make a bundle for ``edgerl bench loop``:
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -84,6 +87,55 @@ def gru_onnx(in_dim: int, hidden: int, out_dim: int, seed: int = 0) -> bytes:
     return model.SerializeToString()
 
 
+def gru_weights(in_dim: int, hidden: int, out_dim: int, seed: int = 0):
+    """``(w, u, v)`` of :func:`gru_onnx` with the same seed."""
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(s).astype(np.float32) * 0.3
+                 for s in ((hidden, in_dim), (hidden, hidden), (out_dim, hidden)))
+
+
+def mlp_forward(ws: list[np.ndarray], bs: list[np.ndarray], x: np.ndarray) -> np.ndarray:
+    """numpy reference of :func:`mlp_onnx` (ELU between layers)."""
+    for i, (w, b) in enumerate(zip(ws, bs)):
+        x = x @ w.T + b
+        if i < len(ws) - 1:
+            x = np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+    return x
+
+
+def onnx_parity(onnx_bytes: bytes, reference, x: np.ndarray, state: int = 0,
+                tolerance: float = 1e-5) -> dict:
+    """One ``parity.json`` check: onnxruntime vs ``reference(x, h) -> (y, h)`` over the rows
+    of ``x`` (state fed back when ``state`` > 0)."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    h = np.zeros((1, state), np.float32)
+    h_ref = h.copy()
+    err = 0.0
+    for row in x:
+        feed = {names[0]: row[None].astype(np.float32)}
+        if state:
+            feed[names[1]] = h
+        outs = sess.run(None, feed)
+        y_ref, h_ref = reference(row[None], h_ref)
+        err = max(err, float(np.max(np.abs(outs[0] - y_ref))))
+        if state:
+            h = outs[1]
+    return {"reference": "numpy", "candidate": "onnxruntime", "n_observations": len(x),
+            "max_abs_err": err, "ok": err <= tolerance,
+            "outputs": [{"name": "action", "max_abs_err": err, "tolerance": tolerance,
+                         "ok": err <= tolerance}]}
+
+
+def write_parity(path: Path, checks: dict[str, dict]) -> None:
+    """``parity.json`` as the exporter writes it (``ok`` only if every check passed)."""
+    doc = {"ok": all(c["ok"] for c in checks.values()), "parity": checks,
+           "tensorrt_compat": None, "notes": ["written by tests/runtime/rt_bundles.py"]}
+    (path / "parity.json").write_text(json.dumps(doc, indent=2) + "\n")
+
+
 def random_mlp(sizes: list[int], seed: int = 0, scale: float = 0.3):
     rng = np.random.default_rng(seed)
     ws = [(rng.standard_normal((o, i)) * scale).astype(np.float32)
@@ -122,19 +174,37 @@ def write_mlp_bundle(path: str | Path, *, hidden: tuple[int, ...] = (64, 64), se
     spec = make_spec(**spec_kw)
     d_in = spec.observation.dim if raw_obs_input else spec.edit_obs.dim
     a = spec.action.dim
+    x = np.random.default_rng(seed + 7).standard_normal((32, d_in)).astype(np.float32)
+    checks = {}
     if recurrent:
         (path / "policy.onnx").write_bytes(gru_onnx(d_in, hidden[0], a, seed))
+        w, u, v = gru_weights(d_in, hidden[0], a, seed)
+
+        def cell(xr, h):
+            h2 = np.tanh(xr @ w.T + h @ u.T)
+            return h2 @ v.T, h2
+
+        checks["policy_onnx"] = onnx_parity((path / "policy.onnx").read_bytes(), cell, x,
+                                            state=hidden[0])
         spec.recurrent = RecurrentSpec(kind="gru", state_inputs=["h_in"], state_outputs=["h_out"],
                                        state_shapes=[[1, hidden[0]]])
         spec.tensors = TensorSpec(inputs=["obs", "h_in"], outputs=["action", "h_out"])
     else:
         ws, bs = random_mlp([d_in, *hidden, a], seed)
         (path / "policy.onnx").write_bytes(mlp_onnx(ws, bs))
+        checks["policy_onnx"] = onnx_parity((path / "policy.onnx").read_bytes(),
+                                            lambda xr, h: (mlp_forward(ws, bs, xr), h), x)
         if npz:
             save_mlp_npz(path / "policy_mlp.npz", ws, bs, "elu")
     if planner:
         pw, pb = random_mlp([spec.observation.dim, 256, 256, spec.chunk.horizon * a], seed + 1)
         (path / "planner.onnx").write_bytes(mlp_onnx(pw, pb, out_name="chunk"))
+        xp = x[:, :spec.observation.dim] if d_in >= spec.observation.dim else \
+            np.random.default_rng(seed).standard_normal((32, spec.observation.dim))
+        checks["planner_onnx"] = onnx_parity((path / "planner.onnx").read_bytes(),
+                                             lambda xr, h: (mlp_forward(pw, pb, xr), h), xp,
+                                             tolerance=1e-4)  # 256-wide: summation order
+    write_parity(path, checks)
     spec.files = {f.name: sha256_file(f) for f in sorted(path.iterdir())
                   if f.name != "manifest.json"}
     spec.save(path)

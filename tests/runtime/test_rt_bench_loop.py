@@ -29,5 +29,5 @@ def test_bench_loop_json(make_bundle, capsys, tmp_path):
 
 def test_bench_loop_bad_bundle(tmp_path, capsys):
     rc = main(["bench", "loop", "--bundle", str(tmp_path / "nope"), "--seconds", "0.1"])
-    assert rc == 1
+    assert rc == 2  # every verb exits 2 on a refused bundle (docs/export.md)
     assert "bundle directory not found" in capsys.readouterr().err

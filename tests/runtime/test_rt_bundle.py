@@ -9,6 +9,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from edgerl.bundle_errors import OnnxShapeError
 from edgerl.runtime.bundle import load_bundle
 from edgerl.runtime.inference import (
     InferenceError,
@@ -107,7 +108,7 @@ def test_output_size_mismatch_is_reported(mlp_bundle):
         data["action"][key] = data["action"][key][:1] * 3
     data["edit_obs"]["action_dim"] = 3
     path.write_text(json.dumps(data))
-    with pytest.raises(InferenceError, match="network input has 16 elements"):
+    with pytest.raises(OnnxShapeError, match="input 'obs' has 16 elements per row"):
         load_bundle(mlp_bundle)
 
 
@@ -121,6 +122,7 @@ def test_planner_bundle_without_network(tmp_path, make_bundle):
     bundle = make_bundle("pl", method="planner")
     (bundle / "policy.onnx").unlink()
     (bundle / "policy_mlp.npz").unlink()
+    (bundle / "parity.json").unlink()  # no network: nothing to prove (an unlisted one is refused)
     data = json.loads((bundle / "manifest.json").read_text())
     data["files"] = {}
     (bundle / "manifest.json").write_text(json.dumps(data))
