@@ -18,7 +18,7 @@ ROWS = (
     ("cmd_rate_hz", "vs rate_hz"), ("rt_permitted", ""), ("rt_applied_edit_node", ""),
     ("commands_checked", ""), ("commands_foreign", "not ours: robot must refuse"),
     ("commands_while_estopped", "must be the safe action"), ("planner_kills", ""),
-    ("planner_restarts", ""), ("deadline_misses", "report"), ("estops", "report"),
+    ("planner_restarts", ""), ("deadline_misses", "report"), ("estop_ticks", "report"),
     ("bad_sent", ""), ("bad_refused", "refusals counted by the nodes"),
 )
 
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
             rows.append({"metric": key, "value": value, "rule": "report"})
         for name, rss in result["rss"].items():
             rows.append({"metric": f"rss_growth_mb {name}", "value": rss.get("growth_mb"),
-                         "rule": "report"})
+                         "rule": f"2nd half: {rss.get('growth_2nd_half_mb')}"})
         for key, value in result.get("serial", {}).items():
             rows.append({"metric": f"serial {key}", "value": value, "rule": ""})
         print_table(rows, title=f"edgerl soak: {result['verdict']}")

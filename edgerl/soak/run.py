@@ -291,7 +291,7 @@ def _report(cfg: SoakConfig, loop: _SoakLoop, watch: CommandWatch, diags: DiagTo
         "safety": diags.by_prefix("safety "),
         # the escalation ladder's steps entered (hold / decay / estop), where published
         "escalations": diags.by_prefix("escalation "),
-        "estops": diags.total("safety estop", "edgerl: edit_policy_node"),
+        "estop_ticks": diags.total("safety estop", "edgerl: edit_policy_node"),
         "edit_state_last": edit.get("state"),
         "edit_states_seen": sorted(diags.states_seen.get("edgerl: edit_policy_node", set())),
         "bad_sent": injector.total,
