@@ -74,6 +74,7 @@ from edgerl_ros.messages import (
     ns_to_stamp,
     stamp_to_ns,
 )
+from edgerl_ros.sources import PublisherFilter
 from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
 
 __all__ = ["LIVE_PARAMS", "PARAMS", "SimRobotNode", "main"]
@@ -159,6 +160,8 @@ class SimRobotNode(Node):
         self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
         self.episode_pub = (self.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
                             if self.announce_resets else None)
+        # e2e latency counts only the edit node's commands (anyone may publish on the topic)
+        self._edit_source = PublisherFilter(self, TOPICS["command"], "edit_policy_node")
         self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
         self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
                                              self._publish_diagnostics)
@@ -195,7 +198,8 @@ class SimRobotNode(Node):
         return None
 
     # --- commands in -------------------------------------------------------------------
-    def _on_command(self, msg: JointState) -> None:
+    def _on_command(self, msg: JointState, info: Any) -> None:
+        """A command (``info``: rclpy ``MessageInfo``, its publisher GID)."""
         now_ns = time.time_ns()
         try:
             values = joint_state_values(msg, self.spec.action_names, self.command_field)
@@ -208,7 +212,8 @@ class SimRobotNode(Node):
         if reason is not None:  # old, unstamped, ahead or out of limits: never executed
             self.drops.drop(TOPICS["command"], reason)
             return
-        self.latency.add((now_ns - stamp) * 1e-9)
+        if self._edit_source.accept(info):
+            self.latency.add((now_ns - stamp) * 1e-9)
         with self._lock:
             self._command = values
             self._command_time = time.perf_counter()
@@ -303,6 +308,7 @@ class SimRobotNode(Node):
             "episodes": self.episodes,
             "successes": self.successes,
             "commands_received": self.commands_received,
+            "commands_foreign": self._edit_source.foreign,
             "watchdog_trips": self.watchdog_trips,
             "late_steps": self.late_steps,
             "resyncs": self.resyncs,
