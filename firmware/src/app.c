@@ -42,9 +42,19 @@ static void send_msg(edgerl_fw_t *fw, uint8_t id, const uint8_t *payload, size_t
     hal_serial_write(out, n + 1);
 }
 
+void edgerl_fw_send(edgerl_fw_t *fw, uint8_t id, const uint8_t *payload, size_t len)
+{
+    send_msg(fw, id, payload, len);
+}
+
 static void output(edgerl_fw_t *fw)
 {
     hal_actuator_out(fw->cmd, fw->cfg.n_cmd, fw->mode);
+}
+
+void edgerl_fw_output(edgerl_fw_t *fw)
+{
+    output(fw);
 }
 
 static void set_safe_output(edgerl_fw_t *fw)
@@ -117,6 +127,11 @@ static void enter_mode(edgerl_fw_t *fw, uint8_t mode, uint32_t now)
     if (fw->linked) {
         send_status(fw, now);
     }
+}
+
+void edgerl_fw_enter_mode(edgerl_fw_t *fw, uint8_t mode, uint32_t now)
+{
+    enter_mode(fw, mode, now);
 }
 
 void edgerl_fw_init(edgerl_fw_t *fw, const edgerl_fw_config_t *cfg, uint32_t now_us)
@@ -226,6 +241,8 @@ static void on_set_mode(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
         fw->mode = EDGERL_MODE_LOCAL_POLICY;
         run_policy(fw);
         send_status(fw, now);
+    } else if (m.mode == EDGERL_MODE_FAST_LOOP && edgerl_fast_enter(fw, now)) {
+        send_status(fw, now);
     } else if (m.mode == EDGERL_MODE_ACTIVE) {
         /* back to host control: safe until the next SETPOINT */
         enter_mode(fw, EDGERL_MODE_SAFE, now);
@@ -286,6 +303,9 @@ static void on_frame(edgerl_fw_t *fw, const edgerl_frame_t *f, uint32_t now)
     case EDGERL_MSG_SET_MODE_ID:
         on_set_mode(fw, f->payload, now);
         break;
+    case EDGERL_MSG_CHUNK_ID:
+        edgerl_fast_on_chunk(fw, f->payload, now);
+        break;
     default: /* fw->host / plant messages are not commands */
         break;
     }
@@ -339,7 +359,8 @@ void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us)
             fw->in_fallback = 0; /* the policy would act on a stale plant state */
             enter_mode(fw, EDGERL_MODE_SAFE, now_us);
         }
-    } else if ((fw->mode == EDGERL_MODE_ACTIVE || fw->mode == EDGERL_MODE_LOCAL_POLICY)
+    } else if ((fw->mode == EDGERL_MODE_ACTIVE || fw->mode == EDGERL_MODE_LOCAL_POLICY
+                || fw->mode == EDGERL_MODE_FAST_LOOP)
                && since > fw->cfg.watchdog_us) {
         ++fw->watchdog_trips;
         fw->safe_entry_us = since;
@@ -354,6 +375,9 @@ void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us)
         } else {
             enter_mode(fw, EDGERL_MODE_SAFE, now_us);
         }
+    }
+    if (fw->mode == EDGERL_MODE_FAST_LOOP) {
+        edgerl_fast_poll(fw, now_us);
     }
     if (!fw->linked) {
         return;
