@@ -66,7 +66,11 @@ class HilConfig:
             floor the episodes' ``cmd_rtt_p99_us`` is compared with (``rtt_p99_vs_link``).
         rt_priority: SCHED_FIFO priority for the harness threads and the firmware process
             (0: off; needs root or CAP_SYS_NICE), with a 0.1 ms GIL switch interval; the
-            plant's physics runs one priority lower so serial I/O preempts it.
+            plant's physics runs one priority lower so serial I/O preempts it. Where
+            SCHED_FIFO is refused the run goes on without it (``rt_granted`` false).
+        mode: ``host-loop`` (the host runs the edit loop and sends SETPOINTs) or
+            ``fast-loop`` (the MCU runs the bundle's edit policy on streamed CHUNKs:
+            :mod:`edgerl.hil.fast_loop`; needs an edit ``bundle``).
     """
 
     bundle: Path | None = None
@@ -81,6 +85,7 @@ class HilConfig:
     target: str = "host"
     rt_priority: int = 0
     link_probe: int = 300
+    mode: str = "host-loop"
 
 
 @dataclass
@@ -330,20 +335,31 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
     """Run the HIL episodes; everything started here is stopped on return or error."""
     import torch
 
+    from edgerl.hil.fast_loop import MODES
+
     if cfg.target not in TARGETS:
         raise ValueError(f"unknown firmware target {cfg.target!r}: expected one of {TARGETS}")
+    if cfg.mode not in MODES:
+        raise ValueError(f"unknown HIL mode {cfg.mode!r}: expected one of {MODES}")
+    if cfg.mode == "fast-loop" and cfg.bundle is None:
+        raise ValueError("mode fast-loop needs an edit bundle (--bundle)")
     threads = torch.get_num_threads()
     # one plant env: intra-op worker threads only spin against the serial reader for the CPU
     torch.set_num_threads(1)
     try:
-        with realtime(cfg.rt_priority):  # threads started inside inherit SCHED_FIFO
-            return _run_hil(cfg, progress)
+        with realtime(cfg.rt_priority) as rt:  # threads started inside inherit SCHED_FIFO
+            result = _run_hil(cfg, progress, rt.granted)
+            result.details.update(rt.as_dict())
+            return result
     finally:
         torch.set_num_threads(threads)
 
 
-def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> HilResult:
+def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
+             rt_granted: bool = False) -> HilResult:
     import torch
+
+    from edgerl.hil.fast_loop import FastLoopController, fast_loop_firmware
 
     task = cfg.task or _bundle_task(cfg.bundle) or "cartpole"
     plant = _make_plant(task, cfg.seed)
@@ -359,19 +375,27 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
     tx, rx = TxFaults(cfg.faults), RxFaults(cfg.faults)
     successes = 0
     steps_total = 0
-    with make_firmware(fw_cfg, cfg.target) as fw:
-        if cfg.rt_priority > 0 and fw.proc is not None:
+    fast = cfg.mode == "fast-loop"
+    firmware = (fast_loop_firmware(cfg.bundle, fw_cfg, cfg.target) if fast and cfg.bundle
+                else make_firmware(fw_cfg, cfg.target))
+    with firmware as fw:
+        if rt_granted and fw.proc is not None:
             set_fifo_process(fw.proc.pid, cfg.rt_priority)
         transport = SerialTransport(SerialConfig(fw.port), tx_filter=tx, rx_filter=rx)
-        controller: LqrController | BundleController | None = None
+        controller: LqrController | BundleController | FastLoopController | None = None
         try:
             transport.connect()
             sink = FreezableSink(SerialCommandSink(transport))
-            if cfg.bundle is None:
+            gain = getattr(plant, "_lqr", None)
+            if fast and cfg.bundle is not None:
+                controller = FastLoopController(
+                    cfg.bundle, transport, obs_dim,
+                    None if gain is None else gain.detach().cpu().numpy(),
+                    planner_latency_s=cfg.planner_latency_s)
+            elif cfg.bundle is None:
                 controller = LqrController(_lqr_gain(plant), rate, sink, transport,
                                            0.5 * period)
             else:
-                gain = getattr(plant, "_lqr", None)
                 controller = BundleController(
                     cfg.bundle, rate, sink, transport, obs_dim, n_cmd,
                     None if gain is None else gain.detach().cpu().numpy(),
@@ -380,7 +404,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
             fw.send_sensor(obs, 0.0)
             t0 = time.perf_counter() + 2 * period
             controller.start(t0)
-            if cfg.rt_priority > 1:
+            if rt_granted and cfg.rt_priority > 1:
                 # the plant's physics (this thread) yields to the serial readers and the
                 # controller: at equal SCHED_FIFO priority a woken reader would wait for it
                 set_fifo(0, cfg.rt_priority - 1)
@@ -423,7 +447,11 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
             controller.stop()
             loop = getattr(controller, "loop", None)
             latencies = [] if loop is None else list(loop.metrics.planner_latency_s)
-            if cfg.rt_priority > 1:
+            if isinstance(controller, FastLoopController):
+                latencies = list(controller.planner_latencies_s)
+            fast_summary = controller.summary() if isinstance(controller,
+                                                              FastLoopController) else {}
+            if rt_granted and cfg.rt_priority > 1:
                 set_fifo(0, cfg.rt_priority)  # the probe below runs as bench serial does
             reconnects = transport.connects - 1  # before the e-stop self-test's re-plug
             # the episodes' counts, before the probe (the firmware answers in order, so every
@@ -457,8 +485,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
         "faults": cfg.faults.as_dict(), "injected": {**tx.as_dict(),
                                                      "rx_corrupted_bytes": rx.corrupted_bytes},
         "watchdog_ms": fw_cfg.watchdog_ms, "target": cfg.target,
-        "rt_priority": cfg.rt_priority,
-        "controller": "lqr" if cfg.bundle is None else str(cfg.bundle),
+        "rt_priority": cfg.rt_priority, "mode": cfg.mode,
+        "controller": "lqr" if cfg.bundle is None else str(cfg.bundle), **fast_summary,
     }
     return HilResult(
         success=successes / max(cfg.episodes, 1), episodes=cfg.episodes,

@@ -17,9 +17,14 @@ static int finite_f(float v)
 
 void edgerl_edit_reset(edgerl_edit_t *e)
 {
+    int i;
     e->chunk.valid = 0;
     memset(e->committed, 0, sizeof e->committed);
-    memset(e->cmd, 0, sizeof e->cmd);
+    for (i = 0; i < EDGERL_EDIT_ACTION_DIM; ++i) { /* the SafetyFilter's safe action */
+        e->cmd[i] = 0.0f < edgerl_edit_low[i] ? edgerl_edit_low[i]
+                                             : (0.0f > edgerl_edit_high[i] ? edgerl_edit_high[i]
+                                                                          : 0.0f);
+    }
     e->ticked = 0;
     e->row = EDGERL_NO_ROW;
 }
