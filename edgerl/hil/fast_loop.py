@@ -138,8 +138,14 @@ class FastLoopController:
                                "cmd": f["cmd"][:f["n_cmd"]]})
 
     def start(self, t0: float) -> None:
-        """Switch the firmware to FAST_LOOP (``FirmwareError`` if it refuses) and start
-        planning."""
+        """Switch the firmware to FAST_LOOP once it echoes a plant state (``FirmwareError``
+        if it refuses) and start planning."""
+        deadline = time.perf_counter() + 2.0
+        while time.perf_counter() < deadline:  # the firmware refuses without a plant state
+            st = self.transport.latest_state()
+            if st is not None and st.state.shape[0] >= self.spec.observation.dim:
+                break
+            time.sleep(0.005)
         self.transport.set_mode(Mode.FAST_LOOP)
         status = self.transport.request_status(timeout_s=2.0)
         if status["mode"] != Mode.FAST_LOOP:

@@ -1,7 +1,8 @@
 /* FAST_LOOP: the host streams action chunks (CHUNK), the MCU runs the edit policy at its
  * own rate (EDGERL_EDIT_PERIOD_US of edit_policy.h, on the firmware clock) on its newest
  * plant state, and reports every tick in EDIT_TICK.
- *  - Entered by SET_MODE FAST_LOOP (linked, no e-stop, built with EDGERL_WITH_EDIT); left by
+ *  - Entered by SET_MODE FAST_LOOP (linked, no e-stop, built with EDGERL_WITH_EDIT, n_cmd =
+ *    the policy's actions, a fresh plant state of the policy's width); left by
  *    SET_MODE ACTIVE (-> SAFE), a SETPOINT (-> ACTIVE), an e-stop, or the watchdog.
  *  - Valid CHUNKs and HEARTBEATs feed the watchdog; no valid one for watchdog_us -> SAFE.
  *  - A chunk past its horizon + stale steps, or none yet, runs the policy on zero rows with
@@ -36,8 +37,9 @@ int edgerl_fast_enter(edgerl_fw_t *fw, uint32_t now)
     edgerl_edit_chunk_t keep;
     uint32_t rx;
     uint32_t rejected;
-    if (fw->estop || !fw->linked || fw->cfg.n_cmd != EDGERL_EDIT_ACTION_DIM) {
-        return 0;
+    if (fw->estop || !fw->linked || fw->cfg.n_cmd != EDGERL_EDIT_ACTION_DIM
+        || fw->n_state < EDGERL_EDIT_OBS_DIM || now - fw->sensor_us > fw->cfg.watchdog_us) {
+        return 0; /* refused (counted as rejected): no fresh plant state to edit on */
     }
     keep = fw->edit.chunk; /* a chunk sent before the switch stays usable */
     rx = fw->edit.chunks_rx;
