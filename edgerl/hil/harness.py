@@ -64,10 +64,11 @@ class HilConfig:
         link_probe: After the episodes, this many ping-pong round trips on the same link
             (one setpoint in flight, as ``edgerl bench serial``): ``link_rtt_p99_us`` is the
             floor the episodes' ``cmd_rtt_p99_us`` is compared with (``rtt_p99_vs_link``).
-        rt_priority: SCHED_FIFO priority for the harness threads and the firmware process
-            (0: off; needs root or CAP_SYS_NICE), with a 0.1 ms GIL switch interval; the
-            plant's physics runs one priority lower so serial I/O preempts it. Where
-            SCHED_FIFO is refused the run goes on without it (``rt_granted`` false).
+        rt_priority: SCHED_FIFO priority for the harness threads (0: off; needs root or
+            CAP_SYS_NICE), with a 0.1 ms GIL switch interval and a frozen GC; the firmware
+            process runs one priority higher (an MCU has its own CPU), the plant's physics one
+            lower so serial I/O preempts it. Where SCHED_FIFO is refused the run goes on
+            without it (``rt_granted`` false).
         mode: ``host-loop`` (the host runs the edit loop and sends SETPOINTs) or
             ``fast-loop`` (the MCU runs the bundle's edit policy on streamed CHUNKs:
             :mod:`edgerl.hil.fast_loop`; needs an edit ``bundle``).
@@ -380,7 +381,9 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                 else make_firmware(fw_cfg, cfg.target))
     with firmware as fw:
         if rt_granted and fw.proc is not None:
-            set_fifo_process(fw.proc.pid, cfg.rt_priority)
+            # one above the harness: the emulated MCU has a CPU of its own on a robot, so the
+            # host's threads (physics, planner, spins) never delay it
+            set_fifo_process(fw.proc.pid, min(cfg.rt_priority + 1, 99))
         transport = SerialTransport(SerialConfig(fw.port), tx_filter=tx, rx_filter=rx)
         controller: LqrController | BundleController | FastLoopController | None = None
         try:

@@ -1,7 +1,8 @@
 /* Firmware core (see edgerl_fw.h). Safety rules:
  *  - only CRC-checked frames of known size are executed; everything else is counted;
  *  - setpoints are absolute: applying one twice is harmless;
- *  - watchdog: in ACTIVE / LOCAL_POLICY, no valid command for cfg.watchdog_us => SAFE
+ *  - watchdog: in ACTIVE / LOCAL_POLICY / FAST_LOOP, no valid command (SETPOINT, HEARTBEAT,
+ *    CHUNK) for cfg.watchdog_us => SAFE
  *    (zero or hold); only a new valid SETPOINT leaves SAFE;
  *  - fallback (cfg.fallback == EDGERL_FALLBACK_POLICY, policy built in): a watchdog trip
  *    in ACTIVE enters LOCAL_POLICY instead, so the on-MCU policy holds the robot while
@@ -9,7 +10,9 @@
  *    update for cfg.watchdog_us), and a valid SETPOINT hands control back to the host;
  *  - ESTOP (host message or the hardware input, hal_estop_input) latches (zero output,
  *    setpoints rejected) through disconnects and HELLOs until a CLEAR_ESTOP with the right
- *    token, which leads to SAFE, not ACTIVE. */
+ *    token, which leads to SAFE, not ACTIVE;
+ *  - FAST_LOOP (src/fast_loop.c, built with EDGERL_WITH_EDIT): the on-MCU edit policy over
+ *    host CHUNKs at its own rate; a SETPOINT hands control back to the host. */
 #include "edgerl_fw.h"
 
 #include "hal.h"
