@@ -176,7 +176,9 @@ def test_edgerl_hil_fast_loop_mode(cart_bundle, target, capsys):
     assert rc == 0 and out["mode"] == "fast-loop" and out["estop_ok"] is True
     # the last chunk may arrive after the last EDIT_TICK the summary saw
     assert out["chunks_sent"] >= 3 and out["fw_chunks_rx"] >= out["chunks_sent"] - 1
-    assert out["edit_ticks"] >= 20 and out["edit_ticks_with_chunk"] >= 0.8 * out["edit_ticks"]
+    # the random policy may drop the pole early: count ticks against the plant's steps
+    assert out["steps"] >= 10 and out["edit_ticks"] >= out["steps"] // 2
+    assert out["edit_ticks_with_chunk"] >= out["edit_ticks"] - 3  # all but the first few
     assert abs(out["edit_tick_gap_p50_us"] - out["edit_period_us"]) <= 1000
     assert out["setpoints_sent"] == 0  # the host sent no command during the episodes
     assert out["corrupted_executed"] == 0 and out["fw_chunks_rejected"] == 0
