@@ -8,7 +8,10 @@ edit policy (:func:`edgerl.export.edit_header.write_edit_header` -> ``src/edit.c
 ``Mode.FAST_LOOP``: at the bundle's control rate, on its own clock, it picks the chunk row
 for now, builds the edit observation, runs the edit network, composes and clips the command
 and drives the actuators, reporting each tick in EDIT_TICK. HEARTBEATs between chunks keep
-the watchdog fed; a dead host still ends in SAFE after the watchdog period.
+the watchdog fed; a dead host still ends in SAFE after the watchdog period. When the
+firmware reports SAFE (a host freeze or cable pull tripped the watchdog, the plant state
+went stale) the host asks for FAST_LOOP again, as a host loop's next SETPOINT resumes
+ACTIVE; an e-stop stays latched.
 
     host: plant state (STATE) -> planner -> CHUNK ──pty──► MCU: every period: row(now),
                                                                 edit obs, net, compose ->
@@ -37,6 +40,7 @@ log = logging.getLogger(__name__)
 #: ``edgerl hil --mode``: the host runs the edit loop and sends setpoints, or the MCU does.
 MODES = ("host-loop", "fast-loop")
 HEARTBEAT_S = 0.02
+RESUME_S = 0.1
 
 
 def fast_loop_firmware(bundle: Path, cfg: FirmwareConfig, target: str = "host") -> FirmwareProcess:
@@ -104,6 +108,9 @@ class FastLoopController:
         self.ticks: list[dict[str, Any]] = []
         self.planner_latencies_s: list[float] = []
         self.chunks_sent = 0
+        #: SET_MODE FAST_LOOP re-sent after the firmware fell to SAFE (watchdog, stale plant
+        #: state): as a host loop's next SETPOINT resumes ACTIVE. Never out of ESTOP.
+        self.resumes = 0
         self._replan = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -163,10 +170,15 @@ class FastLoopController:
     def _run(self) -> None:
         obs_dim = self.spec.observation.dim
         next_plan = time.perf_counter()
+        last_resume = -1.0
         step = 0
         while not self._stop.is_set():
             now = time.perf_counter()
             st = self.transport.latest_state()
+            if st is not None and st.mode == Mode.SAFE and now - last_resume > RESUME_S:
+                self.transport.set_mode(Mode.FAST_LOOP)  # refused while no fresh state
+                self.resumes += 1
+                last_resume = now
             if (now >= next_plan or self._replan.is_set()) and st is not None \
                     and st.state.shape[0] >= obs_dim:
                 self._replan.clear()
@@ -192,7 +204,7 @@ class FastLoopController:
         with self._lock:
             ticks = list(self.ticks)
         out: dict[str, Any] = {"mode": "fast-loop", "chunks_sent": self.chunks_sent,
-                               "edit_ticks": len(ticks)}
+                               "edit_ticks": len(ticks), "fast_loop_resumes": self.resumes}
         if len(ticks) < 2:
             return out
         fw_t = np.asarray([t["fw_time_us"] for t in ticks], np.int64)
@@ -205,6 +217,7 @@ class FastLoopController:
             "edit_tick_gap_max_us": float(gaps.max()) if gaps.size else None,
             "edit_ticks_with_chunk": int(sum(t["has_chunk"] for t in ticks)),
             "edit_compute_p50_us": float(np.median(comp)), "edit_compute_max_us": float(comp.max()),
+            "edit_loop_entries": int(sum(t["tick"] == 1 for t in ticks)),
             "fw_chunks_rx": int(ticks[-1]["chunks_rx"]),
             "fw_chunks_rejected": int(ticks[-1]["chunks_rejected"]),
         })

