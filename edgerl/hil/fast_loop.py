@@ -127,7 +127,7 @@ class FastLoopController:
         if gain is None or a_dim != 1:
             raise ValueError(f"bundle {bundle} has no planner.onnx and the plant no LQR expert "
                              "for a 1-D action: nothing can plan its chunks")
-        from edgerl.hil.harness import LqrHoldPlanner
+        from edgerl.hil.controllers import LqrHoldPlanner
         from edgerl.runtime.stand_in import DelayedPlanner
 
         planner = LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)
