@@ -189,7 +189,7 @@ MESSAGES: tuple[Message, ...] = (
     ), "Switch to the on-MCU policy / fast loop (if built with one) or back to host "
        "setpoints."),
     Message("CHUNK", 0x18, "host->fw", (
-        _f("step0", "u32", doc="the chunk's step0 (planner step of row 0)"),
+        _f("step0", "u32", doc="the chunk's step0 (planner step of row 0; orders chunks)"),
         _f("host_time_us", "u32", unit="us",
            doc="host time when sent: the firmware maps the times below to its clock by "
                "fw_now - host_time_us at receipt"),
@@ -201,8 +201,8 @@ MESSAGES: tuple[Message, ...] = (
         _f("n", "u8", doc="joints per row (= the firmware's n_cmd)"),
         _f("actions", "f32", MAX_CHUNK_FLOATS, unit="action units",
            doc="row-major (H, n) chunk actions"),
-    ), "Action chunk for the fast loop; feeds the watchdog. A chunk older (t0) than the "
-       "current one is refused."),
+    ), "Action chunk for the fast loop; feeds the watchdog. A chunk with an older step0 than "
+       "the current one is refused."),
     Message("EDIT_TICK", 0x19, "fw->host", (
         _f("fw_time_us", "u32", unit="us", doc="the tick's firmware time"),
         _f("tick", "u32", doc="edit ticks since FAST_LOOP was entered"),

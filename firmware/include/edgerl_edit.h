@@ -47,7 +47,8 @@ typedef struct {
 /* Forget the chunk, the history and the last command (counters kept). */
 void edgerl_edit_reset(edgerl_edit_t *e);
 /* Take a CHUNK received at now_us; returns 1 if accepted, 0 if refused (n, horizon, dt,
- * non-finite, or older t0 than the current chunk) and counted. */
+ * non-finite, or an older step0 than the current chunk's) and counted. Ordered by step0,
+ * not by the mapped t0: a chunk's clock mapping carries its own link delay. */
 int edgerl_edit_set_chunk(edgerl_edit_t *e, const edgerl_chunk_t *m, uint32_t now_us);
 /* The chunk row for now_us (edgerl.timing: clip(floor((t - t0) / dt), 0, H - 1) while
  * floor(...) < H + STALE_STEPS), or -1: no chunk or stale. */

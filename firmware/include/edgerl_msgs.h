@@ -345,9 +345,9 @@ static inline void edgerl_set_mode_unpack(edgerl_set_mode_t *m, const uint8_t *b
     m->mode = edgerl_get_u8(buf + 0);
 }
 
-/* CHUNK (0x18, host->fw): Action chunk for the fast loop; feeds the watchdog. A chunk older (t0) than the current one is refused. */
+/* CHUNK (0x18, host->fw): Action chunk for the fast loop; feeds the watchdog. A chunk with an older step0 than the current one is refused. */
 typedef struct {
-    uint32_t step0; /* the chunk's step0 (planner step of row 0) */
+    uint32_t step0; /* the chunk's step0 (planner step of row 0; orders chunks) */
     uint32_t host_time_us; /* [us]; host time when sent: the firmware maps the times below to its clock by fw_now - host_time_us at receipt */
     uint32_t t0_us; /* [us]; host time of row 0 */
     uint32_t dt_us; /* [us]; time between rows (> 0) */

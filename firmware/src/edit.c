@@ -37,7 +37,7 @@ int edgerl_edit_set_chunk(edgerl_edit_t *e, const edgerl_chunk_t *m, uint32_t no
     int n = (int)m->horizon * EDGERL_EDIT_ACTION_DIM;
     if (m->n != EDGERL_EDIT_ACTION_DIM || m->horizon == 0 || n > EDGERL_MAX_CHUNK_FLOATS
         || m->dt_us == 0u || m->dt_us > 0x7FFFFFFFu
-        || (e->chunk.valid && (int32_t)(t0 - e->chunk.t0_us) < 0)) {
+        || (e->chunk.valid && (int32_t)(m->step0 - e->chunk.step0) < 0)) {
         ++e->chunks_rejected;
         return 0;
     }

