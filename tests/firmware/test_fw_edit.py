@@ -88,6 +88,14 @@ def test_edit_step_on_the_m4_matches_python_and_counts_instructions(tmp_path):
     assert 1000 < rep["instructions_p50"] <= rep["instructions_max"] < 100_000, rep
 
 
+def _fifo_allowed() -> bool:
+    """SCHED_FIFO is permitted here (root or CAP_SYS_NICE)."""
+    from edgerl.hil.rt import realtime
+
+    with realtime(1) as state:
+        return state.granted
+
+
 def _edit_ticks(t: SerialTransport) -> list:
     ticks: list = []
     t.on_message = lambda msg, now: ticks.append(msg) if msg.name == "EDIT_TICK" else None
@@ -171,11 +179,13 @@ def test_edgerl_hil_fast_loop_mode(cart_bundle, target, capsys):
 
     if target == "qemu-m4":
         require_qemu()
+    rt = _fifo_allowed()  # as test_fw_qemu.py: keeps the host's load off the firmware clock
     rc = main(["hil", "--bundle", str(cart_bundle), "--task", "cartpole", "--mode",
                "fast-loop", "--target", target, "--max-steps", "60", "--link-probe", "20",
-               "--json"])
+               "--rt-priority", "10" if rt else "0", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["mode"] == "fast-loop" and out["estop_ok"] is True
+    assert out["rt_granted"] is rt
     # the telemetry's count lags (the last chunks may arrive after the last EDIT_TICK the
     # summary saw, or while a loaded machine let the firmware fall to SAFE until the resume)
     assert out["chunks_sent"] >= 3 and out["fw_chunks_rx"] >= out["chunks_sent"] // 2
@@ -183,7 +193,10 @@ def test_edgerl_hil_fast_loop_mode(cart_bundle, target, capsys):
     assert out["steps"] >= 10 and out["edit_ticks"] >= out["steps"] // 2
     # most ticks edit a chunk (not all: the first ones, and a planner late under load)
     assert out["edit_ticks_with_chunk"] >= 0.6 * out["edit_ticks"]
-    assert abs(out["edit_tick_gap_p50_us"] - out["edit_period_us"]) <= 1000
+    # firmware clock; without SCHED_FIFO a loaded host deschedules the firmware process and
+    # late ticks past a period are skipped (a gap of two periods between counted ticks)
+    slack = 1000 if rt else out["edit_period_us"] // 2
+    assert abs(out["edit_tick_gap_p50_us"] - out["edit_period_us"]) <= slack
     assert out["setpoints_sent"] == 0  # the host sent no command during the episodes
     assert out["corrupted_executed"] == 0 and out["fw_chunks_rejected"] == 0
 
