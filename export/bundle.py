@@ -62,6 +62,7 @@ from edgerl.export.parity import (
     record_observations,
 )
 from edgerl.export.trt_compat import TrtCompatReport, check_tensorrt_compat
+from edgerl.report import finite
 from edgerl.spec import MANIFEST_NAME, PolicySpec, RecurrentSpec, TensorSpec, sha256_file
 
 __all__ = [
@@ -283,17 +284,6 @@ def _numpy_mlp(out_dir: Path, module: nn.Module, obs: np.ndarray, report: Bundle
         candidate_name="numpy backend"))
 
 
-def _json_safe(obj: Any) -> Any:
-    """NaN/inf (a diverged parity check) become ``null`` so parity.json stays strict JSON."""
-    if isinstance(obj, float):
-        return obj if np.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
-
-
 def _file_hashes(out_dir: Path, names: list[str]) -> dict[str, str]:
     return {n: sha256_file(out_dir / n) for n in names if (out_dir / n).is_file()}
 
@@ -387,7 +377,7 @@ def _export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path, pari
 
     report.seconds = time.perf_counter() - t_start
     parity_doc = {k: v for k, v in report.to_dict().items() if k != "files"}
-    (out_dir / PARITY_NAME).write_text(json.dumps(_json_safe(parity_doc), indent=2) + "\n")
+    (out_dir / PARITY_NAME).write_text(json.dumps(finite(parity_doc), indent=2) + "\n")
     if not report.ok:
         failures = [f"{name}: {'; '.join(p.failures())}" for name, p in report.parity.items()
                     if not p.ok]

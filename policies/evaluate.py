@@ -14,7 +14,7 @@ import torch
 
 from edgerl.logs import progress
 
-__all__ = ["EvalResult", "evaluate"]
+__all__ = ["EvalResult", "evaluate", "evaluate_run"]
 
 
 @dataclass
@@ -115,3 +115,25 @@ def evaluate(env, act: Callable[[torch.Tensor], torch.Tensor], episodes: int, *,
     ordered = [ep for k in range(quota) for p in per_env for ep in p[k:k + 1]][:episodes]
     return EvalResult(returns=[e[0] for e in ordered], successes=[e[1] for e in ordered],
                       lengths=[e[2] for e in ordered])
+
+
+def evaluate_run(run_dir: str, episodes: int, num_envs: int = 0, seed: int | None = None,
+                 checkpoint: str | None = None, device: str = "cpu",
+                 show_progress: bool = True) -> dict:
+    """Load ``run_dir`` and evaluate it; the dict ``edgerl eval --json`` prints."""
+    from edgerl.policies.runs import load_policy
+
+    pol = load_policy(run_dir, device=device, checkpoint=checkpoint)
+    cfg = pol.config
+    n = num_envs or min(episodes, 256)
+    seed = cfg.seed + 1000 if seed is None else seed
+    env = pol.make_env(n, seed=seed)
+    try:
+        result = evaluate(env, pol.act, episodes, show_progress=show_progress)
+    finally:
+        env.close()
+    return {**result.summary(), "method": cfg.method, "task": cfg.task,
+            "delay_steps": cfg.delay_steps, "delay_ms": pol.document["resolved"]["delay_ms"],
+            "seed": cfg.seed, "eval_seed": seed, "planner": cfg.planner,
+            "checkpoint": None if pol.checkpoint is None else pol.checkpoint.name,
+            "run": str(pol.run_dir)}

@@ -149,8 +149,8 @@ def save_rows(path: str | Path, rows: list[dict[str, Any]]) -> None:
 def run_cell(cell: GridCell, grid: GridConfig, root: str | Path,
              show_progress: bool = False) -> dict[str, Any]:
     """Train and evaluate one cell; the results row."""
-    from edgerl.cli.eval import evaluate_run
     from edgerl.policies.config import TrainConfig
+    from edgerl.policies.evaluate import evaluate_run
     from edgerl.policies.train import train
 
     preset = grid.preset(cell.task)

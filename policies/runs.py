@@ -25,6 +25,7 @@ from torch import nn
 from edgerl.edit_obs import EditObsConfig
 from edgerl.policies.config import TrainConfig
 from edgerl.policies.train import CONFIG_NAME, PLANNER_NAME
+from edgerl.sim.adapters.expert import set_run_loader
 from edgerl.spec import (
     ActionSpec,
     ChunkSpec,
@@ -264,3 +265,7 @@ def load_policy(run_dir: str | Path, device: str = "cpu",
     spec = build_spec(cfg, document, actor, ckpt)
     return LoadedPolicy(run_dir=run_dir, config=cfg, actor=actor, spec=spec, planner=planner,
                         checkpoint=ckpt, document=document)
+
+
+# a foreign task's ``expert_run`` (edgerl.sim.adapters.expert) is read by this module
+set_run_loader(lambda run_dir, device: load_policy(run_dir, device=device))

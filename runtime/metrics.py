@@ -10,12 +10,13 @@ installed.
 from __future__ import annotations
 
 import json
-import math
 from collections import deque
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from edgerl.report import finite
 
 __all__ = ["STATES", "LoopMetrics"]
 
@@ -139,7 +140,7 @@ class LoopMetrics:
         """Summary + histograms as strict JSON (NaN becomes null)."""
         doc = {"summary": self.summary(), "histograms": self.histograms(), **(extra or {})}
         path = Path(path)
-        path.write_text(json.dumps(_finite(doc), indent=2) + "\n")
+        path.write_text(json.dumps(finite(doc), indent=2) + "\n")
         return path
 
     def save_png(self, path: str | Path, title: str = "edit loop") -> Path:
@@ -168,13 +169,3 @@ class LoopMetrics:
         fig.savefig(path, dpi=100)
         plt.close(fig)
         return path
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj

@@ -30,6 +30,7 @@ import serial
 
 from edgerl.wire import (
     CLEAR_ESTOP_TOKEN,
+    MAX_CHUNK_FLOATS,
     MAX_CMD,
     PROTOCOL_VERSION,
     FrameParser,
@@ -164,15 +165,19 @@ class SerialTransport:
         tx_filter: Optional hook applied to each outgoing frame (fault injection).
         rx_filter: Optional hook applied to each received chunk (fault injection).
         on_state: Optional callback per STATE (called in the reader thread; keep it short).
+        on_message: Optional callback ``(msg, t_host)`` for every other message this class
+            does not consume itself (EDIT_TICK telemetry of the fast loop...); reader thread.
     """
 
     def __init__(self, config: SerialConfig, tx_filter: ByteFilter | None = None,
                  rx_filter: ByteFilter | None = None,
-                 on_state: Callable[[StateSample], None] | None = None) -> None:
+                 on_state: Callable[[StateSample], None] | None = None,
+                 on_message: Callable[[Msg, float], None] | None = None) -> None:
         self.cfg = config
         self.tx_filter = tx_filter
         self.rx_filter = rx_filter
         self.on_state = on_state
+        self.on_message = on_message
         self.parser = FrameParser()
         self.hello: HelloInfo | None = None
         self._ser: serial.Serial | None = None
@@ -357,6 +362,29 @@ class SerialTransport:
     def set_mode(self, mode: Mode) -> bool:
         return self._send("SET_MODE", mode=int(mode))
 
+    def send_chunk(self, actions: np.ndarray, t0: float, dt: float, obs_time: float,
+                   step0: int = 0) -> bool:
+        """Send an action chunk to the firmware's fast loop (``Mode.FAST_LOOP``).
+
+        Args:
+            actions: ``(H, A)`` rows, ``H * A <= MAX_CHUNK_FLOATS``.
+            t0: Time of row 0 (host monotonic s, ``time.perf_counter``); ``obs_time`` the
+                planner observation's (NaN: ``t0``). The firmware maps both to its clock by
+                its receive time minus the send time stamped here.
+            dt: Seconds between rows. step0: the chunk's step0 (echoed in EDIT_TICK).
+
+        Returns False if the link is down; ``ValueError`` for a chunk that does not fit.
+        """
+        a = np.asarray(actions, np.float32)
+        if a.ndim != 2 or a.shape[0] < 1 or a.size > MAX_CHUNK_FLOATS or not dt > 0:
+            raise ValueError(f"chunk of shape {a.shape} (dt {dt}) does not fit a CHUNK "
+                             f"message: (H, A) with H * A <= {MAX_CHUNK_FLOATS}, dt > 0")
+        ref = t0 if not np.isfinite(obs_time) else obs_time
+        return self._send("CHUNK", step0=int(step0) & 0xFFFFFFFF,
+                          host_time_us=_host_us(time.perf_counter()), t0_us=_host_us(t0),
+                          dt_us=max(1, round(dt * 1e6)), obs_time_us=_host_us(ref),
+                          horizon=a.shape[0], n=a.shape[1], actions=a.reshape(-1))
+
     def request_status(self, timeout_s: float = 0.2) -> dict[str, Any]:
         """Ask for STATUS and wait for the answer to this request (its ``request_us`` echoes
         a request id sent as GET_STATUS.host_time_us); raises TransportTimeout."""
@@ -488,6 +516,11 @@ class SerialTransport:
             with self._cv:
                 self._ack = msg
                 self._cv.notify_all()
+        elif self.on_message is not None:
+            try:
+                self.on_message(msg, now)
+            except Exception:  # a bad callback must not kill the reader thread
+                log.exception("on_message callback failed")
 
     # --- stats --------------------------------------------------------------------------------
     def stats(self) -> TransportStats:

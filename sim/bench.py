@@ -101,25 +101,25 @@ def measure(task: str, num_envs: int, device: str = "cpu", steps: int = 200, war
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.cli import CliError
-    from edgerl.cli.output import print_json, print_table
+    from edgerl.errors import UserError
+    from edgerl.report import print_json, print_table
 
     if args.num_envs < 1 or args.steps < 1 or args.warmup < 0 or args.repeats < 1:
-        raise CliError("--num-envs, --steps and --repeats must be >= 1, --warmup >= 0")
+        raise UserError("--num-envs, --steps and --repeats must be >= 1, --warmup >= 0")
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        raise CliError("--device cuda: no CUDA device is available")
+        raise UserError("--device cuda: no CUDA device is available")
     try:
         result = measure(args.task, args.num_envs, args.device, args.steps, args.warmup,
                          args.method, args.seed, show_progress=not args.json,
                          actions=args.actions, repeats=args.repeats)
     except KeyError as exc:
-        raise CliError(str(exc.args[0])) from None
+        raise UserError(str(exc.args[0])) from None
     except NotImplementedError as exc:
-        raise CliError(str(exc)) from None
+        raise UserError(str(exc)) from None
     if args.json:
         print_json(result)
     else:

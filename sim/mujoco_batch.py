@@ -627,8 +627,8 @@ def main(argv: list[str] | None = None) -> int:
     """Compare the CPU backends on edgerl's MuJoCo tasks (table, or ``--json``)."""
     import argparse
 
-    from edgerl.cli.output import print_json, print_table
     from edgerl.logs import progress
+    from edgerl.report import print_json, print_table
 
     p = argparse.ArgumentParser(prog="python -m edgerl.sim.mujoco_batch",
                                 description=main.__doc__)

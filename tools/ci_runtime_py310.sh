@@ -66,7 +66,7 @@ EOF
     tests/runtime tests/firmware tests/edgerl tests/test_architecture.py \
     --ignore tests/edgerl/test_edit_obs.py --ignore tests/edgerl/test_demo.py \
     --ignore tests/firmware/test_fw_hil.py --ignore tests/firmware/test_fw_bench_serial.py \
-    --ignore tests/firmware/test_fw_qemu.py \
+    --ignore tests/firmware/test_fw_qemu.py --ignore tests/firmware/test_fw_edit.py \
     --deselect tests/runtime/test_rt_metrics.py::test_json_and_png_export \
     tests/ros2_ws/test_deploy_serial.py tests/ros2_ws/test_ros2_control_bridge.py \
     tests/ros2_ws/test_device_param.py

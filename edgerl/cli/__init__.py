@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from edgerl._version import __version__
+from edgerl.errors import UserError
 from edgerl.logs import LEVELS, setup_logging
 
 __all__ = ["VERBS", "CliError", "main"]
@@ -45,8 +46,9 @@ VERBS: dict[str, str] = {
 }
 
 
-class CliError(Exception):
-    """A user-facing error: printed as ``edgerl: error: ...`` with exit status 1."""
+#: A user-facing error, printed as ``edgerl VERB: error: ...`` with exit status 1. The same
+#: class as :class:`edgerl.errors.UserError`, which the layers below the CLI raise.
+CliError = UserError
 
 
 def build_parser() -> argparse.ArgumentParser:

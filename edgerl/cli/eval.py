@@ -24,34 +24,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def evaluate_run(run_dir: str, episodes: int, num_envs: int = 0, seed: int | None = None,
-                 checkpoint: str | None = None, device: str = "cpu",
-                 show_progress: bool = True) -> dict:
-    """Load ``run_dir`` and evaluate it; the dict ``edgerl eval --json`` prints."""
-    from edgerl.policies.evaluate import evaluate
-    from edgerl.policies.runs import load_policy
-
-    pol = load_policy(run_dir, device=device, checkpoint=checkpoint)
-    cfg = pol.config
-    n = num_envs or min(episodes, 256)
-    seed = cfg.seed + 1000 if seed is None else seed
-    env = pol.make_env(n, seed=seed)
-    try:
-        result = evaluate(env, pol.act, episodes, show_progress=show_progress)
-    finally:
-        env.close()
-    return {**result.summary(), "method": cfg.method, "task": cfg.task,
-            "delay_steps": cfg.delay_steps, "delay_ms": pol.document["resolved"]["delay_ms"],
-            "seed": cfg.seed, "eval_seed": seed, "planner": cfg.planner,
-            "checkpoint": None if pol.checkpoint is None else pol.checkpoint.name,
-            "run": str(pol.run_dir)}
-
-
 def run(args: argparse.Namespace) -> int:
     import torch
 
     from edgerl.cli import CliError
     from edgerl.cli.output import print_json, print_table
+    from edgerl.policies.evaluate import evaluate_run
     from edgerl.policies.runs import RunError
 
     torch.set_num_threads(max(1, args.threads))

@@ -34,9 +34,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", choices=("host", "qemu-m4"), default="host",
                    help="firmware target: host (POSIX build on a pty, default) or qemu-m4 "
                         "(Cortex-M4 build in qemu-system-arm -M mps2-an386)")
+    p.add_argument("--mode", choices=("host-loop", "fast-loop"), default="host-loop",
+                   help="host-loop: the host runs the edit loop and sends setpoints (default); "
+                        "fast-loop: the host streams chunks and the firmware runs the bundle's "
+                        "edit policy at its own rate (needs an edit --bundle)")
     p.add_argument("--rt-priority", type=int, default=0,
-                   help="SCHED_FIFO priority 1..99 for the harness and the firmware (0: off; "
-                        "needs root or CAP_SYS_NICE)")
+                   help="SCHED_FIFO priority 1..99 for the harness and the firmware, with a "
+                        "frozen GC (0: off). Where SCHED_FIFO is refused (no root / "
+                        "CAP_SYS_NICE) the run goes on without it: rt_granted false")
     p.add_argument("--link-probe", type=int, default=300,
                    help="ping-pong round trips on the same link after the episodes, the floor "
                         "cmd_rtt_p99_us is compared with (rtt_p99_vs_link; 0: off)")
@@ -73,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     if args.bundle is not None and not (args.bundle / "manifest.json").exists():
         raise CliError(f"--bundle {args.bundle}: no manifest.json there")
+    if args.mode == "fast-loop" and args.bundle is None:
+        raise CliError("--mode fast-loop needs an edit --bundle (its edit policy is built "
+                       "into the firmware)")
     if args.write_latency_model is not None and args.bundle is None:
         raise CliError("--write-latency-model needs --bundle (the LQR expert has no planner)")
     cfg = HilConfig(bundle=args.bundle, task=args.task, episodes=args.episodes,
@@ -80,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
                     firmware=FirmwareConfig(watchdog_ms=args.watchdog_ms, safe=args.safe),
                     check_estop=not args.no_estop_check, seed=args.seed,
                     planner_latency_s=args.planner_latency_ms / 1e3, target=args.target,
-                    rt_priority=args.rt_priority, link_probe=args.link_probe)
+                    rt_priority=args.rt_priority, link_probe=args.link_probe, mode=args.mode)
     bar = tqdm(total=args.episodes, desc="hil episodes", unit="ep",
                disable=args.json or not sys.stderr.isatty())
     try:
@@ -98,7 +106,10 @@ def run(args: argparse.Namespace) -> int:
         keys = ("success", "episodes", "cmd_rtt_p50_us", "cmd_rtt_p99_us", "bad_frames",
                 "lost_frames", "watchdog_trips", "estop_ok", "estop_skipped",
                 "corrupted_executed", "safe_entry_ms", "fw_safe_entry_us", "link_rtt_p99_us",
-                "rtt_p99_vs_link", "target")
+                "rtt_p99_vs_link", "target", "mode", "rt_granted")
+        if args.mode == "fast-loop":
+            keys += ("edit_ticks", "edit_ticks_with_chunk", "edit_tick_gap_p50_us",
+                     "edit_compute_p50_us", "chunks_sent", "fw_chunks_rx")
         rows = [{"metric": k, "value": out.get(k)} for k in keys]
         for i, u in enumerate(out.get("unplugs") or []):  # one row per cable pull
             rows.append({"metric": f"unplug {i + 1}", "value":

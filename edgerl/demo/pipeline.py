@@ -436,9 +436,9 @@ def run_demo(cfg: DemoConfig,
                       "png": str(png) if png is not None else None,
                       "report": str(out / "report.json")},
     }
-    from edgerl.cli.output import _finite
+    from edgerl.report import finite
 
-    (out / "report.json").write_text(json.dumps(_finite(report), indent=2) + "\n")
+    (out / "report.json").write_text(json.dumps(finite(report), indent=2) + "\n")
     return report
 
 

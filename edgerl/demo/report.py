@@ -145,7 +145,7 @@ def timing_rows(t: dict[str, Any]) -> list[dict[str, str]]:
 
 def render_report(report: dict[str, Any]) -> None:
     """Print the stage, success-rate and loop-timing tables and the artefact paths."""
-    from edgerl.cli.output import print_table
+    from edgerl.report import print_table
 
     print_table(report["stages"], title=f"edgerl demo: {report['task']}, planner delay "
                 f"{report['delay_ms']:.0f} ms ({report['total_s']:.0f} s)",

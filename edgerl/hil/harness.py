@@ -15,7 +15,6 @@ faults can freeze.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ import numpy as np
 
 from edgerl.clock import MonotonicClock
 from edgerl.hil.cable import Cable, unplug_report
+from edgerl.hil.controllers import BundleController, FreezableSink, LqrController
 from edgerl.hil.faults import FaultSpec, RxFaults, TxFaults
 from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess
 from edgerl.hil.rt import realtime, set_fifo, set_fifo_process
@@ -34,16 +34,12 @@ from edgerl.runtime.serial_transport import (
     SerialCommandSink,
     SerialConfig,
     SerialTransport,
-    StateSample,
 )
 from edgerl.wire import MAX_CMD, MAX_STATE, Mode
 
 __all__ = ["HilConfig", "HilResult", "estop_check", "link_probe", "run_hil"]
 
 log = logging.getLogger(__name__)
-
-Sink = Callable[[np.ndarray, float], Any]
-
 
 @dataclass
 class HilConfig:
@@ -68,9 +64,14 @@ class HilConfig:
         link_probe: After the episodes, this many ping-pong round trips on the same link
             (one setpoint in flight, as ``edgerl bench serial``): ``link_rtt_p99_us`` is the
             floor the episodes' ``cmd_rtt_p99_us`` is compared with (``rtt_p99_vs_link``).
-        rt_priority: SCHED_FIFO priority for the harness threads and the firmware process
-            (0: off; needs root or CAP_SYS_NICE), with a 0.1 ms GIL switch interval; the
-            plant's physics runs one priority lower so serial I/O preempts it.
+        rt_priority: SCHED_FIFO priority for the harness threads (0: off; needs root or
+            CAP_SYS_NICE), with a 0.1 ms GIL switch interval and a frozen GC; the firmware
+            process runs one priority higher (an MCU has its own CPU), the plant's physics one
+            lower so serial I/O preempts it. Where SCHED_FIFO is refused the run goes on
+            without it (``rt_granted`` false).
+        mode: ``host-loop`` (the host runs the edit loop and sends SETPOINTs) or
+            ``fast-loop`` (the MCU runs the bundle's edit policy on streamed CHUNKs:
+            :mod:`edgerl.hil.fast_loop`; needs an edit ``bundle``).
     """
 
     bundle: Path | None = None
@@ -86,6 +87,7 @@ class HilConfig:
     rt_priority: int = 0
     link_probe: int = 300
     link_wait_s: float = 5.0
+    mode: str = "host-loop"
 
 
 @dataclass
@@ -111,150 +113,6 @@ class HilResult:
                                              "watchdog_trips", "estop_ok")}
         out.update(self.details)
         return out
-
-
-class FreezableSink:
-    """Wraps a command sink; :meth:`freeze` makes the next call stall the caller's thread
-    (a host freeze: no setpoints, no heartbeats)."""
-
-    def __init__(self, inner: Sink) -> None:
-        self.inner = inner
-        self._freeze_s = 0.0
-        self.freezes: list[tuple[float, float]] = []  # (start, end) host times
-        self.last_sent_t = float("nan")
-
-    def freeze(self, seconds: float) -> None:
-        self._freeze_s = seconds
-
-    def __call__(self, command: np.ndarray, t: float) -> Any:
-        if self._freeze_s > 0:
-            start = time.perf_counter()
-            time.sleep(self._freeze_s)
-            self._freeze_s = 0.0
-            self.freezes.append((start, time.perf_counter()))
-        ok = self.inner(command, t)
-        if ok is not False:
-            self.last_sent_t = time.perf_counter()
-        return ok
-
-
-class LqrController:
-    """Fixed-rate host controller ``a = clip(-K obs)`` (the task's LQR expert): the command
-    source when no bundle is given."""
-
-    def __init__(self, gain: np.ndarray, rate_hz: float, sink: Sink,
-                 transport: SerialTransport, phase_s: float = 0.0) -> None:
-        self.gain = np.asarray(gain, np.float64).reshape(-1)
-        self.period = 1.0 / rate_hz
-        self.sink = sink
-        self.transport = transport
-        self.phase_s = phase_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.ticks = 0
-
-    def start(self, t0: float) -> None:
-        self._thread = threading.Thread(target=self._run, args=(t0,), name="hil-controller",
-                                        daemon=True)
-        self._thread.start()
-
-    def _run(self, t0: float) -> None:
-        clock = MonotonicClock()
-        n = 0
-        while not self._stop.is_set():
-            deadline = t0 + self.phase_s + n * self.period
-            now = clock.now()
-            if deadline < now - self.period:  # stalled (freeze): skip missed ticks
-                n = int((now - t0 - self.phase_s) / self.period) + 1
-                continue
-            clock.sleep_until(deadline)
-            n += 1
-            st = self.transport.latest_state()
-            if st is None or st.state.shape[0] < self.gain.shape[0]:
-                continue
-            a = float(np.clip(-(st.state[:self.gain.shape[0]] @ self.gain), -1.0, 1.0))
-            self.sink(np.asarray([a], np.float32), deadline)
-            self.ticks += 1
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
-            self._thread = None
-
-
-class LqrHoldPlanner:
-    """A :class:`~edgerl.planner.Planner` for bundles without ``planner.onnx``: every chunk
-    repeats the LQR action for the observation it was given (a deliberately coarse planner;
-    the bundle's edit policy refines it every tick)."""
-
-    def __init__(self, gain: np.ndarray, horizon: int, dt_s: float, period_s: float) -> None:
-        from edgerl.planner import PlannerInfo
-
-        self.gain = np.asarray(gain, np.float32).reshape(-1)
-        self.info = PlannerInfo(horizon=horizon, action_dim=1, dt_s=dt_s, period_s=period_s,
-                                expected_latency_s=0.0)
-
-    def plan(self, observation: np.ndarray, instruction: str, now: float):
-        from edgerl.chunk import ActionChunk
-
-        a = float(np.clip(-(observation[:self.gain.shape[0]] @ self.gain), -1.0, 1.0))
-        return ActionChunk(actions=np.full((self.info.horizon, 1), a, np.float32), t0=now,
-                           dt=self.info.dt_s, obs_time=now, source="lqr-hold")
-
-    def health(self):
-        from edgerl.planner import PlannerHealth
-
-        return PlannerHealth.OK
-
-
-class BundleController:
-    """The deployed runtime as the host side: the runtime's ``EditLoop`` over the bundle's policy,
-    fed by STATE echoes, commanding through the serial sink, with a ``PlannerClient`` running
-    ``planner.onnx`` (or :class:`LqrHoldPlanner` when the bundle has none)."""
-
-    def __init__(self, bundle: Path, rate_hz: float, sink: Sink, transport: SerialTransport,
-                 obs_dim: int, n_cmd: int, gain: np.ndarray | None,
-                 planner_latency_s: float = 0.0) -> None:
-        from edgerl.runtime.deployment import Deployment
-        from edgerl.runtime.edit_loop import LoopConfig
-        from edgerl.runtime.safety import SafetyConfig
-        from edgerl.spec import load_bundle_manifest
-
-        spec = load_bundle_manifest(bundle)
-        if spec.observation.dim > obs_dim or spec.action.dim != n_cmd:
-            raise ValueError(f"bundle {bundle}: obs {spec.observation.dim} / action "
-                             f"{spec.action.dim} do not fit the plant (obs {obs_dim}, "
-                             f"action {n_cmd})")
-        # an edit policy runs on zero rows until the first chunk arrives, as in training
-        safety = SafetyConfig(stale_policy="policy" if spec.method == "edit" else "hold")
-        ch = spec.chunk
-        planner: object = "auto"
-        if not (Path(bundle) / "planner.onnx").exists():
-            planner = (LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)
-                       if gain is not None and spec.action.dim == 1 else "none")
-        self.deployment = dep = Deployment.from_bundle(
-            bundle, sink, loop_cfg=LoopConfig(rate_hz=rate_hz, gc_freeze=False, safety=safety),
-            planner=planner, extra_latency_s=planner_latency_s)
-        self.spec, self.buffer, self.loop, self.client = dep.spec, dep.buffer, dep.loop, \
-            dep.client
-        self._obs_dim = spec.observation.dim
-        transport.on_state = self._on_state
-
-    def episode_reset(self, t: float) -> None:
-        """The plant restarted an episode at monotonic time ``t`` (as ``robot/episode`` does
-        on ROS 2): drop the old episode's chunks and history, replan at once."""
-        self.deployment.episode_reset(t)
-
-    def _on_state(self, s: StateSample) -> None:
-        if s.state.shape[0] >= self._obs_dim:  # no plant state before the first SENSOR
-            self.loop.obs.write(s.state[:self._obs_dim], s.t_host)
-
-    def start(self, t0: float) -> None:
-        self.deployment.start()
-
-    def stop(self) -> None:
-        self.deployment.stop()
 
 
 def estop_check(fw: FirmwareProcess, transport: SerialTransport, n_cmd: int,
@@ -335,20 +193,31 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
     """Run the HIL episodes; everything started here is stopped on return or error."""
     import torch
 
+    from edgerl.hil.fast_loop import MODES
+
     if cfg.target not in TARGETS:
         raise ValueError(f"unknown firmware target {cfg.target!r}: expected one of {TARGETS}")
+    if cfg.mode not in MODES:
+        raise ValueError(f"unknown HIL mode {cfg.mode!r}: expected one of {MODES}")
+    if cfg.mode == "fast-loop" and cfg.bundle is None:
+        raise ValueError("mode fast-loop needs an edit bundle (--bundle)")
     threads = torch.get_num_threads()
     # one plant env: intra-op worker threads only spin against the serial reader for the CPU
     torch.set_num_threads(1)
     try:
-        with realtime(cfg.rt_priority):  # threads started inside inherit SCHED_FIFO
-            return _run_hil(cfg, progress)
+        with realtime(cfg.rt_priority) as rt:  # threads started inside inherit SCHED_FIFO
+            result = _run_hil(cfg, progress, rt.granted)
+            result.details.update(rt.as_dict())
+            return result
     finally:
         torch.set_num_threads(threads)
 
 
-def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> HilResult:
+def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
+             rt_granted: bool = False) -> HilResult:
     import torch
+
+    from edgerl.hil.fast_loop import FastLoopController, fast_loop_firmware
 
     task = cfg.task or _bundle_task(cfg.bundle) or "cartpole"
     plant = _make_plant(task, cfg.seed)
@@ -364,20 +233,30 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
     tx, rx = TxFaults(cfg.faults), RxFaults(cfg.faults)
     successes = 0
     steps_total = 0
-    with make_firmware(fw_cfg, cfg.target) as fw:
-        if cfg.rt_priority > 0 and fw.proc is not None:
-            set_fifo_process(fw.proc.pid, cfg.rt_priority)
+    fast = cfg.mode == "fast-loop"
+    firmware = (fast_loop_firmware(cfg.bundle, fw_cfg, cfg.target) if fast and cfg.bundle
+                else make_firmware(fw_cfg, cfg.target))
+    with firmware as fw:
+        if rt_granted and fw.proc is not None:
+            # one above the harness: the emulated MCU has a CPU of its own on a robot, so the
+            # host's threads (physics, planner, spins) never delay it
+            set_fifo_process(fw.proc.pid, min(cfg.rt_priority + 1, 99))
         transport = SerialTransport(SerialConfig(fw.port), tx_filter=tx, rx_filter=rx)
         cable = Cable(transport)
-        controller: LqrController | BundleController | None = None
+        controller: LqrController | BundleController | FastLoopController | None = None
         try:
             transport.connect()
             sink = FreezableSink(SerialCommandSink(transport))
-            if cfg.bundle is None:
+            gain = getattr(plant, "_lqr", None)
+            if fast and cfg.bundle is not None:
+                controller = FastLoopController(
+                    cfg.bundle, transport, obs_dim,
+                    None if gain is None else gain.detach().cpu().numpy(),
+                    planner_latency_s=cfg.planner_latency_s)
+            elif cfg.bundle is None:
                 controller = LqrController(_lqr_gain(plant), rate, sink, transport,
                                            0.5 * period)
             else:
-                gain = getattr(plant, "_lqr", None)
                 controller = BundleController(
                     cfg.bundle, rate, sink, transport, obs_dim, n_cmd,
                     None if gain is None else gain.detach().cpu().numpy(),
@@ -386,7 +265,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
             fw.send_sensor(obs, 0.0)
             t0 = time.perf_counter() + 2 * period
             controller.start(t0)
-            if cfg.rt_priority > 1:
+            if rt_granted and cfg.rt_priority > 1:
                 # the plant's physics (this thread) yields to the serial readers and the
                 # controller: at equal SCHED_FIFO priority a woken reader would wait for it
                 set_fifo(0, cfg.rt_priority - 1)
@@ -428,7 +307,11 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
             controller.stop()
             loop = getattr(controller, "loop", None)
             latencies = [] if loop is None else list(loop.metrics.planner_latency_s)
-            if cfg.rt_priority > 1:
+            if isinstance(controller, FastLoopController):
+                latencies = list(controller.planner_latencies_s)
+            fast_summary = controller.summary() if isinstance(controller,
+                                                              FastLoopController) else {}
+            if rt_granted and cfg.rt_priority > 1:
                 set_fifo(0, cfg.rt_priority)  # the probe below runs as bench serial does
             transport.tx_filter = transport.rx_filter = None  # the rest runs fault-free
             # a cable pulled near the end may still be out: wait for it (bounded) before
@@ -467,8 +350,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None) -> Hil
         "faults": cfg.faults.as_dict(), "injected": {**tx.as_dict(),
                                                      "rx_corrupted_bytes": rx.corrupted_bytes},
         "watchdog_ms": fw_cfg.watchdog_ms, "target": cfg.target,
-        "rt_priority": cfg.rt_priority,
-        "controller": "lqr" if cfg.bundle is None else str(cfg.bundle),
+        "rt_priority": cfg.rt_priority, "mode": cfg.mode,
+        "controller": "lqr" if cfg.bundle is None else str(cfg.bundle), **fast_summary,
     }
     return HilResult(
         success=successes / max(cfg.episodes, 1), episodes=cfg.episodes,

@@ -14,9 +14,11 @@ from edgerl.wire.framing import (
 )
 from edgerl.wire.schema import (
     CLEAR_ESTOP_TOKEN,
+    MAX_CHUNK_FLOATS,
     MAX_CMD,
     MAX_STATE,
     MESSAGES,
+    NO_ROW,
     PROTOCOL_VERSION,
     Mode,
     SafeAction,
@@ -27,9 +29,11 @@ from edgerl.wire.schema import (
 
 __all__ = [
     "CLEAR_ESTOP_TOKEN",
+    "MAX_CHUNK_FLOATS",
     "MAX_CMD",
     "MAX_STATE",
     "MESSAGES",
+    "NO_ROW",
     "PROTOCOL_VERSION",
     "Frame",
     "FrameParser",

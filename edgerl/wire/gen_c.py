@@ -14,9 +14,11 @@ from pathlib import Path
 
 from edgerl.wire.schema import (
     CLEAR_ESTOP_TOKEN,
+    MAX_CHUNK_FLOATS,
     MAX_CMD,
     MAX_STATE,
     MESSAGES,
+    NO_ROW,
     PROTOCOL_VERSION,
     TYPES,
     Message,
@@ -128,6 +130,8 @@ def generate_header() -> str:
     out.append(f"#define EDGERL_PROTOCOL_VERSION {PROTOCOL_VERSION}u")
     out.append(f"#define EDGERL_MAX_CMD {MAX_CMD}")
     out.append(f"#define EDGERL_MAX_STATE {MAX_STATE}")
+    out.append(f"#define EDGERL_MAX_CHUNK_FLOATS {MAX_CHUNK_FLOATS}")
+    out.append(f"#define EDGERL_NO_ROW 0x{NO_ROW:02X}u")
     out.append(f"#define EDGERL_CLEAR_ESTOP_TOKEN 0x{CLEAR_ESTOP_TOKEN:08X}UL")
     out.append("")
     for m in Mode:

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 
 __all__ = [
     "CLEAR_ESTOP_TOKEN",
+    "MAX_CHUNK_FLOATS",
     "MAX_CMD",
     "MAX_STATE",
     "MESSAGES",
+    "NO_ROW",
     "PROTOCOL_VERSION",
     "TYPES",
     "Field",
@@ -42,6 +44,10 @@ PROTOCOL_VERSION = 1
 MAX_CMD = 8
 #: Maximum plant-state floats per STATE / SENSOR message.
 MAX_STATE = 16
+#: Most action floats (rows x joints) one CHUNK carries (fills the 255-byte payload).
+MAX_CHUNK_FLOATS = 56
+#: EDIT_TICK.row when no usable chunk row exists (no chunk yet, or stale).
+NO_ROW = 0xFF
 #: CLEAR_ESTOP must carry this token: a random bit flip cannot clear an e-stop.
 CLEAR_ESTOP_TOKEN = 0x5AFE0C1E
 
@@ -63,6 +69,7 @@ class Mode(enum.IntEnum):
     SAFE = 2  # watchdog tripped: safe action until the next valid SETPOINT
     ESTOP = 3  # latched e-stop: zero output until CLEAR_ESTOP (survives reconnects)
     LOCAL_POLICY = 4  # on-MCU policy (policy.h) drives the actuators; host heartbeats
+    FAST_LOOP = 5  # on-MCU edit policy (edit_policy.h) at its own rate over host CHUNKs
 
 
 class SafeAction(enum.IntEnum):
@@ -177,8 +184,37 @@ MESSAGES: tuple[Message, ...] = (
         _f("host_time_us", "u32", unit="us"),
     ), "Ask for a STATUS now."),
     Message("SET_MODE", 0x17, "host->fw", (
-        _f("mode", "u8", doc="Mode.ACTIVE (host setpoints) or Mode.LOCAL_POLICY"),
-    ), "Switch to the on-MCU policy (if built with one) or back to host setpoints."),
+        _f("mode", "u8", doc="Mode.ACTIVE (host setpoints), Mode.LOCAL_POLICY or "
+                             "Mode.FAST_LOOP"),
+    ), "Switch to the on-MCU policy / fast loop (if built with one) or back to host "
+       "setpoints."),
+    Message("CHUNK", 0x18, "host->fw", (
+        _f("step0", "u32", doc="the chunk's step0 (planner step of row 0; orders chunks)"),
+        _f("host_time_us", "u32", unit="us",
+           doc="host time when sent: the firmware maps the times below to its clock by "
+               "fw_now - host_time_us at receipt"),
+        _f("t0_us", "u32", unit="us", doc="host time of row 0"),
+        _f("dt_us", "u32", unit="us", doc="time between rows (> 0)"),
+        _f("obs_time_us", "u32", unit="us",
+           doc="host time of the planner's observation (chunk age reference)"),
+        _f("horizon", "u8", doc="rows H (H * n <= MAX_CHUNK_FLOATS)"),
+        _f("n", "u8", doc="joints per row (= the firmware's n_cmd)"),
+        _f("actions", "f32", MAX_CHUNK_FLOATS, unit="action units",
+           doc="row-major (H, n) chunk actions"),
+    ), "Action chunk for the fast loop; feeds the watchdog. A chunk with an older step0 than "
+       "the current one is refused."),
+    Message("EDIT_TICK", 0x19, "fw->host", (
+        _f("fw_time_us", "u32", unit="us", doc="the tick's firmware time"),
+        _f("tick", "u32", doc="edit ticks since FAST_LOOP was entered"),
+        _f("chunk_step0", "u32", doc="step0 of the chunk used"),
+        _f("row", "u8", doc="chunk row used (NO_ROW: none usable)"),
+        _f("has_chunk", "u8"),
+        _f("compute_us", "u32", unit="us", doc="firmware time the tick's computation took"),
+        _f("chunks_rx", "u32", doc="CHUNKs accepted since boot"),
+        _f("chunks_rejected", "u32", doc="CHUNKs refused (size, non-finite, older)"),
+        _f("n_cmd", "u8"),
+        _f("cmd", "f32", MAX_CMD, unit="action units", doc="command applied"),
+    ), "Fast-loop telemetry, one per edit tick."),
     Message("SENSOR", 0x20, "plant->fw", (
         _f("plant_time_us", "u32", unit="us"),
         _f("n", "u8"),
@@ -214,6 +250,7 @@ def schema_json() -> str:
     doc = {
         "protocol_version": PROTOCOL_VERSION,
         "max_cmd": MAX_CMD,
+        "max_chunk_floats": MAX_CHUNK_FLOATS,
         "max_state": MAX_STATE,
         "messages": [
             {"name": m.name, "id": m.id, "direction": m.direction,

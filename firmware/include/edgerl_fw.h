@@ -8,6 +8,9 @@
 
 #include "edgerl_msgs.h"
 #include "edgerl_wire.h"
+#ifdef EDGERL_WITH_EDIT
+#include "edgerl_edit.h"
+#endif
 
 typedef struct {
     uint32_t watchdog_us;     /* no valid command for this long => safe state */
@@ -47,6 +50,11 @@ typedef struct {
     uint32_t safe_entry_us;
     uint8_t in_fallback;   /* LOCAL_POLICY entered by the watchdog (not by SET_MODE) */
     uint32_t policy_runs;
+#ifdef EDGERL_WITH_EDIT
+    edgerl_edit_t edit;    /* FAST_LOOP: the on-MCU edit policy over host CHUNKs */
+    uint32_t next_edit_us; /* the next edit tick (firmware clock) */
+    uint32_t edit_skipped; /* edit ticks skipped (the loop ran late by > a period) */
+#endif
 } edgerl_fw_t;
 
 void edgerl_fw_init(edgerl_fw_t *fw, const edgerl_fw_config_t *cfg, uint32_t now_us);
@@ -60,5 +68,17 @@ void edgerl_fw_on_sensor(edgerl_fw_t *fw, const float *state, uint8_t n, uint32_
 void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us);
 /* 1 if built with an on-MCU policy (EDGERL_WITH_POLICY). */
 int edgerl_fw_has_policy(void);
+/* 1 if built with the on-MCU edit policy for FAST_LOOP (EDGERL_WITH_EDIT). */
+int edgerl_fw_has_edit(void);
+
+/* Used by src/fast_loop.c (the FAST_LOOP mode beside the core in src/app.c). */
+void edgerl_fw_send(edgerl_fw_t *fw, uint8_t id, const uint8_t *payload, size_t len);
+void edgerl_fw_enter_mode(edgerl_fw_t *fw, uint8_t mode, uint32_t now);
+void edgerl_fw_output(edgerl_fw_t *fw);
+/* FAST_LOOP (src/fast_loop.c; stubs without EDGERL_WITH_EDIT): a CHUNK frame, entering the
+ * mode (0: refused), and the timer that runs the edit ticks (called from edgerl_fw_poll). */
+void edgerl_fast_on_chunk(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now);
+int edgerl_fast_enter(edgerl_fw_t *fw, uint32_t now);
+void edgerl_fast_poll(edgerl_fw_t *fw, uint32_t now);
 
 #endif /* EDGERL_FW_H */

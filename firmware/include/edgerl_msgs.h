@@ -44,10 +44,12 @@ static inline float edgerl_get_f32(const uint8_t *b)
     return v;
 }
 
-#define EDGERL_SCHEMA_HASH 0xD709C31DUL
+#define EDGERL_SCHEMA_HASH 0x514DFB07UL
 #define EDGERL_PROTOCOL_VERSION 1u
 #define EDGERL_MAX_CMD 8
 #define EDGERL_MAX_STATE 16
+#define EDGERL_MAX_CHUNK_FLOATS 56
+#define EDGERL_NO_ROW 0xFFu
 #define EDGERL_CLEAR_ESTOP_TOKEN 0x5AFE0C1EUL
 
 #define EDGERL_MODE_IDLE 0u
@@ -55,6 +57,7 @@ static inline float edgerl_get_f32(const uint8_t *b)
 #define EDGERL_MODE_SAFE 2u
 #define EDGERL_MODE_ESTOP 3u
 #define EDGERL_MODE_LOCAL_POLICY 4u
+#define EDGERL_MODE_FAST_LOOP 5u
 #define EDGERL_SAFE_ZERO 0u
 #define EDGERL_SAFE_HOLD 1u
 
@@ -78,6 +81,10 @@ static inline float edgerl_get_f32(const uint8_t *b)
 #define EDGERL_MSG_GET_STATUS_SIZE 4
 #define EDGERL_MSG_SET_MODE_ID 0x17u
 #define EDGERL_MSG_SET_MODE_SIZE 1
+#define EDGERL_MSG_CHUNK_ID 0x18u
+#define EDGERL_MSG_CHUNK_SIZE 246
+#define EDGERL_MSG_EDIT_TICK_ID 0x19u
+#define EDGERL_MSG_EDIT_TICK_SIZE 59
 #define EDGERL_MSG_SENSOR_ID 0x20u
 #define EDGERL_MSG_SENSOR_SIZE 69
 #define EDGERL_MSG_ACTUATOR_ID 0x21u
@@ -97,6 +104,8 @@ static inline int edgerl_msg_size(uint8_t id)
     case 0x15u: return 47;
     case 0x16u: return 4;
     case 0x17u: return 1;
+    case 0x18u: return 246;
+    case 0x19u: return 59;
     case 0x20u: return 69;
     case 0x21u: return 38;
     default: return -1;
@@ -323,9 +332,9 @@ static inline void edgerl_get_status_unpack(edgerl_get_status_t *m, const uint8_
     m->host_time_us = edgerl_get_u32(buf + 0);
 }
 
-/* SET_MODE (0x17, host->fw): Switch to the on-MCU policy (if built with one) or back to host setpoints. */
+/* SET_MODE (0x17, host->fw): Switch to the on-MCU policy / fast loop (if built with one) or back to host setpoints. */
 typedef struct {
-    uint8_t mode; /* Mode.ACTIVE (host setpoints) or Mode.LOCAL_POLICY */
+    uint8_t mode; /* Mode.ACTIVE (host setpoints), Mode.LOCAL_POLICY or Mode.FAST_LOOP */
 } edgerl_set_mode_t;
 static inline void edgerl_set_mode_pack(const edgerl_set_mode_t *m, uint8_t *buf)
 {
@@ -334,6 +343,84 @@ static inline void edgerl_set_mode_pack(const edgerl_set_mode_t *m, uint8_t *buf
 static inline void edgerl_set_mode_unpack(edgerl_set_mode_t *m, const uint8_t *buf)
 {
     m->mode = edgerl_get_u8(buf + 0);
+}
+
+/* CHUNK (0x18, host->fw): Action chunk for the fast loop; feeds the watchdog. A chunk with an older step0 than the current one is refused. */
+typedef struct {
+    uint32_t step0; /* the chunk's step0 (planner step of row 0; orders chunks) */
+    uint32_t host_time_us; /* [us]; host time when sent: the firmware maps the times below to its clock by fw_now - host_time_us at receipt */
+    uint32_t t0_us; /* [us]; host time of row 0 */
+    uint32_t dt_us; /* [us]; time between rows (> 0) */
+    uint32_t obs_time_us; /* [us]; host time of the planner's observation (chunk age reference) */
+    uint8_t horizon; /* rows H (H * n <= MAX_CHUNK_FLOATS) */
+    uint8_t n; /* joints per row (= the firmware's n_cmd) */
+    float actions[56]; /* [action units]; row-major (H, n) chunk actions */
+} edgerl_chunk_t;
+static inline void edgerl_chunk_pack(const edgerl_chunk_t *m, uint8_t *buf)
+{
+    int i;
+    edgerl_put_u32(buf + 0, m->step0);
+    edgerl_put_u32(buf + 4, m->host_time_us);
+    edgerl_put_u32(buf + 8, m->t0_us);
+    edgerl_put_u32(buf + 12, m->dt_us);
+    edgerl_put_u32(buf + 16, m->obs_time_us);
+    edgerl_put_u8(buf + 20, m->horizon);
+    edgerl_put_u8(buf + 21, m->n);
+    for (i = 0; i < 56; ++i) edgerl_put_f32(buf + 22 + 4 * i, m->actions[i]);
+}
+static inline void edgerl_chunk_unpack(edgerl_chunk_t *m, const uint8_t *buf)
+{
+    int i;
+    m->step0 = edgerl_get_u32(buf + 0);
+    m->host_time_us = edgerl_get_u32(buf + 4);
+    m->t0_us = edgerl_get_u32(buf + 8);
+    m->dt_us = edgerl_get_u32(buf + 12);
+    m->obs_time_us = edgerl_get_u32(buf + 16);
+    m->horizon = edgerl_get_u8(buf + 20);
+    m->n = edgerl_get_u8(buf + 21);
+    for (i = 0; i < 56; ++i) m->actions[i] = edgerl_get_f32(buf + 22 + 4 * i);
+}
+
+/* EDIT_TICK (0x19, fw->host): Fast-loop telemetry, one per edit tick. */
+typedef struct {
+    uint32_t fw_time_us; /* [us]; the tick's firmware time */
+    uint32_t tick; /* edit ticks since FAST_LOOP was entered */
+    uint32_t chunk_step0; /* step0 of the chunk used */
+    uint8_t row; /* chunk row used (NO_ROW: none usable) */
+    uint8_t has_chunk;
+    uint32_t compute_us; /* [us]; firmware time the tick's computation took */
+    uint32_t chunks_rx; /* CHUNKs accepted since boot */
+    uint32_t chunks_rejected; /* CHUNKs refused (size, non-finite, older) */
+    uint8_t n_cmd;
+    float cmd[8]; /* [action units]; command applied */
+} edgerl_edit_tick_t;
+static inline void edgerl_edit_tick_pack(const edgerl_edit_tick_t *m, uint8_t *buf)
+{
+    int i;
+    edgerl_put_u32(buf + 0, m->fw_time_us);
+    edgerl_put_u32(buf + 4, m->tick);
+    edgerl_put_u32(buf + 8, m->chunk_step0);
+    edgerl_put_u8(buf + 12, m->row);
+    edgerl_put_u8(buf + 13, m->has_chunk);
+    edgerl_put_u32(buf + 14, m->compute_us);
+    edgerl_put_u32(buf + 18, m->chunks_rx);
+    edgerl_put_u32(buf + 22, m->chunks_rejected);
+    edgerl_put_u8(buf + 26, m->n_cmd);
+    for (i = 0; i < 8; ++i) edgerl_put_f32(buf + 27 + 4 * i, m->cmd[i]);
+}
+static inline void edgerl_edit_tick_unpack(edgerl_edit_tick_t *m, const uint8_t *buf)
+{
+    int i;
+    m->fw_time_us = edgerl_get_u32(buf + 0);
+    m->tick = edgerl_get_u32(buf + 4);
+    m->chunk_step0 = edgerl_get_u32(buf + 8);
+    m->row = edgerl_get_u8(buf + 12);
+    m->has_chunk = edgerl_get_u8(buf + 13);
+    m->compute_us = edgerl_get_u32(buf + 14);
+    m->chunks_rx = edgerl_get_u32(buf + 18);
+    m->chunks_rejected = edgerl_get_u32(buf + 22);
+    m->n_cmd = edgerl_get_u8(buf + 26);
+    for (i = 0; i < 8; ++i) m->cmd[i] = edgerl_get_f32(buf + 27 + 4 * i);
 }
 
 /* SENSOR (0x20, plant->fw): Plant state into the firmware's sensor HAL (HIL: the harness writes it). */

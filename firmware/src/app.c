@@ -1,7 +1,8 @@
 /* Firmware core (see edgerl_fw.h). Safety rules:
  *  - only CRC-checked frames of known size are executed; everything else is counted;
  *  - setpoints are absolute: applying one twice is harmless;
- *  - watchdog: in ACTIVE / LOCAL_POLICY, no valid command for cfg.watchdog_us => SAFE
+ *  - watchdog: in ACTIVE / LOCAL_POLICY / FAST_LOOP, no valid command (SETPOINT, HEARTBEAT,
+ *    CHUNK) for cfg.watchdog_us => SAFE
  *    (zero or hold); only a new valid SETPOINT leaves SAFE;
  *  - fallback (cfg.fallback == EDGERL_FALLBACK_POLICY, policy built in): a watchdog trip
  *    in ACTIVE enters LOCAL_POLICY instead, so the on-MCU policy holds the robot while
@@ -9,7 +10,9 @@
  *    update for cfg.watchdog_us), and a valid SETPOINT hands control back to the host;
  *  - ESTOP (host message or the hardware input, hal_estop_input) latches (zero output,
  *    setpoints rejected) through disconnects and HELLOs until a CLEAR_ESTOP with the right
- *    token, which leads to SAFE, not ACTIVE. */
+ *    token, which leads to SAFE, not ACTIVE;
+ *  - FAST_LOOP (src/fast_loop.c, built with EDGERL_WITH_EDIT): the on-MCU edit policy over
+ *    host CHUNKs at its own rate; a SETPOINT hands control back to the host. */
 #include "edgerl_fw.h"
 
 #include "hal.h"
@@ -42,9 +45,19 @@ static void send_msg(edgerl_fw_t *fw, uint8_t id, const uint8_t *payload, size_t
     hal_serial_write(out, n + 1);
 }
 
+void edgerl_fw_send(edgerl_fw_t *fw, uint8_t id, const uint8_t *payload, size_t len)
+{
+    send_msg(fw, id, payload, len);
+}
+
 static void output(edgerl_fw_t *fw)
 {
     hal_actuator_out(fw->cmd, fw->cfg.n_cmd, fw->mode);
+}
+
+void edgerl_fw_output(edgerl_fw_t *fw)
+{
+    output(fw);
 }
 
 static void set_safe_output(edgerl_fw_t *fw)
@@ -117,6 +130,11 @@ static void enter_mode(edgerl_fw_t *fw, uint8_t mode, uint32_t now)
     if (fw->linked) {
         send_status(fw, now);
     }
+}
+
+void edgerl_fw_enter_mode(edgerl_fw_t *fw, uint8_t mode, uint32_t now)
+{
+    enter_mode(fw, mode, now);
 }
 
 void edgerl_fw_init(edgerl_fw_t *fw, const edgerl_fw_config_t *cfg, uint32_t now_us)
@@ -226,6 +244,8 @@ static void on_set_mode(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
         fw->mode = EDGERL_MODE_LOCAL_POLICY;
         run_policy(fw);
         send_status(fw, now);
+    } else if (m.mode == EDGERL_MODE_FAST_LOOP && edgerl_fast_enter(fw, now)) {
+        send_status(fw, now);
     } else if (m.mode == EDGERL_MODE_ACTIVE) {
         /* back to host control: safe until the next SETPOINT */
         enter_mode(fw, EDGERL_MODE_SAFE, now);
@@ -286,6 +306,9 @@ static void on_frame(edgerl_fw_t *fw, const edgerl_frame_t *f, uint32_t now)
     case EDGERL_MSG_SET_MODE_ID:
         on_set_mode(fw, f->payload, now);
         break;
+    case EDGERL_MSG_CHUNK_ID:
+        edgerl_fast_on_chunk(fw, f->payload, now);
+        break;
     default: /* fw->host / plant messages are not commands */
         break;
     }
@@ -339,7 +362,8 @@ void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us)
             fw->in_fallback = 0; /* the policy would act on a stale plant state */
             enter_mode(fw, EDGERL_MODE_SAFE, now_us);
         }
-    } else if ((fw->mode == EDGERL_MODE_ACTIVE || fw->mode == EDGERL_MODE_LOCAL_POLICY)
+    } else if ((fw->mode == EDGERL_MODE_ACTIVE || fw->mode == EDGERL_MODE_LOCAL_POLICY
+                || fw->mode == EDGERL_MODE_FAST_LOOP)
                && since > fw->cfg.watchdog_us) {
         ++fw->watchdog_trips;
         fw->safe_entry_us = since;
@@ -354,6 +378,9 @@ void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us)
         } else {
             enter_mode(fw, EDGERL_MODE_SAFE, now_us);
         }
+    }
+    if (fw->mode == EDGERL_MODE_FAST_LOOP) {
+        edgerl_fast_poll(fw, now_us);
     }
     if (!fw->linked) {
         return;

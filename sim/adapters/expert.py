@@ -6,25 +6,37 @@ task with ``expert_run=<that run>`` so ``expert_action()`` (BC demos, the ``expe
 evaluates it. The run is loaded on first use only, so building the env (export, eval) never
 pays for it.
 
-This is the one place ``edgerl.sim`` reaches into ``edgerl.policies`` (lazily, inside
-:meth:`RunExpert.load`): the dependency is on a *trained run*, not on policy code.
+``edgerl.sim`` sits below ``edgerl.policies`` and does not import it: the code that reads a
+run (``edgerl.policies.runs.load_policy``) registers itself here with :func:`set_run_loader`
+when it is imported, and :meth:`RunExpert.load` calls whatever is registered.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-__all__ = ["ExpertError", "RunExpert"]
+__all__ = ["ExpertError", "RunExpert", "set_run_loader"]
 
 log = logging.getLogger(__name__)
 
 
 class ExpertError(RuntimeError):
     """The task has no expert, or the expert run does not fit the task."""
+
+
+#: ``(run_dir, device) -> loaded run`` (``.config.method``, ``.actor``, ``.checkpoint``).
+_run_loader: Callable[[Path, str], Any] | None = None
+
+
+def set_run_loader(loader: Callable[[Path, str], Any]) -> None:
+    """Register the function that loads a training run (``edgerl.policies.runs`` does)."""
+    global _run_loader
+    _run_loader = loader
 
 
 class RunExpert:
@@ -48,9 +60,10 @@ class RunExpert:
     def load(self) -> Any:
         """Load (once) and return the actor module; checks method and sizes."""
         if self._actor is None:
-            from edgerl.policies.runs import load_policy
-
-            loaded = load_policy(self.run_dir, device=str(self.device))
+            if _run_loader is None:
+                raise ExpertError(f"expert_run {self.run_dir}: no run loader registered "
+                                  "(import edgerl.policies.runs first)")
+            loaded = _run_loader(self.run_dir, str(self.device))
             if loaded.config.method != "nodelay" or loaded.actor is None:
                 raise ExpertError(f"expert_run {self.run_dir}: method "
                                   f"{loaded.config.method!r}; the expert must be a 'nodelay' "

@@ -76,7 +76,8 @@ def test_qemu_m4_target_links_elfs_with_werror_and_prints_footprint(tmp_path):
         parts = line.split()
         if len(parts) == 6 and parts[5].endswith(".elf") and parts[0].isdigit():
             sizes[Path(parts[5]).name] = tuple(int(p) for p in parts[:3])
-    assert set(sizes) == {"edgerl_fw_m4.elf", "edgerl_fw_m4_policy.elf", "policy_bench_m4.elf"}
+    assert set(sizes) == {"edgerl_fw_m4.elf", "edgerl_fw_m4_policy.elf", "policy_bench_m4.elf",
+                          "edgerl_fw_m4_edit.elf", "edit_bench_m4.elf"}
     for name, (text, data, bss) in sizes.items():
         assert 1000 < text + data <= FLASH_BYTES and data + bss <= RAM_BYTES, name
         head = (tmp_path / "m4" / name).read_bytes()[:28]
@@ -85,6 +86,7 @@ def test_qemu_m4_target_links_elfs_with_werror_and_prints_footprint(tmp_path):
         assert int.from_bytes(head[18:20], "little") == 40  # EM_ARM
         assert int.from_bytes(head[24:28], "little") & 1  # Thumb entry point
     assert sizes["edgerl_fw_m4_policy.elf"][0] > sizes["edgerl_fw_m4.elf"][0]
+    assert sizes["edgerl_fw_m4_edit.elf"][0] > sizes["edgerl_fw_m4.elf"][0]
 
 
 def test_qemu_boot_config_handshake_and_setpoints(start_qemu):

@@ -1,0 +1,165 @@
+"""The HIL's host-side command sources: the LQR expert at a fixed rate, the deployed runtime
+over a bundle (``EditLoop`` + planner client), the LQR-hold planner for bundles without a
+planner network, and the sink wrapper that the ``freeze`` fault stalls. The fast-loop mode's
+host side is :mod:`edgerl.hil.fast_loop`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgerl.clock import MonotonicClock
+from edgerl.runtime.serial_transport import SerialTransport, StateSample
+
+__all__ = ["BundleController", "FreezableSink", "LqrController", "LqrHoldPlanner", "Sink"]
+
+Sink = Callable[[np.ndarray, float], Any]
+
+
+class FreezableSink:
+    """Wraps a command sink; :meth:`freeze` makes the next call stall the caller's thread
+    (a host freeze: no setpoints, no heartbeats)."""
+
+    def __init__(self, inner: Sink) -> None:
+        self.inner = inner
+        self._freeze_s = 0.0
+        self.freezes: list[tuple[float, float]] = []  # (start, end) host times
+        self.last_sent_t = float("nan")
+
+    def freeze(self, seconds: float) -> None:
+        self._freeze_s = seconds
+
+    def __call__(self, command: np.ndarray, t: float) -> Any:
+        if self._freeze_s > 0:
+            start = time.perf_counter()
+            time.sleep(self._freeze_s)
+            self._freeze_s = 0.0
+            self.freezes.append((start, time.perf_counter()))
+        ok = self.inner(command, t)
+        if ok is not False:
+            self.last_sent_t = time.perf_counter()
+        return ok
+
+
+class LqrController:
+    """Fixed-rate host controller ``a = clip(-K obs)`` (the task's LQR expert): the command
+    source when no bundle is given."""
+
+    def __init__(self, gain: np.ndarray, rate_hz: float, sink: Sink,
+                 transport: SerialTransport, phase_s: float = 0.0) -> None:
+        self.gain = np.asarray(gain, np.float64).reshape(-1)
+        self.period = 1.0 / rate_hz
+        self.sink = sink
+        self.transport = transport
+        self.phase_s = phase_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.ticks = 0
+
+    def start(self, t0: float) -> None:
+        self._thread = threading.Thread(target=self._run, args=(t0,), name="hil-controller",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, t0: float) -> None:
+        clock = MonotonicClock()
+        n = 0
+        while not self._stop.is_set():
+            deadline = t0 + self.phase_s + n * self.period
+            now = clock.now()
+            if deadline < now - self.period:  # stalled (freeze): skip missed ticks
+                n = int((now - t0 - self.phase_s) / self.period) + 1
+                continue
+            clock.sleep_until(deadline)
+            n += 1
+            st = self.transport.latest_state()
+            if st is None or st.state.shape[0] < self.gain.shape[0]:
+                continue
+            a = float(np.clip(-(st.state[:self.gain.shape[0]] @ self.gain), -1.0, 1.0))
+            self.sink(np.asarray([a], np.float32), deadline)
+            self.ticks += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+
+
+class LqrHoldPlanner:
+    """A :class:`~edgerl.planner.Planner` for bundles without ``planner.onnx``: every chunk
+    repeats the LQR action for the observation it was given (a deliberately coarse planner;
+    the bundle's edit policy refines it every tick)."""
+
+    def __init__(self, gain: np.ndarray, horizon: int, dt_s: float, period_s: float) -> None:
+        from edgerl.planner import PlannerInfo
+
+        self.gain = np.asarray(gain, np.float32).reshape(-1)
+        self.info = PlannerInfo(horizon=horizon, action_dim=1, dt_s=dt_s, period_s=period_s,
+                                expected_latency_s=0.0)
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float):
+        from edgerl.chunk import ActionChunk
+
+        a = float(np.clip(-(observation[:self.gain.shape[0]] @ self.gain), -1.0, 1.0))
+        return ActionChunk(actions=np.full((self.info.horizon, 1), a, np.float32), t0=now,
+                           dt=self.info.dt_s, obs_time=now, source="lqr-hold")
+
+    def health(self):
+        from edgerl.planner import PlannerHealth
+
+        return PlannerHealth.OK
+
+
+class BundleController:
+    """The deployed runtime as the host side: the runtime's ``EditLoop`` over the bundle's policy,
+    fed by STATE echoes, commanding through the serial sink, with a ``PlannerClient`` running
+    ``planner.onnx`` (or :class:`LqrHoldPlanner` when the bundle has none)."""
+
+    def __init__(self, bundle: Path, rate_hz: float, sink: Sink, transport: SerialTransport,
+                 obs_dim: int, n_cmd: int, gain: np.ndarray | None,
+                 planner_latency_s: float = 0.0) -> None:
+        from edgerl.runtime.deployment import Deployment
+        from edgerl.runtime.edit_loop import LoopConfig
+        from edgerl.runtime.safety import SafetyConfig
+        from edgerl.spec import load_bundle_manifest
+
+        spec = load_bundle_manifest(bundle)
+        if spec.observation.dim > obs_dim or spec.action.dim != n_cmd:
+            raise ValueError(f"bundle {bundle}: obs {spec.observation.dim} / action "
+                             f"{spec.action.dim} do not fit the plant (obs {obs_dim}, "
+                             f"action {n_cmd})")
+        # an edit policy runs on zero rows until the first chunk arrives, as in training
+        safety = SafetyConfig(stale_policy="policy" if spec.method == "edit" else "hold")
+        ch = spec.chunk
+        planner: object = "auto"
+        if not (Path(bundle) / "planner.onnx").exists():
+            planner = (LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)
+                       if gain is not None and spec.action.dim == 1 else "none")
+        self.deployment = dep = Deployment.from_bundle(
+            bundle, sink, loop_cfg=LoopConfig(rate_hz=rate_hz, gc_freeze=False, safety=safety),
+            planner=planner, extra_latency_s=planner_latency_s)
+        self.spec, self.buffer, self.loop, self.client = dep.spec, dep.buffer, dep.loop, \
+            dep.client
+        self._obs_dim = spec.observation.dim
+        transport.on_state = self._on_state
+
+    def episode_reset(self, t: float) -> None:
+        """The plant restarted an episode at monotonic time ``t`` (as ``robot/episode`` does
+        on ROS 2): drop the old episode's chunks and history, replan at once."""
+        self.deployment.episode_reset(t)
+
+    def _on_state(self, s: StateSample) -> None:
+        if s.state.shape[0] >= self._obs_dim:  # no plant state before the first SENSOR
+            self.loop.obs.write(s.state[:self._obs_dim], s.t_host)
+
+    def start(self, t0: float) -> None:
+        self.deployment.start()
+
+    def stop(self) -> None:
+        self.deployment.stop()

@@ -1,0 +1,75 @@
+"""``edgerl hil --rt-priority``: SCHED_FIFO where permitted (reported, never fatal), a frozen
+GC during the run, and the interleaved benchmark against ``edgerl bench serial``."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from edgerl.hil import rt
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _in_thread(fn):
+    """Run ``fn`` in a fresh thread (scheduling changes stay off the test runner's thread)."""
+    out: list = []
+    th = threading.Thread(target=lambda: out.append(fn()))
+    th.start()
+    th.join()
+    return out[0]
+
+
+def test_realtime_refused_runs_on_with_a_frozen_gc_and_says_why(monkeypatch):
+    def refuse(*args):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+
+    def body():
+        with rt.realtime(20) as state:
+            return state.as_dict(), gc.get_freeze_count() > 0, os.sched_getscheduler(0)
+
+    info, frozen, policy = _in_thread(body)
+    assert info["rt_granted"] is False and "CAP_SYS_NICE" in info["rt_error"]
+    assert info["gc_frozen"] is True and frozen and policy != os.SCHED_FIFO
+    assert gc.get_freeze_count() == 0  # unfrozen on exit
+
+
+def test_realtime_granted_where_permitted_and_restored():
+    def body():
+        before = os.sched_getscheduler(0)
+        with rt.realtime(3) as state:
+            inside = os.sched_getscheduler(0)
+        return state, before, inside, os.sched_getscheduler(0)
+
+    state, before, inside, after = _in_thread(body)
+    if not state.granted:
+        pytest.skip(f"SCHED_FIFO not permitted here: {state.error}")
+    assert inside == os.SCHED_FIFO and after == before and state.error == ""
+    with rt.realtime(0) as off:
+        assert off.as_dict() == {"rt_granted": False, "rt_error": None, "gc_frozen": False}
+
+
+@pytest.mark.hil
+@pytest.mark.slow
+def test_interleaved_benchmark_prints_the_ratio_per_run_and_a_summary():
+    pytest.importorskip("torch", reason="edgerl hil steps a torch plant")
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "hil_rt_ratio.py"),
+                          "--runs", "1", "--count", "200", "--episodes", "1",
+                          "--max-steps", "60"], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+    assert res.returncode == 0, res.stderr[-2000:]
+    run, summary = (json.loads(line) for line in res.stdout.strip().splitlines())
+    assert run["ratio"] == pytest.approx(run["hil_p99_us"] / run["bench_p99_us"], rel=1e-2)
+    assert run["met_2x"] == (run["ratio"] <= 2.0) and isinstance(run["rt_granted"], bool)
+    assert run["gc_frozen"] is True and run["hil_rtt_samples"] > 10
+    assert summary["runs"] == 1 and summary["met"] == int(run["met_2x"])
+    assert summary["ratios"] == [run["ratio"]]
