@@ -19,6 +19,7 @@ BENCHES: dict[str, str] = {
     "serial": "edgerl.cli.bench_serial",
     "spin": "edgerl.cli.bench_spin",
     "train": "edgerl.cli.bench_train",
+    "ratios": "edgerl.cli.bench_ratios",
 }
 
 
