@@ -52,8 +52,9 @@ BASELINE = TaskDefaults()
 
 #: Tuned for the time to 0.95 training success on a 2-core CPU (``--threads 1``).
 CPU_DEFAULTS: dict[str, TaskDefaults] = {
+    # time to 0.95 (median of 3 seeds, process CPU s): 1.34 vs BASELINE's 3.34 (2026-12-01)
     "cartpole": TaskDefaults(num_envs=128, num_steps_per_env=16, learning_rate=3e-3,
-                             num_mini_batches=1),
+                             num_mini_batches=1, num_learning_epochs=2),
     "ball_balance": TaskDefaults(num_envs=128, num_steps_per_env=16, learning_rate=3e-3,
                                  num_mini_batches=1),
 }
