@@ -97,7 +97,7 @@ def main() -> int:
                   "--history", str(ROOT / "docs" / "bench_history.jsonl"),
                   "--png", str(ROOT / "docs" / "img" / "bench_trend.png")]
     if args.quick:
-        ratio_args += ["--sim-steps", "50", "--sim-repeats", "3", "--train-iterations", "2",
+        ratio_args += ["--sim-repeats", "5", "--train-iterations", "2",
                        "--train-repeats", "1", "--loop-seconds", "5"]
     subprocess.run([*EDGERL, *ratio_args], check=True, cwd=ROOT)
     if args.ratios_only:
