@@ -10,8 +10,10 @@ from edgerl.runtime.bare_loop import BareLoopConfig, loop_ratios, run_bare_loop
 def test_bare_loop_ticks_at_its_rate():
     out = run_bare_loop(BareLoopConfig(rate_hz=500.0, seconds=0.4, warmup_s=0.05,
                                        work_us=20.0))
-    # 200 deadlines in 0.4 s: every one is either ticked or counted as skipped
-    assert 195 <= out["ticks"] + out["skipped_ticks"] <= 201
+    # 200 deadlines in 0.4 s: every one is either ticked or counted as skipped (a stall at
+    # the end also counts the deadlines it overran past the window, as the edit loop does)
+    assert out["ticks"] <= 201
+    assert out["ticks"] + out["skipped_ticks"] >= 195
     assert out["tick_compute_p50_us"] >= 20.0  # the busy work is inside the tick
     assert out["jitter_p50_us"] >= 0.0
     assert 0.0 <= out["deadline_miss_pct"] <= 100.0
