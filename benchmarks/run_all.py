@@ -1,9 +1,11 @@
 """Rerun the headline benchmarks quoted in docs/benchmarks.md (``make bench``).
 
 Builds the benchmark bundle once (a cartpole ``edit`` policy: 60 PPO iterations, planner
-delay 3 steps, exported with parity) under ``runs/bench/``, then runs each ``edgerl bench``
-target with ``--json`` and prints one summary table; the raw JSON of every run goes to
-``runs/bench/results.json``. The real-time loop benchmarks use ``--rt-priority 50``
+delay 3 steps, exported with parity) under ``runs/bench/``, then prints the ratio of each path
+to its limit measured in the same run (``edgerl bench ratios``: appends a line to
+``docs/bench_history.jsonl`` and redraws ``docs/img/bench_trend.png``), then runs each
+``edgerl bench`` target with ``--json`` and prints one summary table; the raw JSON of every
+run goes to ``runs/bench/results.json``. The real-time loop benchmarks use ``--rt-priority 50``
 (SCHED_FIFO; needs root or CAP_SYS_NICE) as docs/benchmarks.md does.
 
     .venv/bin/python benchmarks/run_all.py            # full (about 3 minutes)
@@ -51,6 +53,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short runs (smoke check)")
+    ap.add_argument("--ratios-only", action="store_true",
+                    help="only `edgerl bench ratios` (skip the absolute figures)")
     args = ap.parse_args()
     seconds = "5" if args.quick else "30"
     bundle = str(ensure_bundle())
@@ -87,6 +91,17 @@ def main() -> int:
          lambda r: (f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, "
                     f"{r['throughput_rps']:.0f} req/s (loopback)", "report")),
     ]
+    # every path as a ratio to its limit measured in the same run (edgerl bench ratios):
+    # the table, one line appended to docs/bench_history.jsonl and the trend PNG
+    ratio_args = ["bench", "ratios", "--bundle", bundle, "--rt-priority", "50",
+                  "--history", str(ROOT / "docs" / "bench_history.jsonl"),
+                  "--png", str(ROOT / "docs" / "img" / "bench_trend.png")]
+    if args.quick:
+        ratio_args += ["--sim-repeats", "5", "--train-iterations", "2",
+                       "--train-repeats", "1", "--loop-seconds", "5"]
+    subprocess.run([*EDGERL, *ratio_args], check=True, cwd=ROOT)
+    if args.ratios_only:
+        return 0
     rows, raw = [], {}
     for name, cmd, summarize in plan:
         t0 = time.perf_counter()

@@ -17,6 +17,9 @@ BENCHES: dict[str, str] = {
     "planner": "edgerl.cli.bench_planner",
     "loop": "edgerl.cli.bench_loop",
     "serial": "edgerl.cli.bench_serial",
+    "spin": "edgerl.cli.bench_spin",
+    "train": "edgerl.cli.bench_train",
+    "ratios": "edgerl.cli.bench_ratios",
 }
 
 

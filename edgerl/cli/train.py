@@ -17,10 +17,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delay-steps", type=int, default=0,
                    help="planner/action delay D in control steps (default 0)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--num-envs", type=int, default=64, help="parallel envs (default 64)")
+    p.add_argument("--num-envs", type=int, default=None,
+                   help="parallel envs (default: the task's, edgerl.policies.task_defaults; "
+                        "64 for untuned tasks on the CPU)")
     p.add_argument("--iterations", type=int, default=100, help="PPO iterations (default 100)")
-    p.add_argument("--steps-per-env", type=int, default=32,
-                   help="rollout steps per env per iteration (default 32)")
+    p.add_argument("--steps-per-env", type=int, default=None,
+                   help="rollout steps per env per iteration (default: the task's; 32 for "
+                        "untuned tasks on the CPU)")
+    p.add_argument("--learning-rate", type=float, default=None,
+                   help="PPO initial learning rate (default: the task's; 1e-3 untuned)")
+    p.add_argument("--mini-batches", type=int, default=None,
+                   help="PPO minibatches per epoch (default: the task's; 4 untuned)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1: small MLPs run fastest single-threaded)")
@@ -94,8 +101,11 @@ def check_device(device: str) -> None:
 
 def config_from_args(args: argparse.Namespace):
     """The :class:`TrainConfig` the flags describe (errors become CliError)."""
+    from dataclasses import replace
+
     from edgerl.cli import CliError
     from edgerl.policies.config import TrainConfig
+    from edgerl.policies.task_defaults import apply_task_defaults
     from edgerl.serde import SchemaError
 
     latency = None
@@ -103,19 +113,34 @@ def config_from_args(args: argparse.Namespace):
     if getattr(args, "latency_model", None) is not None:
         latency = measured_latency(args.latency_model, args.task, args.period_steps)
         delay_steps = delay_steps or latency.planner_delay_steps
+    # flags left unset take the task's defaults for the device (edgerl.policies.task_defaults)
+    given = {"num_envs": getattr(args, "num_envs", None),
+             "num_steps_per_env": getattr(args, "steps_per_env", None),
+             "learning_rate": getattr(args, "learning_rate", None),
+             "num_mini_batches": getattr(args, "mini_batches", None)}
+    for key, value in given.items():
+        if value is not None and value <= 0:
+            flag = {"num_envs": "--num-envs", "num_steps_per_env": "--steps-per-env",
+                    "learning_rate": "--learning-rate", "num_mini_batches": "--mini-batches"}
+            raise CliError(f"{flag[key]}: must be > 0, got {value}")
     try:
-        return TrainConfig(task=args.task, method=args.method, delay_steps=delay_steps,
-                           seed=args.seed, num_envs=args.num_envs, iterations=args.iterations,
-                           device=args.device, planner=args.planner, horizon=args.horizon,
-                           period_steps=args.period_steps, residual_bound=args.residual_bound,
-                           num_steps_per_env=args.steps_per_env,
-                           stop_at_success=args.stop_at_success,
-                           edit_inputs=getattr(args, "edit_inputs", "fast"),
-                           privileged=bool(getattr(args, "privileged", False)),
-                           task_kwargs=parse_task_args(getattr(args, "task_arg", [])),
-                           latency_model=latency, trigger=getattr(args, "trigger", "state"))
-    except SchemaError as exc:
+        cfg = TrainConfig(task=args.task, method=args.method, delay_steps=delay_steps,
+                          seed=args.seed, iterations=args.iterations,
+                          device=args.device, planner=args.planner, horizon=args.horizon,
+                          period_steps=args.period_steps, residual_bound=args.residual_bound,
+                          stop_at_success=args.stop_at_success,
+                          edit_inputs=getattr(args, "edit_inputs", "fast"),
+                          privileged=bool(getattr(args, "privileged", False)),
+                          task_kwargs=parse_task_args(getattr(args, "task_arg", [])),
+                          latency_model=latency, trigger=getattr(args, "trigger", "state"))
+        cfg = apply_task_defaults(cfg)
+        cfg = replace(cfg, **{k: v for k, v in given.items()
+                              if v is not None and k in ("num_envs", "num_steps_per_env")},
+                      ppo=replace(cfg.ppo, **{k: v for k, v in given.items() if v is not None
+                                              and k in ("learning_rate", "num_mini_batches")}))
+    except (SchemaError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc
+    return cfg
 
 
 def measured_latency(path: Path, task: str, period_steps: int):

@@ -165,44 +165,47 @@ class ArmReachEnv(InstructedTaskEnv):
         self._ctrl[:] = act
 
     def _kinematics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """cos (N, 2), sin (N, 2) of the joint angles and the fingertip (N, 2), computed once
-        per step (``_evaluate`` fills the cache, ``_observe`` consumes it)."""
+        """(cos, sin) of the joint angles interleaved (N, 4) as the observation lays them
+        out, the fingertip (N, 2) and the goal (N, 2), computed once per step (``_evaluate``
+        fills the cache, ``_observe`` consumes it)."""
         if self._kin is None:
             q = self._qpos
-            c, s = np.cos(q), np.sin(q)
-            c12 = c[:, 0] * c[:, 1] - s[:, 0] * s[:, 1]
-            s12 = s[:, 0] * c[:, 1] + c[:, 0] * s[:, 1]
-            tip = np.empty((self.num_envs, 2))
-            tip[:, 0] = LINK1 * c[:, 0] + LINK2 * c12
-            tip[:, 1] = LINK1 * s[:, 0] + LINK2 * s12
-            self._kin = (c, s, tip)
+            cs = np.empty((self.num_envs, 4))
+            np.cos(q, out=cs[:, 0::2])
+            np.sin(q, out=cs[:, 1::2])
+            # tip = L1 (c1, s1) + L2 (cos, sin)(q1 + q2), from the angle-sum identities
+            c1, s1, c2, s2 = cs[:, 0:1], cs[:, 1:2], cs[:, 2:3], cs[:, 3:4]
+            tip = np.concatenate([c1 * c2 - s1 * s2, s1 * c2 + c1 * s2], axis=1)
+            tip *= LINK2
+            tip += LINK1 * cs[:, 0:2]
+            self._kin = (cs, tip, self.goal())
         return self._kin
 
     def _evaluate(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        _, _, tip = self._kinematics()
-        diff = tip - self.goal()
+        _, tip, goal = self._kinematics()
+        diff = tip - goal
         dist = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-        inside = dist < self.cfg.success_tol
-        self._hold = np.where(inside, self._hold + 1, 0)
+        self._hold += 1
+        self._hold *= dist < self.cfg.success_tol
         success = self._hold >= self.cfg.hold_steps
         v = self.cfg.max_joint_vel
         reward = -dist - (0.01 / v ** 2) * np.einsum("ij,ij->i", act, act) + 5.0 * success
         return reward, success, success
 
     def _observe(self) -> TensorDict:
-        c, s, tip = self._kinematics()
+        cs, tip, goal = self._kinematics()
         self._kin = None
         n, o = self.num_envs, self.spec.obs_dim
-        critic = np.empty((n, o + 2 + self.n_targets), dtype=np.float32)
-        policy = critic[:, :o]
-        policy[:, 0:4:2] = c
-        policy[:, 1:4:2] = s
+        policy = np.empty((n, o), dtype=np.float32)
+        policy[:, 0:4] = cs
         policy[:, 4:6] = self._qvel
         policy[:, 6:8] = tip
-        policy[:, 8:] = self.targets.reshape(n, -1)
-        critic[:, o:o + 2] = self.goal()
+        policy[:, 8:].reshape(n, self.n_targets, 2)[:] = self.targets
+        critic = np.empty((n, o + 2 + self.n_targets), dtype=np.float32)
+        critic[:, :o] = policy
+        critic[:, o:o + 2] = goal
         critic[:, o + 2:] = self._onehot[self.instruction_id]
-        return TensorDict({"policy": torch.from_numpy(policy.copy()).to(self.device),
+        return TensorDict({"policy": torch.from_numpy(policy).to(self.device),
                            "critic": torch.from_numpy(critic).to(self.device)},
                           batch_size=[n], device=self.device)
 

@@ -107,6 +107,8 @@ class ArmPushEnv(InstructedTaskEnv):
         self.goal_xy = np.zeros((self.num_envs, 2))
         self._goal_mocap = self.sim.field("mocap_pos")[:, 0]
         self._rows = np.arange(self.num_envs)
+        self._eye = np.eye(len(self.spec.instructions), dtype=np.float32)
+        self._geo: tuple[np.ndarray, np.ndarray] | None = None
         self.reset()
 
     # --- language (instruction / instruction_ids / set_instruction: InstructedTaskEnv) ---------
@@ -119,6 +121,13 @@ class ArmPushEnv(InstructedTaskEnv):
     def pucks(self) -> np.ndarray:
         """float64 (N, 3, 2) puck positions (m) in colour order."""
         return self.sim.qpos[:, 3:9].reshape(-1, self.n_pucks, 2) + self._puck_base[None]
+
+    def _geometry(self) -> tuple[np.ndarray, np.ndarray]:
+        """Fingertip (N, 2) and pucks (N, 3, 2) of this step, computed once (``_evaluate``
+        fills the cache, ``_observe`` consumes it, a reset clears it)."""
+        if self._geo is None:
+            self._geo = (arm_fk(self.sim.qpos[:, :2]), self.pucks())
+        return self._geo
 
     def _colour(self) -> np.ndarray:
         return self.instruction_id // len(DIRECTIONS)
@@ -150,15 +159,17 @@ class ArmPushEnv(InstructedTaskEnv):
         self.sim.qpos[ids, 2] = FINGER_UP
         self.sim.ctrl[ids, 2] = FINGER_UP
         self.instruction_id[ids] = instr
+        self._geo = None
         self._set_goal(ids)
 
     def _apply_action(self, act: np.ndarray) -> None:
         self.sim.ctrl[:] = act
 
     def _evaluate(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        puck = self._named_puck()
+        tip, pucks = self._geometry()
+        puck = pucks[self._rows, self._colour()]
         dist = np.linalg.norm(puck - self.goal_xy, axis=-1)
-        reach = np.linalg.norm(arm_fk(self.sim.qpos[:, :2]) - puck, axis=-1)
+        reach = np.linalg.norm(tip - puck, axis=-1)
         success = dist < self.cfg.success_tol
         v = self.cfg.max_joint_vel
         reward = (-2.0 * dist - 0.5 * reach - 0.01 * np.sum((act[:, :2] / v) ** 2, axis=-1)
@@ -167,18 +178,20 @@ class ArmPushEnv(InstructedTaskEnv):
 
     def _observe(self) -> TensorDict:
         q, n, o = self.sim.qpos, self.num_envs, self.spec.obs_dim
+        tip, pucks = self._geometry()
+        self._geo = None
         policy = np.empty((n, o), dtype=np.float32)
         policy[:, 0:4:2] = np.cos(q[:, :2])
         policy[:, 1:4:2] = np.sin(q[:, :2])
         policy[:, 4:6] = self.sim.qvel[:, :2]
         policy[:, 6] = q[:, 2]
-        policy[:, 7:9] = arm_fk(q[:, :2])
-        policy[:, 9:] = self.pucks().reshape(n, -1)
+        policy[:, 7:9] = tip
+        policy[:, 9:] = pucks.reshape(n, -1)
         n_inst = len(self.spec.instructions)
         critic = np.empty((n, o + 2 + n_inst), dtype=np.float32)
         critic[:, :o] = policy
         critic[:, o:o + 2] = self.goal_xy
-        critic[:, o + 2:] = np.eye(n_inst, dtype=np.float32)[self.instruction_id]
+        critic[:, o + 2:] = self._eye[self.instruction_id]
         return TensorDict({"policy": torch.from_numpy(policy).to(self.device),
                            "critic": torch.from_numpy(critic).to(self.device)},
                           batch_size=[n], device=self.device)

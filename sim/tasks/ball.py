@@ -108,6 +108,10 @@ def ball_expert(obs: np.ndarray | torch.Tensor, cfg: BallBalanceCfg | None = Non
     return np.clip(tilt, -cfg.max_tilt, cfg.max_tilt)
 
 
+#: every env (the default ``rows`` of the geometry helpers: a view, no copy)
+_ALL = slice(None)
+
+
 class BallBalanceEnv(MujocoTaskEnv):
     """Vectorized ball-on-plate balancing; ``{"policy": (N, 12), "critic": (N, 14)}``.
 
@@ -148,33 +152,46 @@ class BallBalanceEnv(MujocoTaskEnv):
         self.reset()
 
     # --- geometry -----------------------------------------------------------------------------
-    def _plate_frame(self) -> tuple[np.ndarray, np.ndarray]:
-        """Ball position (N, 3) relative to the plate surface centre and velocity (N, 3), both
-        in the plate frame (R = Rx(tilt_x) Ry(tilt_y))."""
-        q, v = self.sim.qpos, self.sim.qvel
-        a, b = q[:, 0], q[:, 1]
-        ca, sa, cb, sb = np.cos(a), np.sin(a), np.cos(b), np.sin(b)
-        p = q[:, 2:5] - np.array([0.0, 0.0, PIVOT_Z])
-        w = v[:, 2:5]
+    def _plate_frame(self, rows: slice | np.ndarray = _ALL) -> tuple[np.ndarray, np.ndarray]:
+        """Ball position (n, 3) relative to the plate surface centre and velocity (n, 3), both
+        in the plate frame (R = Rx(tilt_x) Ry(tilt_y)), of the envs ``rows`` (default all).
 
-        def to_plate(x: np.ndarray) -> np.ndarray:
-            # Rx^T: y' = c y + s z, z' = -s y + c z ; then Ry^T: x'' = c x - s z', z'' = s x + c z'
-            y1 = ca * x[:, 1] + sa * x[:, 2]
-            z1 = -sa * x[:, 1] + ca * x[:, 2]
-            return np.stack([cb * x[:, 0] - sb * z1, y1, sb * x[:, 0] + cb * z1], axis=-1)
-
-        local = to_plate(p)
+        Position and velocity go through the rotation together, as one (n, 2, 3) array."""
+        q, v = self.sim.qpos[rows], self.sim.qvel[rows]
+        cs = np.cos(q[:, 0:2])
+        sn = np.sin(q[:, 0:2])
+        ca, cb, sa, sb = cs[:, 0:1], cs[:, 1:2], sn[:, 0:1], sn[:, 1:2]
+        x = np.empty((q.shape[0], 2, 3))
+        x[:, 0] = q[:, 2:5]
+        x[:, 0, 2] -= PIVOT_Z
+        x[:, 1] = v[:, 2:5]
+        # Rx^T: y' = c y + s z, z' = -s y + c z ; then Ry^T: x'' = c x - s z', z'' = s x + c z'
+        y1 = ca * x[:, :, 1] + sa * x[:, :, 2]
+        z1 = -sa * x[:, :, 1] + ca * x[:, :, 2]
+        out = np.empty_like(x)
+        out[:, :, 0] = cb * x[:, :, 0] - sb * z1
+        out[:, :, 1] = y1
+        out[:, :, 2] = sb * x[:, :, 0] + cb * z1
+        local, vel = out[:, 0], out[:, 1]
         local[:, 2] -= SURFACE_Z
-        return local, to_plate(w)
+        return local, vel
 
-    def _target(self, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Target position and velocity (N, 2) at episode step ``steps`` (N,)."""
+    def _target(self, steps: np.ndarray, rows: slice | np.ndarray = _ALL
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Target position and velocity (n, 2) at episode step ``steps`` (n,) of the envs
+        ``rows`` (default all)."""
         t = steps * self.spec.control_dt
-        ang = self._omega * t + self._phase
+        omega = self._omega[rows]
+        ang = omega * t + self._phase[rows]
         amp = self.cfg.target_amp
-        unit = np.stack([np.cos(ang), np.sin(ang)], axis=-1)
-        vel = amp * self._omega[:, None] * np.stack([-unit[:, 1], unit[:, 0]], axis=-1)
-        return self._center + amp * unit, vel
+        unit = np.empty((ang.shape[0], 2))
+        np.cos(ang, out=unit[:, 0])
+        np.sin(ang, out=unit[:, 1])
+        vel = np.empty_like(unit)
+        w = amp * omega
+        np.multiply(w, -unit[:, 1], out=vel[:, 0])
+        np.multiply(w, unit[:, 0], out=vel[:, 1])
+        return self._center[rows] + amp * unit, vel
 
     # --- MujocoTaskEnv hooks ------------------------------------------------------------------
     def _reset_task(self, ids: np.ndarray) -> None:
@@ -188,9 +205,12 @@ class BallBalanceEnv(MujocoTaskEnv):
         self._omega[ids] = (lo + (hi - lo) * u[:, 4]) * np.where(u[:, 5] < 0.5, -1.0, 1.0)
         self._phase[ids] = u[:, 5] * 4 * np.pi
         self._on_target[ids] = 0
-        self._frame_cache = None
-        tgt, _ = self._target(self._ep_len)
-        self._target_mocap[ids, :2] = tgt[ids]
+        tgt, tgt_vel = self._target(self._ep_len[ids], ids)
+        self._target_mocap[ids, :2] = tgt
+        if self._frame_cache is not None:  # mid-step (after _evaluate): refresh these rows
+            local, vel = self._plate_frame(ids)
+            for cached, fresh in zip(self._frame_cache, (local, vel, tgt, tgt_vel)):
+                cached[ids] = fresh
 
     def _apply_action(self, act: np.ndarray) -> None:
         self.sim.ctrl[:] = act
