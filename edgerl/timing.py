@@ -72,6 +72,7 @@ __all__ = [
     "resolve_blend_steps",
     "resolve_period",
     "resolve_stale_steps",
+    "usable_steps",
     "rows_ahead",
     "sampling_delay_steps",
     "step_offset",
@@ -198,10 +199,16 @@ def chunk_row(offset: Any, horizon: int) -> Any:
     return offset.clip(0, horizon - 1)
 
 
+def usable_steps(horizon: Any, stale_steps: int) -> Any:
+    """Steps from a chunk's first row for which it is usable: ``H + stale_steps`` (int or an
+    integer array of horizons)."""
+    return horizon + stale_steps
+
+
 def chunk_usable(offset: Any, horizon: int, stale_steps: int) -> Any:
     """Whether a chunk is still usable ``offset`` steps after its ``step0``:
     ``offset < H + stale_steps`` (bool or a bool array/tensor)."""
-    return offset < horizon + stale_steps
+    return offset < usable_steps(horizon, stale_steps)
 
 
 def is_newer(new_start: Any, cur_start: Any) -> Any:
@@ -363,7 +370,7 @@ class TimingSpec:
     def chunk_max_age_s(self) -> float:
         """Age (s, ``t0`` to now) at which a chunk of ``horizon`` rows is stale (unusable):
         ``(H + stale_steps) * dt``."""
-        return (self.horizon + self.stale_steps) * self.dt
+        return usable_steps(self.horizon, self.stale_steps) * self.dt
 
     @property
     def trigger_timeout_s(self) -> float:

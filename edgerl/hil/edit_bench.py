@@ -22,6 +22,7 @@ import numpy as np
 from edgerl.hil.firmware import FIRMWARE_DIR, FirmwareError
 from edgerl.hil.qemu import QEMU, QEMU_MACHINE, SYSCLK_HZ, qemu_missing
 from edgerl.spec import PolicySpec, load_bundle_manifest
+from edgerl.timing import usable_steps
 from edgerl.wire.schema import NO_ROW
 
 __all__ = ["EditCases", "EditOutputs", "build_edit_bench", "edit_cases", "edit_parity",
@@ -85,7 +86,8 @@ def edit_cases(spec: PolicySpec, n: int, seed: int = 0) -> EditCases:
     dt = max(1, round(spec.chunk.dt_s * 1e6))
     horizon = rng.integers(1, big_h + 1, n)
     t0 = rng.integers(10_000_000, 100_000_000, n)
-    span = (horizon + spec.timing.stale_steps + 2) * dt
+    usable = usable_steps(horizon, spec.timing.stale_steps)
+    span = (usable + 2) * dt
     now = t0 + (rng.uniform(-2.0 * dt, 1.0, n) + rng.uniform(0, 1, n) * span).astype(np.int64)
     age = np.where(rng.uniform(size=n) < 0.1, rng.integers(0, 5_000_000, n),
                    rng.integers(0, 400_000, n))
