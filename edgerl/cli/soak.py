@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="SIGKILL + restart the planner every this many seconds (0: never)")
     p.add_argument("--bad-hz", type=float, default=20.0,
                    help="bad messages per second, rotating over every topic (default 20)")
+    p.add_argument("--rearm-after", type=float, default=5.0,
+                   help="operator re-arm: publish robot/estop_reset once the loop has been "
+                        "e-stopped this long (s; 0 = never)")
     p.add_argument("--no-serial", action="store_true", help="skip the serial HIL path")
     p.add_argument("--serial-faults", default="corrupt=0.005,corrupt_rx=0.001,garbage=2",
                    help="edgerl hil --faults for each serial run (an unplug is added)")
@@ -53,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
                      rt_priority=args.rt_priority, kill_every_s=args.kill_every,
                      bad_hz=args.bad_hz, serial=not args.no_serial,
                      serial_faults=args.serial_faults, serial_steps=args.serial_steps,
-                     domain_id=args.domain_id, log_dir=args.log_dir)
+                     domain_id=args.domain_id, log_dir=args.log_dir,
+                     rearm_after_s=args.rearm_after)
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         result = run_soak(cfg)

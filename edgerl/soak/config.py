@@ -30,6 +30,9 @@ class SoakConfig:
         serial_faults: ``edgerl hil --faults`` spec for each HIL run (``unplug`` is added).
         serial_steps: Control steps per HIL run.
         sample_every_s: RSS sampling period (s).
+        rearm_after_s: The operator: once the edit node has reported e-stop for this long,
+            publish a re-arm on ``robot/estop_reset`` (and again every ``rearm_after_s`` while
+            it stays latched); 0: never (the latch then holds for the rest of the run).
         domain_id: ROS_DOMAIN_ID (None: random in 1..200).
         log_dir: Keep the node logs here (None: a temporary directory, removed when clean).
     """
@@ -44,6 +47,7 @@ class SoakConfig:
     serial_faults: str = "corrupt=0.005,corrupt_rx=0.001,garbage=2"
     serial_steps: int = 300
     sample_every_s: float = 1.0
+    rearm_after_s: float = 5.0
     domain_id: int | None = None
     log_dir: Path | None = None
 
@@ -57,6 +61,8 @@ class SoakConfig:
             raise SoakError(f"--rt-priority must be in 0..98 (0: off), got {self.rt_priority}")
         if self.kill_every_s < 0:
             raise SoakError(f"--kill-every must be >= 0, got {self.kill_every_s}")
+        if self.rearm_after_s < 0:
+            raise SoakError(f"--rearm-after must be >= 0, got {self.rearm_after_s}")
         if self.bad_hz < 0:
             raise SoakError(f"--bad-hz must be >= 0, got {self.bad_hz}")
         if self.serial_steps < 10:

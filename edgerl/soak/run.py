@@ -131,7 +131,8 @@ def run_soak(cfg: SoakConfig, on_progress: Callable[[float], None] | None = None
             time.sleep(0.05)
         if serial is not None:
             serial.start()
-        loop = _SoakLoop(cfg, graph, node_params, injector, watch)
+        operator = Operator(node, cfg.rearm_after_s, watch)
+        loop = _SoakLoop(cfg, graph, node_params, injector, watch, operator)
         loop.run(on_progress)
         if serial is not None:
             serial.stop()
@@ -177,13 +178,47 @@ def _check_startup(graph: Any, t0: float, filt: Any) -> None:
                         f"{graph.tail('edit_policy_node')}")
 
 
+class Operator:
+    """The soak's operator: re-arms the e-stop (``robot/estop_reset`` with a fresh stamp) once
+    the edit node has reported it latched for ``rearm_after_s``, then at most every
+    ``rearm_after_s`` while it stays latched (0: never)."""
+
+    def __init__(self, node: Any, rearm_after_s: float, watch: CommandWatch) -> None:
+        from edgerl_ros.common import CHUNK_QOS, TOPICS
+        from std_msgs.msg import Header
+
+        self._header = Header
+        self.rearm_after_ns = int(rearm_after_s * 1e9)
+        self.watch = watch
+        self.pub = node.create_publisher(Header, TOPICS["estop_reset"], CHUNK_QOS)
+        self.rearms = 0
+        self._last_ns = 0
+
+    def poll(self, now_ns: int) -> bool:
+        """Re-arm if due at wall time ``now_ns``; returns whether it published."""
+        since = self.watch.estopped_since_ns
+        if not self.rearm_after_ns or since is None:
+            return False
+        if now_ns - since < self.rearm_after_ns:
+            return False
+        from edgerl_ros.messages import ns_to_stamp
+
+        msg = self._header(frame_id="soak operator")
+        msg.stamp = ns_to_stamp(now_ns)
+        self.pub.publish(msg)
+        self.watch.rearmed(now_ns)
+        self._last_ns = now_ns
+        self.rearms += 1
+        return True
+
+
 class _SoakLoop:
     """The timed part: planner kills, bad messages, RSS samples, crash watch."""
 
     def __init__(self, cfg: SoakConfig, graph: Any, node_params: dict[str, dict[str, Any]],
-                 injector: Any, watch: CommandWatch) -> None:
+                 injector: Any, watch: CommandWatch, operator: Operator) -> None:
         self.cfg, self.graph, self.node_params = cfg, graph, node_params
-        self.injector, self.watch = injector, watch
+        self.injector, self.watch, self.operator = injector, watch, operator
         # a process's first seconds are model loading, not growth (30 s; less in short runs
         # and with frequent planner kills, so each planner is still sampled)
         warm = min(30.0, 0.25 * cfg.minutes * 60.0,
@@ -208,6 +243,7 @@ class _SoakLoop:
                 log.info("t=%.1f s: planner kill", now - t0)
                 self._kill_planner()
                 next_kill += cfg.kill_every_s
+            self.operator.poll(time.time_ns())
             while now >= next_bad:
                 self.injector.send_one()
                 next_bad += 1.0 / cfg.bad_hz
@@ -284,6 +320,7 @@ def _report(cfg: SoakConfig, loop: _SoakLoop, watch: CommandWatch, diags: DiagTo
         "unsafe_examples": examples,
         "crash_logs": loop.crashes + (st.crash_logs if st is not None else []),
         "planner_kills": loop.kills,
+        "operator_rearms": loop.operator.rearms,
         "planner_restarts": loop.restarts,
         "rss": {name: track.summary() for name, track in loop.rss.items()},
         "deadline_misses": diags.total("deadline_misses", "edgerl: edit_policy_node"),

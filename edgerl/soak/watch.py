@@ -55,16 +55,26 @@ class CommandWatch:
         self.unsafe: dict[str, int] = defaultdict(int)
         self.unsafe_examples: list[str] = []
         self.estopped_since_ns: int | None = None  # publish time of the e-stop report
+        self.rearmed_ns = 0  # the operator's newest re-arm (wall ns)
         self.commands_while_estopped = 0
 
     def set_estopped(self, estopped: bool, report_ns: int) -> None:
         """A diagnostics report published at ``report_ns`` (wall ns) says the loop is / is
         not e-stopped."""
         with self.lock:
+            if report_ns < self.rearmed_ns:  # a report from before the operator's re-arm
+                return
             if not estopped:
                 self.estopped_since_ns = None
             elif self.estopped_since_ns is None:
                 self.estopped_since_ns = int(report_ns)
+
+    def rearmed(self, at_ns: int) -> None:
+        """The operator re-armed the e-stop at wall time ``at_ns``: commands from then on are
+        judged by the limits alone until a newer report says e-stop again."""
+        with self.lock:
+            self.rearmed_ns = int(at_ns)
+            self.estopped_since_ns = None
 
     def _flag(self, reason: str, values: Any) -> None:
         self.unsafe[reason] += 1

@@ -61,6 +61,18 @@ class TestCommandWatch:
         assert dict(w.unsafe) == {"not_safe_while_estopped": 1}
 
 
+    def test_an_operator_rearm_ends_the_latch_and_older_reports_do_not_revive_it(self):
+        w = _watch()
+        w.set_estopped(True, report_ns=1000)
+        w.rearmed(at_ns=5000)
+        w.set_estopped(True, report_ns=4000)  # published before the re-arm: ignored
+        w.on_command(_Msg(["a", "b"], [0.4, 0.0]), _info(5100))  # the loop runs again
+        assert w.commands_while_estopped == 0 and not w.unsafe
+        w.set_estopped(True, report_ns=6000)  # latched again after the re-arm: counts
+        w.on_command(_Msg(["a", "b"], [0.4, 0.0]), _info(6100))
+        assert dict(w.unsafe) == {"not_safe_while_estopped": 1}
+
+
 def test_diag_totals_bank_counters_across_a_restart():
     d = DiagTotals()
     d.update("edgerl: planner_node", {"dropped_bad_msgs": "7", "dropped robot/x nan": "7"})

@@ -69,6 +69,7 @@ TOPICS = {
     "instruction": "planner/instruction",
     "expert": "sim/expert_chunk",
     "episode": "robot/episode",
+    "estop_reset": "robot/estop_reset",
     "diagnostics": "/diagnostics",
 }
 

@@ -159,6 +159,7 @@ class EditPolicyNode(LifecycleNode):
         self.states_received = 0  # valid states written to the slot
         self.reset_stamp_ns = 0  # newest announced episode start (0: none)
         self.episode_resets = 0
+        self.estop_resets = 0  # operator re-arms applied
         self.chunks_dropped_pre_reset = 0
         self.rt_applied = False
         self.state_age = Samples()
@@ -212,6 +213,8 @@ class EditPolicyNode(LifecycleNode):
             self.create_subscription(JointTrajectory, TOPICS["chunk"], self._on_chunk,
                                      CHUNK_QOS),
             self.create_subscription(Header, TOPICS["episode"], self._on_episode, EPISODE_QOS),
+            self.create_subscription(Header, TOPICS["estop_reset"], self._on_estop_reset,
+                                     CHUNK_QOS),
         ]
         self._timer = self.create_timer(float(p["diagnostics_period_s"]),
                                         self._publish_diagnostics)
@@ -379,6 +382,21 @@ class EditPolicyNode(LifecycleNode):
         loop.request_reset()
         self.episode_resets += 1
 
+    def _on_estop_reset(self, msg: Header) -> None:
+        """Operator re-arm (``robot/estop_reset``, a fresh ``Header`` stamp): release the
+        e-stop latch and the escalation ladder. A reset stamped old or ahead (a replay) is
+        refused and counted."""
+        loop = self.loop
+        if loop is None:
+            return
+        reason = self.guard.check_state(stamp_to_ns(msg.stamp) * 1e-9, time.time_ns() * 1e-9)
+        if reason is not None:
+            self.drops.drop(TOPICS["estop_reset"], reason)
+            return
+        if loop.safety.estopped:
+            loop.reset_estop()
+            self.estop_resets += 1
+
     def _send(self, command: np.ndarray, t: float) -> bool:
         """CommandSink: one JointState per tick, stamped with the state it answers."""
         pub, spec, slot = self._cmd_pub, self.spec, self._slot
@@ -412,6 +430,7 @@ class EditPolicyNode(LifecycleNode):
                 "commands_sent": self.commands_sent,
                 "states_received": self.states_received,
                 "episode_resets": self.episode_resets,
+                "estop_resets": self.estop_resets,
                 "chunks_dropped_pre_reset": self.chunks_dropped_pre_reset,
                 "tick_compute_p50_us": m["tick_compute_p50_us"],
                 "tick_compute_p99_us": m["tick_compute_p99_us"],
