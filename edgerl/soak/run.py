@@ -107,8 +107,10 @@ def run_soak(cfg: SoakConfig, on_progress: Callable[[float], None] | None = None
                 values = {kv.key: kv.value for kv in st.values}
                 diags.update(st.name, values)
                 if st.name == "edgerl: edit_policy_node" and "state" in values:
+                    resets = values.get("estop_resets")
                     watch.set_estopped(values["state"] == "estop",
-                                       int(info.get("source_timestamp") or time.time_ns()))
+                                       int(info.get("source_timestamp") or time.time_ns()),
+                                       int(resets) if resets is not None else None)
 
         node.create_subscription(JointState, TOPICS["command"], watch.on_command,
                                  QoSProfile(**{**_qos_kwargs(STATE_QOS), "depth": 500}))

@@ -25,6 +25,9 @@ def as_number(text: Any) -> float:
         return float("nan")
 
 
+#: How long after a re-arm an e-stop report that predates the node applying it is ignored.
+REARM_GRACE_NS = 2_000_000_000
+
 class CommandWatch:
     """Checks each command on ``robot/command`` that the edit node published.
 
@@ -56,13 +59,20 @@ class CommandWatch:
         self.unsafe_examples: list[str] = []
         self.estopped_since_ns: int | None = None  # publish time of the e-stop report
         self.rearmed_ns = 0  # the operator's newest re-arm (wall ns)
+        self.rearms = 0  # re-arms the operator published
         self.commands_while_estopped = 0
 
-    def set_estopped(self, estopped: bool, report_ns: int) -> None:
+    def set_estopped(self, estopped: bool, report_ns: int, resets: int | None = None) -> None:
         """A diagnostics report published at ``report_ns`` (wall ns) says the loop is / is
-        not e-stopped."""
+        not e-stopped; ``resets`` is the node's count of applied operator re-arms."""
         with self.lock:
             if report_ns < self.rearmed_ns:  # a report from before the operator's re-arm
+                return
+            # published after the re-arm but before the node applied it (its reset counter
+            # is behind): still the old latch. Bounded: a lost re-arm counts again after
+            # REARM_GRACE_NS, so commands are never judged by the limits alone for longer.
+            if (resets is not None and resets < self.rearms
+                    and report_ns < self.rearmed_ns + REARM_GRACE_NS):
                 return
             if not estopped:
                 self.estopped_since_ns = None
@@ -74,6 +84,7 @@ class CommandWatch:
         judged by the limits alone until a newer report says e-stop again."""
         with self.lock:
             self.rearmed_ns = int(at_ns)
+            self.rearms += 1
             self.estopped_since_ns = None
 
     def _flag(self, reason: str, values: Any) -> None:

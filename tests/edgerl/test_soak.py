@@ -68,8 +68,23 @@ class TestCommandWatch:
         w.set_estopped(True, report_ns=4000)  # published before the re-arm: ignored
         w.on_command(_Msg(["a", "b"], [0.4, 0.0]), _info(5100))  # the loop runs again
         assert w.commands_while_estopped == 0 and not w.unsafe
-        w.set_estopped(True, report_ns=6000)  # latched again after the re-arm: counts
+        # published after the re-arm, before the node applied it (its counter still 0)
+        w.set_estopped(True, report_ns=5050, resets=0)
+        w.on_command(_Msg(["a", "b"], [0.4, 0.0]), _info(5200))
+        assert w.commands_while_estopped == 0 and not w.unsafe
+        w.set_estopped(True, report_ns=6000, resets=1)  # latched again after the re-arm
         w.on_command(_Msg(["a", "b"], [0.4, 0.0]), _info(6100))
+        assert dict(w.unsafe) == {"not_safe_while_estopped": 1}
+
+    def test_a_lost_rearm_is_judged_again_after_the_grace(self):
+        from edgerl.soak.watch import REARM_GRACE_NS
+
+        w = _watch()
+        w.set_estopped(True, report_ns=1000)
+        w.rearmed(at_ns=5000)
+        late = 5000 + REARM_GRACE_NS + 1  # the node never applied it: still latched
+        w.set_estopped(True, report_ns=late, resets=0)
+        w.on_command(_Msg(["a", "b"], [0.4, 0.0]), _info(late + 100))
         assert dict(w.unsafe) == {"not_safe_while_estopped": 1}
 
 
