@@ -18,6 +18,7 @@ from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
 from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
+from edgerl.runtime.safety import SafetyConfig
 from edgerl.runtime.stand_in import BurnPlanner
 
 INFO = PlannerInfo(horizon=5, action_dim=2, dt_s=0.01, period_s=0.02, expected_latency_s=0.0)
@@ -104,7 +105,12 @@ def test_killed_planner_process_loop_keeps_rate_goes_stale_and_recovers(rt_prior
     # SCHED_FIFO as deployed (CI and the dev machine run as root); other helpers' tests load
     # both cores, so without it only a loose bound holds.
     rt = rt_priority > 0
-    loop = EditLoop(spec, None, buf, cfg=LoopConfig(rate_hz=rate, rt_priority=rt_priority),
+    # stale_policy hold: this test is about the client's restart and the loop's recovery;
+    # under the default escalation ladder a restart slower than hold_s + decay_s (1.2 s,
+    # possible on a loaded machine) latches the e-stop until an operator re-arms it
+    # (tests/runtime/test_escalation.py covers that path)
+    loop = EditLoop(spec, None, buf, cfg=LoopConfig(rate_hz=rate, rt_priority=rt_priority,
+                                                    safety=SafetyConfig(stale_policy="hold")),
                     sink=lambda cmd, t: states.append((t, loop.state)) or True)
     kwargs = {"horizon": horizon, "action_dim": 2, "dt_s": dt, "period_s": 0.05,
               "latency_s": 0.01, "low": [-1.0, -1.0], "high": [1.0, 1.0]}
