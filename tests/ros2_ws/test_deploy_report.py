@@ -75,7 +75,9 @@ def test_rate_and_latency_count_only_the_edit_nodes_commands(session_bundle, ros
     out = json.loads(capsys.readouterr().out)
     assert rc == 0, out
     assert out["configured_rate_hz"] == 50.0
-    assert abs(out["cmd_rate_hz"] - 50.0) / 50.0 < 0.05, out["cmd_rate_hz"]
+    # ours alone: ~50 Hz (the intruder's 100 Hz counted too would read ~150); 10 % for the
+    # burstiness of a loaded machine (53.2 Hz seen in CI beside a soak)
+    assert abs(out["cmd_rate_hz"] - 50.0) / 50.0 < 0.10, out["cmd_rate_hz"]
     assert out["commands"] <= 50 * 6  # 5 s after warm-up at 50 Hz, none of the intruder's
     assert out["commands_foreign"] >= 200
     # the robot's end-to-end latency also counts only the edit node's commands: it measures
