@@ -37,13 +37,15 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
     lat_file = tmp_path / "deploy_latency.json"
     rc = main(["deploy", "--bundle", str(cartpole_bundle), "--robot", "sim", "--duration", "10",
                "--json", "--record", str(rec), "--inject-bad-hz", "4",
-               "--domain-id", str(ros_domain), "--write-latency-model", str(lat_file)])
+               "--domain-id", str(ros_domain), "--write-latency-model", str(lat_file),
+               "--min-success", "0.5"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0, out
     assert set(out) >= {"success", "cmd_rate_hz", "configured_rate_hz", "e2e_latency_p50_us",
                         "e2e_latency_p99_us", "diagnostics_seen", "dropped_bad_msgs"}
-    # reached the task's success (cartpole: balanced a whole 200-step episode)
-    assert out["success"] is True and out["successes"] >= 1
+    # reached the task's success (cartpole: balanced a whole 200-step episode) in at least
+    # half of the episodes (--min-success 0.5; 5 of 6 seen under load)
+    assert out["success"] is True and out["successes"] >= 1 and out["success_rate"] >= 0.5
     assert out["configured_rate_hz"] == 50.0
     assert abs(out["cmd_rate_hz"] - 50.0) / 50.0 < 0.02, out["cmd_rate_hz"]
     assert out["commands"] >= 0.98 * 50 * 9
