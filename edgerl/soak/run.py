@@ -194,7 +194,6 @@ class Operator:
         self.watch = watch
         self.pub = node.create_publisher(Header, TOPICS["estop_reset"], CHUNK_QOS)
         self.rearms = 0
-        self._last_ns = 0
 
     def poll(self, now_ns: int) -> bool:
         """Re-arm if due at wall time ``now_ns``; returns whether it published."""
@@ -209,7 +208,6 @@ class Operator:
         msg.stamp = ns_to_stamp(now_ns)
         self.pub.publish(msg)
         self.watch.rearmed(now_ns)
-        self._last_ns = now_ns
         self.rearms += 1
         return True
 
