@@ -1,7 +1,11 @@
 #!/bin/bash
-# `edgerl deploy` state->command e2e: the state trigger ticked in the state callback, with and
-# without SCHED_FIFO (--rt-priority), and the clock trigger, at 50 and 200 Hz; each followed by
-# `edgerl bench loop` at the same rate and priority (the tick-compute reference, same minutes).
+# `edgerl deploy` state->command e2e at 50 and 200 Hz: the state trigger composed with the sim
+# robot in one process (--compose), the state trigger across processes with and without
+# SCHED_FIFO (--rt-priority), and the clock trigger; each followed by `edgerl bench loop` at
+# the same rate and priority with a planner process feeding chunks (the tick-compute
+# reference: the network runs on every tick, as in the graph), and per rate the bare rclpy
+# round trip between two processes at that pace (benchmarks/ros2_roundtrip.py: the transport
+# floor of the cross-process rows), all in the same minutes.
 # Usage: benchmarks/deploy_trigger.sh [OUT_DIR] [SECONDS]   (numbers: docs/ros2.md;
 #        benchmarks/deploy_trigger_table.py OUT_DIR prints the table)
 set -euo pipefail
@@ -16,14 +20,21 @@ from pathlib import Path
 from ros_bundles import write_task_bundle
 write_task_bundle(Path('$B'))")
 for hz in 50 200; do
-  for cfg in state:80 state:0 clock:0; do
-    trig=${cfg%%:*}; rt=${cfg##*:}
-    tag=${hz}_${trig}_rt${rt}
+  period_ms=$(python3 -c "print(1000 / $hz)")
+  ROS_DOMAIN_ID=${EDGERL_BENCH_DOMAIN:-221} ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST \
+    .venv/bin/python benchmarks/ros2_roundtrip.py --n 500 --period-ms "$period_ms" --json \
+    > "$OUT/roundtrip_$hz.json"
+  for cfg in state:80:compose state:80:sep state:0:sep clock:0:sep; do
+    IFS=: read -r trig rt mode <<< "$cfg"
+    tag=${hz}_${trig}_rt${rt}_${mode}
+    extra=()
+    [ "$mode" = compose ] && extra=(--compose)
     echo "== $tag, load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load_$tag.txt"
-    .venv/bin/python -m edgerl deploy --bundle "$B" --duration "$SECS" --trigger $trig \
-      --rate-hz $hz --rt-priority $rt --json > "$OUT/deploy_$tag.json" || true  # exit 2: no success
-    .venv/bin/python -m edgerl bench loop --bundle "$B" --seconds 4 --rate $hz --planner none \
-      --rt-priority $rt --json > "$OUT/bench_$tag.json"
+    .venv/bin/python -m edgerl deploy --bundle "$B" --duration "$SECS" --trigger "$trig" \
+      --rate-hz $hz --rt-priority "$rt" "${extra[@]}" --json > "$OUT/deploy_$tag.json" \
+      || true  # exit 2: the untrained test bundle does not reach the task's success
+    .venv/bin/python -m edgerl bench loop --bundle "$B" --seconds 4 --rate $hz \
+      --planner burn --planner-process --rt-priority "$rt" --json > "$OUT/bench_$tag.json"
   done
 done
 .venv/bin/python benchmarks/deploy_trigger_table.py "$OUT"

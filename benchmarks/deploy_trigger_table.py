@@ -1,5 +1,6 @@
-"""Print the table of benchmarks/deploy_trigger.sh: deploy e2e and node tick compute beside
-`bench loop`'s tick compute from the same run (ratio), with the load each ran under.
+"""Print the table of benchmarks/deploy_trigger.sh: deploy e2e beside the bare rclpy round
+trip at the same pace, and node tick compute beside `bench loop`'s tick compute from the same
+run (ratio), with the load each ran under.
 
 Usage: python benchmarks/deploy_trigger_table.py OUT_DIR [--json]
 """
@@ -15,6 +16,10 @@ def _round(x: float | None) -> int | None:
     return None if x is None or x != x else round(x)
 
 
+def _ms(us: float | None) -> float | None:
+    return None if us is None or us != us else round(us / 1e3, 2)
+
+
 def _ratio(a: float | None, b: float | None) -> float | None:
     return None if not a or not b or a != a or b != b else round(a / b, 2)
 
@@ -28,8 +33,13 @@ def rows(out: Path) -> list[dict]:
         d = json.loads(dep.read_text())
         load = (out / f"load_{tag}.txt").read_text().split("load:")[-1].split()
         b50 = bench.get("tick_compute_p50_us")
+        hz = tag.split("_")[0]
+        rt_file = out / f"roundtrip_{hz}.json"
+        floor = json.loads(rt_file.read_text()) if rt_file.is_file() else {}
         table.append({
             "config": tag, "load1": float(load[0]),
+            "rclpy_rtt_p50_ms": _ms(floor.get("rtt_p50_us")),
+            "rclpy_rtt_p99_ms": _ms(floor.get("rtt_p99_us")),
             "cmd_rate_hz": round(d["cmd_rate_hz"], 1),
             "e2e_p50_ms": round(d["e2e_latency_p50_us"] / 1e3, 2),
             "e2e_p99_ms": round(d["e2e_latency_p99_us"] / 1e3, 2),

@@ -12,11 +12,16 @@ The clock fallback stays: :meth:`tick_if_starved`, called from a timer that each
 restarts, ticks (and counts a ``trigger_timeout``) when no state arrived for
 ``loop.trigger_timeout_s``, so a silent sensor still gets the stale/hold fallbacks.
 
-Both methods must run in one thread (an rclpy ``SingleThreadedExecutor`` guarantees it); the
-loop thread must not be running (:meth:`EditLoop.start` is not called in this mode).
+The state may arrive in one thread (a composed robot's stepping thread) while the fallback and
+prewarm timers fire in another (the executor's): :meth:`on_state`, :meth:`tick_if_starved` and
+:meth:`prewarm` hold one lock (uncontended: ~0.1 us), so ticks and the prewarm never overlap
+on the loop's buffers. The loop thread must not be running (:meth:`EditLoop.start` is not
+called in this mode).
 """
 
 from __future__ import annotations
+
+import threading
 
 from edgerl.runtime.edit_loop import EditLoop
 
@@ -41,14 +46,22 @@ class InlineStateTrigger:
         #: Time (loop clock, s) of the newest tick, from a state or the fallback.
         self.last_tick_t = now
         self.ticks_on_state = 0
+        self._lock = threading.Lock()
 
     def on_state(self, obs_t: float) -> None:
         """Tick now for the state just written to the slot, observed at ``obs_t`` (loop
         clock, s); records its age at the tick and the tick's compute time."""
-        woke = self.loop.clock.now()
-        self.loop.tick(woke, late=max(woke - obs_t, 0.0))
-        self.last_tick_t = woke
-        self.ticks_on_state += 1
+        with self._lock:
+            woke = self.loop.clock.now()
+            self.loop.tick(woke, late=max(woke - obs_t, 0.0))
+            self.last_tick_t = woke
+            self.ticks_on_state += 1
+
+    def prewarm(self) -> bool:
+        """:meth:`EditLoop.prewarm`, serialised with the ticks (it runs the network on the
+        loop's own buffers). Returns whether it warmed."""
+        with self._lock:
+            return self.loop.prewarm()
 
     def prewarm_due_in(self) -> float | None:
         """Seconds after a tick at which to warm the caches for the next expected state
@@ -66,10 +79,11 @@ class InlineStateTrigger:
         ``slack_s``: a timer restarted at each state may fire a little early). Returns
         whether it ticked (counted in ``loop.trigger_timeouts``)."""
         loop = self.loop
-        woke = loop.clock.now()
-        if woke - self.last_tick_t < loop.trigger_timeout_s - slack_s:
-            return False
-        loop.trigger_timeouts += 1
-        loop.tick(woke)
-        self.last_tick_t = woke
+        with self._lock:
+            woke = loop.clock.now()
+            if woke - self.last_tick_t < loop.trigger_timeout_s - slack_s:
+                return False
+            loop.trigger_timeouts += 1
+            loop.tick(woke)
+            self.last_tick_t = woke
         return True

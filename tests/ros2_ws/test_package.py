@@ -12,7 +12,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "ros2_ws" / "src" / "edgerl_ros"
 EXECUTABLES = {"edit_policy_node", "planner_node", "sim_robot_node", "serial_bridge_node",
-               "ros2_control_bridge_node"}
+               "ros2_control_bridge_node", "robot_edit_container"}
 
 
 def _setup_kwargs() -> dict:
@@ -54,7 +54,10 @@ class TestEntryPoints:
         from edgerl_ros import NODE_MODULES
 
         nodes = _setup_kwargs()["NODES"]
-        assert {k: v.split(":")[0] for k, v in nodes.items()} == NODE_MODULES
+        from edgerl_ros import CONTAINERS
+
+        assert {k: v.split(":")[0] for k, v in nodes.items()} == {
+            **NODE_MODULES, **{name: mod for name, (mod, _nodes) in CONTAINERS.items()}}
 
 
 class TestLaunchFile:

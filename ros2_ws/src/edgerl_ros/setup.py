@@ -13,6 +13,8 @@ NODES = {
     "sim_robot_node": "edgerl_ros.sim_robot_node:main",
     "serial_bridge_node": "edgerl_ros.serial_bridge_node:main",
     "ros2_control_bridge_node": "edgerl_ros.ros2_control_bridge_node:main",
+    # the sim robot and the edit node composed in one process (edgerl deploy --compose)
+    "robot_edit_container": "edgerl_ros.container:main",
 }
 
 setup(

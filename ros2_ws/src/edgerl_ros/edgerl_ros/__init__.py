@@ -8,7 +8,7 @@ as processes for ``edgerl deploy``.
 
 from __future__ import annotations
 
-__all__ = ["NODE_MODULES"]
+__all__ = ["CONTAINERS", "NODE_MODULES"]
 
 #: executable name -> module (``python -m`` target); setup.py registers the same names.
 NODE_MODULES: dict[str, str] = {
@@ -17,4 +17,8 @@ NODE_MODULES: dict[str, str] = {
     "sim_robot_node": "edgerl_ros.sim_robot_node",
     "serial_bridge_node": "edgerl_ros.serial_bridge_node",
     "ros2_control_bridge_node": "edgerl_ros.ros2_control_bridge_node",
+}
+#: Processes that host several nodes (``edgerl deploy --compose``): module, nodes hosted.
+CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "robot_edit_container": ("edgerl_ros.container", ("sim_robot_node", "edit_policy_node")),
 }

@@ -106,6 +106,10 @@ PARAMS = [
               "loop thread, no hand-off; clock fallback from a timer). False: the loop "
               "thread waits for each state"),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
+    ParamSpec("state_source", "topic", "where states and episode resets come from: topic "
+              "(robot/joint_states, robot/episode) or in_process (a robot node composed in "
+              "this process calls accept_state/accept_episode; edgerl_ros.container)",
+              choices=("topic", "in_process"), read_only=True),
     ParamSpec("autostart", False, "configure and activate at start-up (no lifecycle manager)",
               read_only=True),
     *DEVICE_PARAMS,
@@ -155,6 +159,7 @@ class EditPolicyNode(LifecycleNode):
         self._inline: InlineStateTrigger | None = None
         self._fallback_timer = None
         self._prewarm_timer = None
+        self._reset_timers_per_state = True
         self.commands_sent = 0
         self.states_received = 0  # valid states written to the slot
         self.reset_stamp_ns = 0  # newest announced episode start (0: none)
@@ -163,6 +168,9 @@ class EditPolicyNode(LifecycleNode):
         self.chunks_dropped_pre_reset = 0
         self.rt_applied = False
         self.state_age = Samples()
+        #: Composed robot: ``command_link(command (A,), state stamp ns)`` gets each command
+        #: before it is published (set by :class:`~edgerl_ros.composition.ComposedLink`).
+        self.command_link: Any = None
 
     def _check_live(self, changed: dict[str, Any]) -> str | None:
         """Unconfigured: all used at the next configure; configured: see the module doc."""
@@ -209,13 +217,17 @@ class EditPolicyNode(LifecycleNode):
                                                         COMMAND_QOS)
         self._diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
         self._subs = [
-            self.create_subscription(JointState, TOPICS["state"], self._on_state, STATE_QOS),
             self.create_subscription(JointTrajectory, TOPICS["chunk"], self._on_chunk,
                                      CHUNK_QOS),
-            self.create_subscription(Header, TOPICS["episode"], self._on_episode, EPISODE_QOS),
             self.create_subscription(Header, TOPICS["estop_reset"], self._on_estop_reset,
                                      CHUNK_QOS),
         ]
+        if p["state_source"] == "topic":  # in_process: the composed robot calls accept_*
+            self._subs += [
+                self.create_subscription(JointState, TOPICS["state"], self._on_state,
+                                         STATE_QOS),
+                self.create_subscription(Header, TOPICS["episode"], self._on_episode,
+                                         EPISODE_QOS)]
         self._timer = self.create_timer(float(p["diagnostics_period_s"]),
                                         self._publish_diagnostics)
         self.get_logger().info(f"configured: {spec.task}/{spec.method} at {loop.rate_hz:g} Hz")
@@ -246,11 +258,20 @@ class EditPolicyNode(LifecycleNode):
             gc.collect()
             gc.freeze()
         self._inline = InlineStateTrigger(loop)
-        # fires only after trigger_timeout_s of silence: each state restarts it
-        self._fallback_timer = self.create_timer(loop.trigger_timeout_s, self._on_silence)
-        due = self._inline.prewarm_due_in()  # just before the next expected state
-        if due is not None:
-            self._prewarm_timer = self.create_timer(due, loop.prewarm)
+        if self.get_parameter("state_source").value == "in_process":
+            # states tick in the robot's thread: a timer reset per state would wake this
+            # process's executor at the control rate to contend for the GIL with the next
+            # tick; instead a check every half timeout (fallback after 1-1.5 timeouts)
+            self._fallback_timer = self.create_timer(loop.trigger_timeout_s / 2,
+                                                     self._on_silence)
+            self._reset_timers_per_state = False
+        else:
+            # fires only after trigger_timeout_s of silence: each state restarts it
+            self._fallback_timer = self.create_timer(loop.trigger_timeout_s, self._on_silence)
+            self._reset_timers_per_state = True
+            due = self._inline.prewarm_due_in()  # just before the next expected state
+            if due is not None:
+                self._prewarm_timer = self.create_timer(due, self._inline.prewarm)
         self.rt_applied = bool(PROCESS_RT["applied"])
         self.get_logger().info("activated: ticking on each state in its callback"
                                + (f" (process SCHED_FIFO {PROCESS_RT['priority']})"
@@ -317,26 +338,43 @@ class EditPolicyNode(LifecycleNode):
 
     # --- I/O ---------------------------------------------------------------------------------
     def _on_state(self, msg: JointState) -> None:
-        spec, slot = self.spec, self._slot
-        if spec is None or slot is None:
+        if self.spec is None:
             return
         try:
-            obs, stamp = stamped_state(msg, spec.observation.names)
+            obs, stamp = stamped_state(msg, self.spec.observation.names)
         except BadMessage as exc:
             self.drops.drop(TOPICS["state"], str(exc))
             return
-        reason = self.guard.check_state(stamp * 1e-9, time.time_ns() * 1e-9)
+        self.accept_state(obs, stamp)
+
+    def accept_state(self, obs: np.ndarray, stamp_ns: int) -> bool:
+        """A state (``(obs_dim,)`` in the manifest's observation order) stamped ``stamp_ns``
+        (ns, wall clock): checked, written to the slot and, with inline ticks, ticked on at
+        once. Called by the state subscription and by a composed robot (its stepping thread:
+        the inline trigger serialises it with the fallback timer). Returns whether it was
+        accepted (a refusal is counted under its reason)."""
+        slot = self._slot
+        if self.spec is None or slot is None:
+            return False
+        reason = self.guard.check_state(stamp_ns * 1e-9, time.time_ns() * 1e-9)
         if reason is not None:  # too old / stamped ahead: must not drive the loop
             self.drops.drop(TOPICS["state"], reason)
-            return
-        t = self.timebase.to_mono(stamp)
-        slot.write_stamped(obs, t, stamp)
+            return False
+        t = self.timebase.to_mono(stamp_ns)
+        slot.write_stamped(obs, t, stamp_ns)
         self.states_received += 1
-        if self._inline is not None:
-            self._inline.on_state(t)
-            self._fallback_timer.reset()
-            if self._prewarm_timer is not None:
-                self._prewarm_timer.reset()
+        inline = self._inline
+        if inline is not None:
+            inline.on_state(t)
+            if not self._reset_timers_per_state:
+                return True
+            for timer in (self._fallback_timer, self._prewarm_timer):
+                if timer is not None:  # None/destroyed: deactivated meanwhile (composed robot)
+                    try:
+                        timer.reset()
+                    except Exception as exc:
+                        log.debug("timer reset after deactivation: %s", exc)
+        return True
 
     def _on_silence(self) -> None:
         """No state for a trigger timeout: the clock fallback tick."""
@@ -367,17 +405,21 @@ class EditPolicyNode(LifecycleNode):
         loop.metrics.planner_latency_s.append(now - chunk.obs_time)
 
     def _on_episode(self, msg: Header) -> None:
-        """Episode reset: forget the old episode's chunk and history (see the module doc)."""
+        self.accept_episode(stamp_to_ns(msg.stamp))
+
+    def accept_episode(self, stamp_ns: int) -> None:
+        """Episode reset: the new episode's first state is stamped ``stamp_ns``; forget the
+        old episode's chunk and history (see the module doc). Called by the episode
+        subscription and by a composed robot."""
         loop = self.loop
-        stamp = stamp_to_ns(msg.stamp)
-        if loop is None or stamp <= self.reset_stamp_ns:  # duplicate / out of order
+        if loop is None or stamp_ns <= self.reset_stamp_ns:  # duplicate / out of order
             return
         # a reset stamped far ahead would drop every chunk until then (found by the soak)
-        reason = self.guard.check_state(stamp * 1e-9, time.time_ns() * 1e-9)
+        reason = self.guard.check_state(stamp_ns * 1e-9, time.time_ns() * 1e-9)
         if reason is not None:
             self.drops.drop(TOPICS["episode"], reason)
             return
-        self.reset_stamp_ns = stamp  # first: later chunks of the old episode are dropped
+        self.reset_stamp_ns = stamp_ns  # first: later chunks of the old episode are dropped
         loop.buffer.clear()
         loop.request_reset()
         self.episode_resets += 1
@@ -405,6 +447,9 @@ class EditPolicyNode(LifecycleNode):
         stamp = slot.read_stamp_ns()
         if stamp:
             self.state_age.add(t - slot.read_t)  # transit + wait for this tick
+        link = self.command_link
+        if link is not None:  # composed robot: straight in, then published for the others
+            link(command, stamp)
         try:
             pub.publish(make_joint_state(spec.action.names, command, stamp, self.command_field))
         except Exception as exc:  # context shut down / middleware error: transport down

@@ -146,6 +146,8 @@ class GraphProcesses:
     log_dir: Path
     env: dict[str, str]
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    #: node -> the container process hosting it (composed nodes only)
+    hosts: dict[str, str] = field(default_factory=dict)
     stop_timeout_s: float = 5.0
 
     def start(self, node: str, params: dict[str, Any],
@@ -162,6 +164,30 @@ class GraphProcesses:
         log.debug("started %s (pid %d): %s", node, proc.pid, " ".join(cmd))
         return proc
 
+    def start_container(self, name: str, nodes: dict[str, dict[str, Any]],
+                        extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start the container ``name`` (:data:`~edgerl_ros.CONTAINERS`) hosting ``nodes``
+        (``{node: params}``), their parameters in a ROS 2 parameter file beside its log."""
+        import yaml
+
+        from edgerl_ros import CONTAINERS
+
+        params_path = self.log_dir / f"{name}.params.yaml"
+        params_path.write_text(yaml.safe_dump(
+            {node: {"ros__parameters": values} for node, values in nodes.items()}))
+        cmd = [sys.executable, "-m", CONTAINERS[name][0], "--ros-args", "--params-file",
+               str(params_path)]
+        log_path = self.log_dir / f"{name}.log"
+        env = self.env if not extra_env else {**self.env, **extra_env}
+        with open(log_path, "wb") as fh:
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                    stdin=subprocess.DEVNULL)
+        self.procs[name] = proc
+        for node in nodes:
+            self.hosts[node] = name
+        log.debug("started %s (pid %d) hosting %s", name, proc.pid, ", ".join(nodes))
+        return proc
+
     def torch_loaded(self) -> dict[str, bool]:
         """Per running node: whether a torch shared library is mapped into its process."""
         return {node: torch_mapped(proc.pid) for node, proc in self.procs.items()
@@ -175,7 +201,8 @@ class GraphProcesses:
                 raise DeployError(f"{node} exited with status {rc}:\n{self.tail(node)}")
 
     def tail(self, node: str, n: int = 15) -> str:
-        path = self.log_dir / f"{node}.log"
+        """The last ``n`` lines of ``node``'s log (its container's, when composed)."""
+        path = self.log_dir / f"{self.hosts.get(node, node)}.log"
         try:
             lines = path.read_text(errors="replace").splitlines()
         except OSError:
@@ -420,6 +447,10 @@ class DeployConfig:
         log_dir: Where node logs go (default: a temporary directory, removed on success).
         min_success: ``robot="sim"``: fraction of completed episodes that must succeed
             for ``success`` (default 1.0: every one).
+        rt_priority: SCHED_FIFO priority of the processes on the state -> command path
+            (:data:`RT_NODES`; 0 = normal scheduling).
+        compose: Run the sim robot and the edit node in one process
+            (``edgerl_ros.container``): states and commands pass by call, not middleware.
     """
 
     bundle: Path
@@ -438,8 +469,12 @@ class DeployConfig:
     log_dir: Path | None = None
     rt_priority: int = 0
     min_success: float = DEFAULT_MIN_SUCCESS
+    compose: bool = False
 
     def __post_init__(self) -> None:
+        if self.compose and self.robot != "sim":
+            raise DeployError(f"compose runs the edit node inside the robot's process; it "
+                              f"supports robot 'sim', not {self.robot!r}")
         if not 0.0 <= float(self.min_success) <= 1.0:
             raise DeployError(f"min_success must be in [0, 1], got {self.min_success}")
         if not 0 <= int(self.rt_priority) <= 99:
@@ -458,6 +493,24 @@ def rt_env(node: str, priority: int) -> dict[str, str]:
     from edgerl_ros.common import RT_PRIORITY_ENV
 
     return {RT_PRIORITY_ENV: str(int(priority))} if priority and node in RT_NODES else {}
+
+
+def plan_processes(node_params: dict[str, dict[str, Any]], compose: bool
+                   ) -> dict[str, tuple[str, ...] | None]:
+    """Processes to start, in order: ``{process: None}`` for a node alone in its process,
+    ``{container: (nodes...)}`` for composed ones (at the place of the first of them)."""
+    from edgerl_ros import CONTAINERS
+
+    out: dict[str, tuple[str, ...] | None] = {}
+    hosted_by = {node: name for name, (_mod, nodes) in CONTAINERS.items() for node in nodes
+                 if compose and all(n in node_params for n in nodes)}
+    for node in node_params:
+        container = hosted_by.get(node)
+        if container is None:
+            out[node] = None
+        elif container not in out:
+            out[container] = CONTAINERS[container][1]
+    return out
 
 
 def _percentile_us(values: list[float], q: float) -> float:
@@ -540,8 +593,12 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
 
         spin_thread = threading.Thread(target=spin, name="deploy-monitor", daemon=True)
         spin_thread.start()
-        for name, values in node_params.items():
-            graph.start(name, values, rt_env(name, cfg.rt_priority))
+        for name, hosted in plan_processes(node_params, cfg.compose).items():
+            if hosted is None:
+                graph.start(name, node_params[name], rt_env(name, cfg.rt_priority))
+            else:
+                env_rt = {k: v for node in hosted for k, v in rt_env(node, cfg.rt_priority).items()}
+                graph.start_container(name, {n: node_params[n] for n in hosted}, env_rt)
 
         t_start = time.perf_counter()
         while monitor.first_command_time() is None:
