@@ -9,7 +9,6 @@ import os
 import random
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,12 +53,11 @@ def run_soak(cfg: SoakConfig, on_progress: Callable[[float], None] | None = None
     """
     cfg.check()
     try:
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from edgerl_ros.common import DIAG_QOS, STATE_QOS, TOPICS
         from edgerl_ros.graph import DeployError, GraphProcesses, ros_env
+        from edgerl_ros.session import MonitorSession, qos_kwargs
         from edgerl_ros.sources import PublisherFilter
-        from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import QoSProfile
         from sensor_msgs.msg import JointState
     except ImportError as exc:
@@ -82,91 +80,60 @@ def run_soak(cfg: SoakConfig, on_progress: Callable[[float], None] | None = None
     log_dir.mkdir(parents=True, exist_ok=True)
     rt_ok = fifo_permitted(cfg.rt_priority)
 
-    saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE",
-                                            "RMW_IMPLEMENTATION")}
-    os.environ.update({k: env[k] for k in saved})
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    graph = GraphProcesses(log_dir=log_dir, env=env)
-    serial = SerialLeg(cfg.serial_faults, cfg.serial_steps, cfg.rt_priority if rt_ok else 0,
-                       env) if cfg.serial else None
-    stop_spin = threading.Event()
-    node = executor = spin_thread = None
-    clean = False
-    try:
-        from edgerl.soak.inject import BadMessageInjector
+    with MonitorSession(env, "edgerl_soak_monitor") as ros:
+        graph = GraphProcesses(log_dir=log_dir, env=env)
+        serial = SerialLeg(cfg.serial_faults, cfg.serial_steps, cfg.rt_priority if rt_ok else 0,
+                           env) if cfg.serial else None
+        clean = False
+        try:
+            from edgerl.soak.inject import BadMessageInjector
 
-        node = rclpy.create_node("edgerl_soak_monitor", context=context)
-        filt = PublisherFilter(node, TOPICS["command"], "edit_policy_node")
-        watch = CommandWatch(spec.action.names, low, high, np.clip(0.0, low, high), field,
-                             filt.accept)
-        diags = DiagTotals()
+            node = ros.node
+            filt = PublisherFilter(node, TOPICS["command"], "edit_policy_node")
+            watch = CommandWatch(spec.action.names, low, high, np.clip(0.0, low, high), field,
+                                 filt.accept)
+            diags = DiagTotals()
 
-        def on_diag(msg: Any, info: Any) -> None:
-            for st in msg.status:
-                values = {kv.key: kv.value for kv in st.values}
-                diags.update(st.name, values)
-                if st.name == "edgerl: edit_policy_node" and "state" in values:
-                    resets = values.get("estop_resets")
-                    watch.set_estopped(values["state"] == "estop",
-                                       int(info.get("source_timestamp") or time.time_ns()),
-                                       int(resets) if resets is not None else None)
+            def on_diag(msg: Any, info: Any) -> None:
+                for st in msg.status:
+                    values = {kv.key: kv.value for kv in st.values}
+                    diags.update(st.name, values)
+                    if st.name == "edgerl: edit_policy_node" and "state" in values:
+                        resets = values.get("estop_resets")
+                        watch.set_estopped(values["state"] == "estop",
+                                           int(info.get("source_timestamp") or time.time_ns()),
+                                           int(resets) if resets is not None else None)
 
-        node.create_subscription(JointState, TOPICS["command"], watch.on_command,
-                                 QoSProfile(**{**_qos_kwargs(STATE_QOS), "depth": 500}))
-        node.create_subscription(DiagnosticArray, TOPICS["diagnostics"], on_diag, DIAG_QOS)
-        injector = BadMessageInjector(node, spec.observation.names, spec.action.names, field)
-        executor = SingleThreadedExecutor(context=context)
-        executor.add_node(node)
-
-        def spin() -> None:
-            while not stop_spin.is_set() and context.ok():
-                executor.spin_once(timeout_sec=0.05)
-
-        spin_thread = threading.Thread(target=spin, name="soak-monitor", daemon=True)
-        spin_thread.start()
-        for name, values in node_params.items():
-            graph.start(name, values)
-        t0 = time.monotonic()
-        while watch.commands == 0:
-            _check_startup(graph, t0, filt)
-            time.sleep(0.05)
-        if serial is not None:
-            serial.start()
-        operator = Operator(node, cfg.rearm_after_s, watch)
-        loop = _SoakLoop(cfg, graph, node_params, injector, watch, operator)
-        loop.run(on_progress)
-        if serial is not None:
-            serial.stop()
-        time.sleep(2.5)  # the last diagnostics round
-        result = _report(cfg, loop, watch, diags, injector, serial, rt_ok, domain, log_dir,
-                         filt)
-        clean = result["crashes"] == 0
-        return result
-    finally:
-        if serial is not None:
-            serial.stop()
-        graph.stop()
-        stop_spin.set()
-        if spin_thread is not None:
-            spin_thread.join(timeout=5.0)
-        if executor is not None:
-            executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        context.try_shutdown()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        if own_logs and clean:
-            shutil.rmtree(log_dir, ignore_errors=True)
-
-
-def _qos_kwargs(profile: Any) -> dict[str, Any]:
-    return {"reliability": profile.reliability, "history": profile.history,
-            "depth": profile.depth, "durability": profile.durability}
+            node.create_subscription(JointState, TOPICS["command"], watch.on_command,
+                                     QoSProfile(**{**qos_kwargs(STATE_QOS), "depth": 500}))
+            node.create_subscription(DiagnosticArray, TOPICS["diagnostics"], on_diag, DIAG_QOS)
+            injector = BadMessageInjector(node, spec.observation.names, spec.action.names, field)
+            ros.spin()
+            for name, values in node_params.items():
+                graph.start(name, values)
+            t0 = time.monotonic()
+            while watch.commands == 0:
+                _check_startup(graph, t0, filt)
+                time.sleep(0.05)
+            if serial is not None:
+                serial.start()
+            operator = Operator(node, cfg.rearm_after_s, watch)
+            loop = _SoakLoop(cfg, graph, node_params, injector, watch, operator)
+            loop.run(on_progress)
+            if serial is not None:
+                serial.stop()
+            time.sleep(2.5)  # the last diagnostics round
+            result = _report(cfg, loop, watch, diags, injector, serial, rt_ok, domain, log_dir,
+                             filt)
+            clean = result["crashes"] == 0
+            return result
+        finally:
+            if serial is not None:
+                serial.stop()
+            graph.stop()
+            ros.stop_spinning()
+            if own_logs and clean:
+                shutil.rmtree(log_dir, ignore_errors=True)
 
 
 def _check_startup(graph: Any, t0: float, filt: Any) -> None:
