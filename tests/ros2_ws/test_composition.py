@@ -97,7 +97,8 @@ def test_link_ticks_the_edit_node_in_the_robot_thread(composed):
     while robot.steps.count < 100 and time.monotonic() < t_end:
         time.sleep(0.05)
     assert robot.steps.count >= 100, "the robot did not step on the edit node's commands"
-    link.detach()  # freeze the counters
+    link.detach()  # freeze the counters (after the call in flight, if any, returns)
+    time.sleep(0.2)
     assert edit.states_received == link.states > 100
     assert edit._inline is not None and edit._inline.ticks_on_state == link.states
     assert edit.episode_resets == link.episodes
@@ -109,7 +110,8 @@ def test_link_ticks_the_edit_node_in_the_robot_thread(composed):
     assert robot.latency.count + robot.commands_repeat_state == robot.commands_received
     e2e = robot.latency.values()
     assert np.median(e2e) < 2e-3, np.median(e2e)  # the tick; across processes: 1-2 ms
-    assert edit.state_age.percentile(50) < 0.5e-3  # stamp -> tick in the same thread
+    age = edit.state_age.percentile(50)
+    assert age < 0.5e-3, age  # stamp -> tick in the same thread (across processes: >= 0.5 ms)
 
 
 def test_link_refuses_an_edit_node_listening_to_the_topic(rclpy_context, session_bundle):
