@@ -15,18 +15,6 @@ from edgerl.cli import main
 pytestmark = pytest.mark.ros
 
 
-def test_plan_processes_puts_composed_nodes_in_one_container():
-    from edgerl_ros.graph import plan_processes
-
-    nodes = {"sim_robot_node": {}, "planner_node": {}, "edit_policy_node": {}}
-    assert plan_processes(nodes, compose=False) == {
-        "sim_robot_node": None, "planner_node": None, "edit_policy_node": None}
-    assert plan_processes(nodes, compose=True) == {
-        "robot_edit_container": ("sim_robot_node", "edit_policy_node"), "planner_node": None}
-    serial = {"serial_bridge_node": {}, "planner_node": {}, "edit_policy_node": {}}
-    assert all(v is None for v in plan_processes(serial, compose=True).values())
-
-
 def test_name_index_reorders_and_names_the_mismatch():
     from edgerl_ros.composition import CompositionError, _index
 
@@ -76,12 +64,19 @@ def composed(rclpy_context, session_bundle):
 
     th = threading.Thread(target=spin, daemon=True)
     th.start()
-    try:
-        yield robot, edit, link
-    finally:
-        link.detach()
+
+    def quiesce() -> None:
+        """Stop the robot's stepping and the executor: no callback or tick after this."""
+        robot._stop.set()
+        robot._thread.join(5)
         stop.set()
         th.join(5)
+
+    try:
+        yield robot, edit, link, quiesce
+    finally:
+        link.detach()
+        quiesce()
         robot.shutdown()
         edit.shutdown()
         ex.shutdown()
@@ -92,13 +87,12 @@ def composed(rclpy_context, session_bundle):
 def test_link_ticks_the_edit_node_in_the_robot_thread(composed):
     """Each state ticks the edit node once, in the stepping thread, and its command reaches
     the robot by call: e2e (state stamp -> command applied) is the tick, not a transport."""
-    robot, edit, link = composed
+    robot, edit, link, quiesce = composed
     t_end = time.monotonic() + 20.0
     while robot.steps.count < 100 and time.monotonic() < t_end:
         time.sleep(0.05)
     assert robot.steps.count >= 100, "the robot did not step on the edit node's commands"
-    link.detach()  # freeze the counters (after the call in flight, if any, returns)
-    time.sleep(0.2)
+    quiesce()  # freeze the counters
     assert edit.states_received == link.states > 100
     assert edit._inline is not None and edit._inline.ticks_on_state == link.states
     assert edit.episode_resets == link.episodes

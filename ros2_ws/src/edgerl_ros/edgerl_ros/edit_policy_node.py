@@ -171,6 +171,7 @@ class EditPolicyNode(LifecycleNode):
         #: Composed robot: ``command_link(command (A,), state stamp ns)`` gets each command
         #: before it is published (set by :class:`~edgerl_ros.composition.ComposedLink`).
         self.command_link: Any = None
+        self._pending: tuple[np.ndarray, int] | None = None  # composed: command to publish
 
     def _check_live(self, changed: dict[str, Any]) -> str | None:
         """Unconfigured: all used at the next configure; configured: see the module doc."""
@@ -366,7 +367,8 @@ class EditPolicyNode(LifecycleNode):
         inline = self._inline
         if inline is not None:
             inline.on_state(t)
-            if not self._reset_timers_per_state:
+            if not self._reset_timers_per_state:  # composed
+                self._flush_publish()
                 return True
             for timer in (self._fallback_timer, self._prewarm_timer):
                 if timer is not None:  # None/destroyed: deactivated meanwhile (composed robot)
@@ -380,6 +382,7 @@ class EditPolicyNode(LifecycleNode):
         """No state for a trigger timeout: the clock fallback tick."""
         if self._inline is not None:
             self._inline.tick_if_starved(slack_s=0.1 * self.loop.trigger_timeout_s)
+            self._flush_publish()
 
     def _on_chunk(self, msg: JointTrajectory) -> None:
         spec, loop = self.spec, self.loop
@@ -450,6 +453,16 @@ class EditPolicyNode(LifecycleNode):
         link = self.command_link
         if link is not None:  # composed robot: straight in, then published for the others
             link(command, stamp)
+            if self._inline is not None:  # published once the tick has returned
+                self._pending = (command.copy(), stamp)
+                return True
+        return self._publish_command(command, stamp)
+
+    def _publish_command(self, command: np.ndarray, stamp: int) -> bool:
+        """``robot/command``: the command for the state stamped ``stamp`` (ns)."""
+        pub, spec = self._cmd_pub, self.spec
+        if pub is None or spec is None:
+            return False
         try:
             pub.publish(make_joint_state(spec.action.names, command, stamp, self.command_field))
         except Exception as exc:  # context shut down / middleware error: transport down
@@ -457,6 +470,13 @@ class EditPolicyNode(LifecycleNode):
             return False
         self.commands_sent += 1
         return True
+
+    def _flush_publish(self) -> None:
+        """Composed inline ticks: publish the command the robot already has (off the
+        state -> command path: the tick ends when the robot has it)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._publish_command(*pending)
 
     # --- diagnostics -------------------------------------------------------------------------
     def values(self) -> dict[str, Any]:
