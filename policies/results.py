@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgerl.methods import LEARNED_METHODS, get_method
+
 __all__ = ["GridCell", "GridConfig", "TASK_PRESETS", "acceptance", "grid_cells", "grid_delays",
            "load_rows", "run_cell", "write_learning_curves", "write_markdown"]
 
@@ -121,8 +123,9 @@ def grid_cells(cfg: GridConfig, control_hz: dict[str, float]) -> list[GridCell]:
         priority = [m for m in ("edit", "edit_zero_chunks", "planner", "naive", "rtc", "blend",
                                 "arli")
                     if m in cfg.methods]
-        priority += [m for m in cfg.methods if m not in priority and m != "nodelay"]
-        blocks = [([(0, "nodelay")] if "nodelay" in cfg.methods else [])
+        reference = [m for m in cfg.methods if get_method(m).no_delay]
+        priority += [m for m in cfg.methods if m not in priority and m not in reference]
+        blocks = [[(0, m) for m in reference]
                   + [(d, m) for d in nonzero[:1] for m in priority],
                   [(d, m) for d in nonzero[1:] for m in priority],
                   [(0, m) for m in priority] if 0 in delays else []]
@@ -155,7 +158,7 @@ def run_cell(cell: GridCell, grid: GridConfig, root: str | Path,
 
     preset = grid.preset(cell.task)
     cfg = TrainConfig(task=cell.task, method=cell.method, delay_steps=cell.delay_steps,
-                      seed=cell.seed, privileged=cell.method == "nodelay", **preset)
+                      seed=cell.seed, privileged=get_method(cell.method).no_delay, **preset)
     out = Path(root) / f"{cell.task}__{cell.method}__d{cell.delay_steps}__s{cell.seed}"
     if out.exists():
         import shutil
@@ -310,8 +313,8 @@ def write_learning_curves(rows: list[dict[str, Any]], path: str | Path) -> bool:
     found = False
     for ax, task in zip(axes[0], tasks):
         d_max = max(r["delay_steps"] for r in rows if r["task"] == task)
-        for method in ("nodelay", "naive", "arli", "edit", "edit_zero_chunks"):
-            d = 0 if method == "nodelay" else d_max
+        for method in LEARNED_METHODS:
+            d = 0 if get_method(method).no_delay else d_max
             curves = []
             for r in rows:
                 if (r["task"], r["delay_steps"], r["method"]) != (task, d, method):

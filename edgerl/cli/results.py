@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.cli.output import print_json, print_table
     from edgerl.cli.train import parse_task_args
     from edgerl.logs import progress
-    from edgerl.policies.config import METHODS
+    from edgerl.methods import METHODS
     from edgerl.policies.results import (
         GridConfig,
         acceptance,

@@ -10,7 +10,8 @@ HELP = ("train a latency-aware policy (nodelay/naive/arli/edit/edit_zero_chunks)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from edgerl.policies.config import EDIT_INPUTS, METHODS, PLANNERS
+    from edgerl.methods import METHODS
+    from edgerl.policies.config import EDIT_INPUTS, PLANNERS
 
     p.add_argument("task", help="registered task name (see `edgerl tasks`)")
     p.add_argument("--method", default="edit", choices=METHODS, help="method (default edit)")
