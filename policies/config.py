@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from edgerl.methods import Method, get_method
+from edgerl.methods import METHODS, Method, get_method
 from edgerl.serde import SchemaError, from_dict, to_dict
 from edgerl.timing import (
     TRIGGERS,
@@ -37,7 +37,21 @@ PLANNERS = ("expert", "bc")
 
 @dataclass(frozen=True)
 class PPOConfig:
-    """rsl_rl ``PPO`` constructor arguments (see ``rsl_rl.algorithms.PPO``)."""
+    """rsl_rl ``PPO`` constructor arguments (see ``rsl_rl.algorithms.PPO``).
+
+    Attributes:
+        learning_rate: PPO initial learning rate (Adam).
+        num_learning_epochs: Passes over each rollout.
+        num_mini_batches: PPO minibatches per epoch.
+        clip_param: PPO ratio clip epsilon.
+        gamma: Discount per control step.
+        lam: GAE lambda.
+        value_loss_coef: Weight of the value loss.
+        entropy_coef: Weight of the entropy bonus.
+        max_grad_norm: Gradient norm clip.
+        schedule: ``adaptive`` (learning rate follows ``desired_kl``) or ``fixed``.
+        desired_kl: Target KL divergence of the adaptive schedule.
+    """
 
     learning_rate: float = 1e-3
     num_learning_epochs: int = 5
@@ -130,7 +144,7 @@ class TrainConfig:
     """
 
     task: str
-    method: str
+    method: str = field(metadata={"choices": METHODS})
     delay_steps: int = 0
     seed: int = 0
     num_envs: int = 64
@@ -150,10 +164,10 @@ class TrainConfig:
     critic: ModelConfig = field(default_factory=ModelConfig)
     bc: BCConfig = field(default_factory=BCConfig)
     task_kwargs: dict[str, Any] = field(default_factory=dict)
-    edit_inputs: str = "fast"
+    edit_inputs: str = field(default="fast", metadata={"choices": EDIT_INPUTS})
     privileged: bool = False
     latency_model: LatencyModel | None = None
-    trigger: str = "state"
+    trigger: str = field(default="state", metadata={"choices": TRIGGERS})
 
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
