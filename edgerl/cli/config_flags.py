@@ -122,7 +122,8 @@ def dataclass_flags(cls: type, include: Iterable[str], *,
 
     ``names`` renames a flag (``{"num_steps_per_env": "steps-per-env"}``), ``defaults``
     replaces a field's default (``None`` = unset, e.g. "use the task's default"), and
-    ``default_text`` says in words what a ``None`` default means. Help is the field's
+    ``default_text`` says in words what a ``None`` default means (``{field_default}`` in it
+    is the field's own default). Help is the field's
     ``metadata["help"]`` or docstring entry with the default appended.
     """
     names, defaults, default_text = dict(names or {}), dict(defaults or {}), \
@@ -135,7 +136,7 @@ def dataclass_flags(cls: type, include: Iterable[str], *,
         if not text:
             raise ValueError(f"{owner.__name__}.{f.name}: no help (add it to the class "
                              "docstring's Attributes: or to metadata={'help': ...})")
-        shown = default_text.get(path) or "%(default)s"
+        shown = default_text.get(path, "%(default)s").format(field_default=_field_default(f))
         help_text = f"{text.rstrip('.').replace('%', '%%')} (default: {shown})"
         kwargs = {"default": defaults[path] if path in defaults else _field_default(f),
                   **_argparse_kwargs(annotation)}

@@ -149,3 +149,14 @@ def test_config_is_frozen():
     with pytest.raises(AttributeError):
         cfg.seed = 3  # type: ignore[misc]
     assert isinstance(cfg.ppo, PPOConfig) and isinstance(cfg.bc, BCConfig)
+
+
+def test_untuned_defaults_in_the_help_are_the_task_baseline():
+    """The help of a task-defaulted flag names the field's default as the untuned value."""
+    from edgerl.policies.task_defaults import BASELINE
+
+    cfg = TrainConfig(task="x", method="edit")
+    assert (BASELINE.num_envs, BASELINE.num_steps_per_env) == (cfg.num_envs,
+                                                               cfg.num_steps_per_env)
+    assert (BASELINE.learning_rate, BASELINE.num_mini_batches) == (cfg.ppo.learning_rate,
+                                                                   cfg.ppo.num_mini_batches)
