@@ -38,7 +38,7 @@ class Method:
 
     Attributes:
         name: Registry key, e.g. ``"edit"``.
-        summary: One line for tables and ``--help``.
+        summary: One line: the legend of the result tables.
         learned: Trains a PPO policy (the others only execute planner chunks).
         residual: The policy is a bounded residual on a chunk row (``edit`` and its ablation).
         uses_planner: Runs a chunk planner (``edit_zero_chunks`` runs none: its chunks are 0).
@@ -76,22 +76,24 @@ class Method:
 
 
 _REGISTRY: dict[str, Method] = {m.name: m for m in (
-    Method("nodelay", "the plain task with no delay (reference, D = 0)", learned=True,
-           no_delay=True),
-    Method("naive", "a policy whose actions are applied D steps late", learned=True,
-           action_delayed=True),
+    Method("nodelay", "privileged upper bound: reads the goal the planner knows, acts with no "
+           "delay", learned=True, no_delay=True),
+    Method("naive", "a PPO policy on the planner's observation, its action applied D steps "
+           "late", learned=True, action_delayed=True),
     Method("arli", "naive + the committed actions and the mid-inference observation",
            learned=True, action_delayed=True),
-    Method("edit", "planner chunks + a learned bounded residual from the fast observation",
+    Method("edit", "planner chunks + a learned bounded residual from the fast observation each "
+           "tick",
            learned=True, residual=True, uses_planner=True),
-    Method("edit_zero_chunks", "ablation: the edit network and budget, every chunk zero",
+    Method("edit_zero_chunks", "ablation: the same edit network and budget, every chunk zero",
            learned=True, residual=True, zero_chunks=True,
            not_deployable="an ablation trained on all-zero chunks; a robot's planner would "
                           "feed it real ones"),
-    Method("planner", "the planner's chunk rows executed open loop", uses_planner=True),
-    Method("blend", "consecutive chunks blended over their overlap, open loop",
+    Method("planner", "the planner's chunks alone, open loop, at the same delay",
+           uses_planner=True),
+    Method("blend", "training-free linear blend of consecutive chunks over their overlap",
            uses_planner=True, blends=True),
-    Method("rtc", "real-time chunking: the planner continues the committed prefix",
+    Method("rtc", "real-time chunking: a BC planner that continues the committed prefix, open loop",
            uses_planner=True, conditions_on_prefix=True),
 )}
 

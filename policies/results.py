@@ -48,19 +48,11 @@ TASK_PRESETS: dict[str, dict[str, Any]] = {
     "driving": {"iterations": 300, "num_envs": 64, "planner": "expert", "stop_at_success": 0.98},
 }
 DEFAULT_PRESET = {"iterations": 100, "num_envs": 64, "planner": "expert"}
+#: Every registered method, in the order of the result tables' columns.
 GRID_METHODS = ("nodelay", "edit", "edit_zero_chunks", "planner", "rtc", "blend", "naive",
                 "arli")
-#: What each method row means (the tables' legend).
-METHOD_LEGEND = {
-    "nodelay": "privileged upper bound: reads the goal the planner knows, acts with no delay",
-    "edit": "planner chunks + a learned bounded residual from the fast observation each tick",
-    "edit_zero_chunks": "ablation: the same edit network and budget, every chunk zero",
-    "planner": "the planner's chunks alone, open loop, at the same delay",
-    "naive": "a PPO policy on the planner's observation, its action applied D steps late",
-    "arli": "naive + the committed actions and the mid-inference observation",
-    "rtc": "real-time chunking: a BC planner that continues the committed prefix, open loop",
-    "blend": "training-free linear blend of consecutive chunks over their overlap",
-}
+#: What each method row means (the tables' legend), from the methods registry.
+METHOD_LEGEND = {m: get_method(m).summary for m in GRID_METHODS}
 
 
 def grid_delays(control_hz: float, large_ms: float = 100.0) -> list[int]:
