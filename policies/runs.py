@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +101,7 @@ class LoadedPolicy:
 
         cfg = self.config
         if device is not None and device != cfg.device:
-            cfg = TrainConfig.from_dict({**cfg.to_dict(), "device": device})
+            cfg = replace(cfg, device=device)
         base = make_base_env(cfg, num_envs, seed=seed)
         return make_method_env(base, cfg, self.planner, seed=seed)
 

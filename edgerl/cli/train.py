@@ -6,8 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-HELP = ("train a latency-aware policy (nodelay/naive/arli/edit/edit_zero_chunks) or set up a "
-        "planner/blend/rtc baseline")
+from edgerl.methods import LEARNED_METHODS, OPEN_LOOP_METHODS
+
+HELP = (f"train a latency-aware policy ({'/'.join(LEARNED_METHODS)}) or set up a "
+        f"{'/'.join(OPEN_LOOP_METHODS)} baseline")
 
 
 #: TrainConfig fields exposed as flags, in ``--help`` order (edgerl.cli.config_flags)
