@@ -14,10 +14,9 @@ OUT=${1:-/tmp/deploy_trigger}
 SECS=${2:-8}
 mkdir -p "$OUT"
 B=$OUT/cartpole_bundle
-(cd tests/ros2_ws && ../../.venv/bin/python -c "
-import sys; sys.path.insert(0, '../runtime')
+(.venv/bin/python -c "
 from pathlib import Path
-from ros_bundles import write_task_bundle
+from tests.helpers.task_bundles import write_task_bundle
 write_task_bundle(Path('$B'))")
 for hz in 50 200; do
   period_ms=$(python3 -c "print(1000 / $hz)")

@@ -5,7 +5,7 @@ flash / RAM of the firmware linked with the edit policy (docs/firmware.md, "Fast
     .venv/bin/python benchmarks/m4_edit.py [--bundle DIR] [--n 1000]
 
 Without ``--bundle`` it writes a random cartpole-shaped edit bundle (obs 4, action 1, 50 Hz,
-chunk 10 x 20 ms, 32-32 ELU) with ``tests/runtime/rt_bundles.py``.
+chunk 10 x 20 ms, 32-32 ELU) with ``tests/helpers/bundles.py``.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="edgerl_m4_edit_") as tmp:
         bundle = args.bundle
         if bundle is None:
-            sys.path.insert(0, str(ROOT / "tests" / "runtime"))
-            from rt_bundles import write_mlp_bundle
+            sys.path.insert(0, str(ROOT))  # tests.helpers
+            from tests.helpers.bundles import write_mlp_bundle
 
             bundle = write_mlp_bundle(Path(tmp) / "edit", obs_dim=4, action_dim=1,
                                       hidden=tuple(int(h) for h in args.hidden.split(",")),

@@ -16,11 +16,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "ros2_ws"))
+sys.path.insert(0, str(ROOT))  # tests.helpers
 
 
 def main() -> int:
-    from ros_bundles import write_task_bundle
+    from tests.helpers.task_bundles import write_task_bundle
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--duration", type=float, default=30.0)

@@ -7,9 +7,10 @@ control steps of the task; ``residual_bound`` in action units.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from edgerl.methods import METHODS, Method, get_method
 from edgerl.serde import SchemaError, from_dict, to_dict
 from edgerl.timing import (
     TRIGGERS,
@@ -21,9 +22,6 @@ from edgerl.timing import (
 
 __all__ = [
     "EDIT_INPUTS",
-    "EDIT_METHODS",
-    "LEARNED_METHODS",
-    "METHODS",
     "PLANNERS",
     "BCConfig",
     "ModelConfig",
@@ -31,22 +29,29 @@ __all__ = [
     "TrainConfig",
 ]
 
-#: Methods trained with PPO. ``edit_zero_chunks`` is ``edit``'s ablation: the same network and
-#: budget with every planner chunk replaced by zeros.
-LEARNED_METHODS = ("nodelay", "naive", "arli", "edit", "edit_zero_chunks")
-#: Methods whose policy is a bounded residual on a chunk row.
-EDIT_METHODS = ("edit", "edit_zero_chunks")
 #: What the edit policy reads of the robot observation (``edgerl.sim.wrappers.EDIT_INPUTS``).
 EDIT_INPUTS = ("fast", "full")
-#: Every method the eval code understands (``planner``, ``blend`` and ``rtc`` do not learn).
-METHODS = (*LEARNED_METHODS, "planner", "blend", "rtc")
 #: Planner kinds: the task's scripted expert rolled into chunks, or a behaviour-cloned MLP.
 PLANNERS = ("expert", "bc")
 
 
-@dataclass
+@dataclass(frozen=True)
 class PPOConfig:
-    """rsl_rl ``PPO`` constructor arguments (see ``rsl_rl.algorithms.PPO``)."""
+    """rsl_rl ``PPO`` constructor arguments (see ``rsl_rl.algorithms.PPO``).
+
+    Attributes:
+        learning_rate: PPO initial learning rate (Adam).
+        num_learning_epochs: Passes over each rollout.
+        num_mini_batches: PPO minibatches per epoch.
+        clip_param: PPO ratio clip epsilon.
+        gamma: Discount per control step.
+        lam: GAE lambda.
+        value_loss_coef: Weight of the value loss.
+        entropy_coef: Weight of the entropy bonus.
+        max_grad_norm: Gradient norm clip.
+        schedule: ``adaptive`` (learning rate follows ``desired_kl``) or ``fixed``.
+        desired_kl: Target KL divergence of the adaptive schedule.
+    """
 
     learning_rate: float = 1e-3
     num_learning_epochs: int = 5
@@ -61,7 +66,7 @@ class PPOConfig:
     desired_kl: float = 0.01
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelConfig:
     """An rsl_rl ``MLPModel``: hidden sizes, activation, empirical obs normalisation.
 
@@ -78,7 +83,7 @@ class ModelConfig:
     output_scale: float | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class BCConfig:
     """Behaviour cloning of the chunk planner from expert demonstrations.
 
@@ -97,13 +102,13 @@ class BCConfig:
     expert_noise: float = 0.1
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig:
     """One training run (``edgerl train`` flags map 1:1 onto the top-level fields).
 
     Attributes:
         task: Registered task name.
-        method: One of :data:`METHODS`.
+        method: A registered method (:data:`edgerl.methods.METHODS`).
         delay_steps: Planner (``edit``/``planner``/``blend``/``rtc``) or action (``naive``/``arli``)
             delay D in control steps. ``nodelay`` always runs with D = 0.
         seed: Seeds torch and the env.
@@ -139,7 +144,7 @@ class TrainConfig:
     """
 
     task: str
-    method: str
+    method: str = field(metadata={"choices": METHODS})
     delay_steps: int = 0
     seed: int = 0
     num_envs: int = 64
@@ -159,25 +164,26 @@ class TrainConfig:
     critic: ModelConfig = field(default_factory=ModelConfig)
     bc: BCConfig = field(default_factory=BCConfig)
     task_kwargs: dict[str, Any] = field(default_factory=dict)
-    edit_inputs: str = "fast"
+    edit_inputs: str = field(default="fast", metadata={"choices": EDIT_INPUTS})
     privileged: bool = False
     latency_model: LatencyModel | None = None
-    trigger: str = "state"
+    trigger: str = field(default="state", metadata={"choices": TRIGGERS})
 
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
             raise SchemaError(f"trigger: must be one of {', '.join(TRIGGERS)}, got "
                               f"{self.trigger!r}")
-        if self.method not in METHODS:
-            raise SchemaError(f"method: unknown method {self.method!r}; choose one of "
-                              f"{', '.join(METHODS)}")
+        try:
+            info = get_method(self.method)
+        except ValueError as exc:
+            raise SchemaError(f"method: {exc}") from None
         if self.planner not in PLANNERS and not self.planner.startswith("remote:"):
             raise SchemaError(f"planner: unknown planner {self.planner!r}; choose one of "
                               f"{', '.join(PLANNERS)} or remote:HOST:PORT")
         if self.edit_inputs not in EDIT_INPUTS:
             raise SchemaError(f"edit_inputs: unknown value {self.edit_inputs!r}; choose one of "
                               f"{', '.join(EDIT_INPUTS)}")
-        if self.privileged and self.method != "nodelay":
+        if self.privileged and not info.no_delay:
             raise SchemaError(f"privileged: only the nodelay upper bound reads privileged "
                               f"observations, not {self.method!r}")
         for key in ("delay_steps", "horizon", "period_steps", "lookahead", "n_committed"):
@@ -190,29 +196,35 @@ class TrainConfig:
             raise SchemaError(f"iterations: must be >= 0, got {self.iterations}")
         if self.residual_bound < 0:
             raise SchemaError(f"residual_bound: must be >= 0, got {self.residual_bound}")
-        if self.method == "nodelay":
-            self.delay_steps = 0
-        edit = self.method in EDIT_METHODS
-        if self.actor.init_std is None:
-            self.actor.init_std = 0.3 if edit else 1.0
-        if self.actor.output_scale is None:
-            self.actor.output_scale = 0.01 if edit else 1.0
+        # frozen: the per-method defaults are set once, here, and never changed afterwards
+        if info.no_delay:
+            object.__setattr__(self, "delay_steps", 0)
+        actor = {"init_std": 0.3 if info.residual else 1.0,
+                 "output_scale": 0.01 if info.residual else 1.0}
+        unset = {k: v for k, v in actor.items() if getattr(self.actor, k) is None}
+        if unset:
+            object.__setattr__(self, "actor", replace(self.actor, **unset))
 
     # --- derived values -------------------------------------------------------------------
     @property
+    def method_info(self) -> Method:
+        """The registry entry of ``method`` (:class:`edgerl.methods.Method`)."""
+        return get_method(self.method)
+
+    @property
     def learned(self) -> bool:
         """Whether the method trains a PPO policy."""
-        return self.method in LEARNED_METHODS
+        return self.method_info.learned
 
     @property
     def uses_planner(self) -> bool:
         """Whether the method runs a chunk planner (``edit_zero_chunks`` runs none)."""
-        return self.method in ("edit", "planner", "blend", "rtc")
+        return self.method_info.uses_planner
 
     @property
     def is_edit(self) -> bool:
         """Whether the policy is a bounded residual on a chunk row."""
-        return self.method in EDIT_METHODS
+        return self.method_info.residual
 
     @property
     def resolved_period(self) -> int:
@@ -263,24 +275,29 @@ class TrainConfig:
         training passes the privileged ones the env has (asymmetric actor-critic: the critic
         is not deployed, so it may know the goal the fast policy does not see).
         """
-        dist = {"class_name": "GaussianDistribution", "init_std": self.actor.init_std,
-                "std_type": "scalar"}
         return {
             "num_steps_per_env": self.num_steps_per_env,
             "save_interval": self.save_interval,
             "obs_groups": {"actor": ["policy"], "critic": list(critic_groups or ["policy"])},
-            "actor": {"class_name": "MLPModel", "hidden_dims": list(self.actor.hidden_dims),
-                      "activation": self.actor.activation,
-                      "obs_normalization": self.actor.obs_normalization,
-                      "distribution_cfg": dist},
-            "critic": {"class_name": "MLPModel", "hidden_dims": list(self.critic.hidden_dims),
-                       "activation": self.critic.activation,
-                       "obs_normalization": self.critic.obs_normalization},
+            "actor": {"class_name": "MLPModel", **self.mlp_kwargs("actor")},
+            "critic": {"class_name": "MLPModel", **self.mlp_kwargs("critic")},
             "algorithm": {"class_name": "PPO", **to_dict(self.ppo)},
             "logger": "tensorboard",
             "check_for_nan": True,
             "run_name": self.run_name("run"),
         }
+
+    def mlp_kwargs(self, role: str) -> dict[str, Any]:
+        """rsl_rl ``MLPModel`` keyword arguments of the ``"actor"`` (with its Gaussian) or the
+        ``"critic"`` (a fresh dict, without ``class_name``)."""
+        model: ModelConfig = getattr(self, role)
+        kwargs: dict[str, Any] = {"hidden_dims": list(model.hidden_dims),
+                                  "activation": model.activation,
+                                  "obs_normalization": model.obs_normalization}
+        if role == "actor":
+            kwargs["distribution_cfg"] = {"class_name": "GaussianDistribution",
+                                          "init_std": model.init_std, "std_type": "scalar"}
+        return kwargs
 
     # --- (de)serialisation ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

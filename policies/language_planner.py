@@ -115,11 +115,19 @@ class InstructionSet:
 
 
 def _language_module(task: str) -> Any:
-    if task != "arm_reach":
-        raise ValueError(f"no paraphrase data for task {task!r} (known: arm_reach)")
-    from edgerl.sim.tasks import arm_language
+    """The module with ``task``'s paraphrases (its registry entry's ``language``)."""
+    import importlib
 
-    return arm_language
+    from edgerl.sim.registry import get_task_info, list_tasks
+
+    try:
+        module = get_task_info(task).language
+    except KeyError:
+        module = ""
+    if not module:
+        known = ", ".join(t.name for t in list_tasks() if t.language)
+        raise ValueError(f"no paraphrase data for task {task!r} (known: {known})")
+    return importlib.import_module(module)
 
 
 def instruction_sets(task: str, encoder: SentenceEncoder, tokenizer: InstructionTokenizer,

@@ -1,23 +1,8 @@
-"""Methods = which sim wrappers sit between the task and the policy.
+"""Build a method's env: which sim wrappers sit between the task and the policy.
 
-================  ==========================================================================
-``nodelay``       the plain task (reference; D = 0)
-``naive``         same policy, its actions applied D steps late
-``arli``          delayed like ``naive``; obs augmented with the committed actions and the
-                  mid-inference observation
-``edit``          planner chunk (available D steps after its query) + bounded residual from
-                  the newest fast observation (EXPO-FT style); obs = ``edgerl.build_edit_obs``
-``edit_zero_chunks``  ablation: ``edit`` with every chunk zero (the planner's information
-                  removed, everything else equal)
-``planner``       the planner's chunk rows executed open loop (no learning)
-``blend``         chunk blend over the overlap of old and new chunks (no learning)
-``rtc``           real-time chunking: the planner is asked with the committed prefix (the rows
-                  executed during its delay) and continues from it; a prefix-conditioned BC
-                  planner (``--planner bc``)
-================  ==========================================================================
-
-The wrappers themselves live in ``edgerl.sim.wrappers``; this module only chooses and
-configures them from a :class:`TrainConfig`, so training, evaluation and
+What each method is (and every property the code asks of it) lives in the one registry,
+:mod:`edgerl.methods`. The wrappers themselves live in ``edgerl.sim.wrappers``; this module only
+chooses and configures them from a :class:`TrainConfig`, so training, evaluation and
 :func:`edgerl.policies.runs.load_policy` build exactly the same env.
 """
 
@@ -81,7 +66,7 @@ def build_planner(cfg: TrainConfig, show_progress: bool = True
     labels = chunk_labels(demos.actions, demos.dones, horizon)
     inputs = demos.obs
     cond_dim = 0
-    if cfg.method == "rtc":  # condition on the committed prefix (real-time chunking)
+    if cfg.method_info.conditions_on_prefix:  # the committed prefix (real-time chunking)
         prefix = prefix_inputs(demos.executed, demos.dones, cfg.delay_steps)
         inputs = torch.cat([inputs, prefix], dim=-1)
         cond_dim = prefix.shape[-1]
@@ -139,9 +124,11 @@ def planner_callable(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | 
     the BC network when given, a planner service for ``remote:HOST:PORT``, else the task's
     ``expert_chunk`` rollout. ``rtc`` needs a planner that reads the committed prefix: a
     prefix-conditioned BC network."""
-    if cfg.method == "rtc" and (planner_net is None or planner_net.cond_dim == 0):
-        raise ValueError("method 'rtc' needs a planner that reads the committed prefix: use "
-                         "--planner bc (the scripted expert cannot continue a given prefix)")
+    if cfg.method_info.conditions_on_prefix and (planner_net is None
+                                                 or planner_net.cond_dim == 0):
+        raise ValueError(f"method {cfg.method!r} needs a planner that reads the committed "
+                         "prefix: use --planner bc (the scripted expert cannot continue a "
+                         "given prefix)")
     if planner_net is not None:
         return planner_net.plan
     if cfg.planner.startswith("remote:"):  # a planner service (policies/remote_planner.py)

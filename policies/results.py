@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgerl.methods import LEARNED_METHODS, get_method
+
 __all__ = ["GridCell", "GridConfig", "TASK_PRESETS", "acceptance", "grid_cells", "grid_delays",
            "load_rows", "run_cell", "write_learning_curves", "write_markdown"]
 
@@ -46,19 +48,11 @@ TASK_PRESETS: dict[str, dict[str, Any]] = {
     "driving": {"iterations": 300, "num_envs": 64, "planner": "expert", "stop_at_success": 0.98},
 }
 DEFAULT_PRESET = {"iterations": 100, "num_envs": 64, "planner": "expert"}
+#: Every registered method, in the order of the result tables' columns.
 GRID_METHODS = ("nodelay", "edit", "edit_zero_chunks", "planner", "rtc", "blend", "naive",
                 "arli")
-#: What each method row means (the tables' legend).
-METHOD_LEGEND = {
-    "nodelay": "privileged upper bound: reads the goal the planner knows, acts with no delay",
-    "edit": "planner chunks + a learned bounded residual from the fast observation each tick",
-    "edit_zero_chunks": "ablation: the same edit network and budget, every chunk zero",
-    "planner": "the planner's chunks alone, open loop, at the same delay",
-    "naive": "a PPO policy on the planner's observation, its action applied D steps late",
-    "arli": "naive + the committed actions and the mid-inference observation",
-    "rtc": "real-time chunking: a BC planner that continues the committed prefix, open loop",
-    "blend": "training-free linear blend of consecutive chunks over their overlap",
-}
+#: What each method row means (the tables' legend), from the methods registry.
+METHOD_LEGEND = {m: get_method(m).summary for m in GRID_METHODS}
 
 
 def grid_delays(control_hz: float, large_ms: float = 100.0) -> list[int]:
@@ -121,8 +115,9 @@ def grid_cells(cfg: GridConfig, control_hz: dict[str, float]) -> list[GridCell]:
         priority = [m for m in ("edit", "edit_zero_chunks", "planner", "naive", "rtc", "blend",
                                 "arli")
                     if m in cfg.methods]
-        priority += [m for m in cfg.methods if m not in priority and m != "nodelay"]
-        blocks = [([(0, "nodelay")] if "nodelay" in cfg.methods else [])
+        reference = [m for m in cfg.methods if get_method(m).no_delay]
+        priority += [m for m in cfg.methods if m not in priority and m not in reference]
+        blocks = [[(0, m) for m in reference]
                   + [(d, m) for d in nonzero[:1] for m in priority],
                   [(d, m) for d in nonzero[1:] for m in priority],
                   [(0, m) for m in priority] if 0 in delays else []]
@@ -155,7 +150,7 @@ def run_cell(cell: GridCell, grid: GridConfig, root: str | Path,
 
     preset = grid.preset(cell.task)
     cfg = TrainConfig(task=cell.task, method=cell.method, delay_steps=cell.delay_steps,
-                      seed=cell.seed, privileged=cell.method == "nodelay", **preset)
+                      seed=cell.seed, privileged=get_method(cell.method).no_delay, **preset)
     out = Path(root) / f"{cell.task}__{cell.method}__d{cell.delay_steps}__s{cell.seed}"
     if out.exists():
         import shutil
@@ -310,8 +305,8 @@ def write_learning_curves(rows: list[dict[str, Any]], path: str | Path) -> bool:
     found = False
     for ax, task in zip(axes[0], tasks):
         d_max = max(r["delay_steps"] for r in rows if r["task"] == task)
-        for method in ("nodelay", "naive", "arli", "edit", "edit_zero_chunks"):
-            d = 0 if method == "nodelay" else d_max
+        for method in LEARNED_METHODS:
+            d = 0 if get_method(method).no_delay else d_max
             curves = []
             for r in rows:
                 if (r["task"], r["delay_steps"], r["method"]) != (task, d, method):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +101,7 @@ class LoadedPolicy:
 
         cfg = self.config
         if device is not None and device != cfg.device:
-            cfg = TrainConfig.from_dict({**cfg.to_dict(), "device": device})
+            cfg = replace(cfg, device=device)
         base = make_base_env(cfg, num_envs, seed=seed)
         return make_method_env(base, cfg, self.planner, seed=seed)
 
@@ -154,10 +154,9 @@ def _load_actor(cfg: TrainConfig, ckpt: Path, action_dim: int, device: str) -> P
 
     state = torch.load(ckpt, map_location=device, weights_only=False)["actor_state_dict"]
     obs_dim = int(state["mlp.0.weight"].shape[1])
-    rcfg = cfg.rsl_rl_cfg()["actor"]
-    rcfg.pop("class_name")
     dummy = TensorDict({"policy": torch.zeros(1, obs_dim)}, batch_size=[1])
-    model = MLPModel(dummy, {"actor": ["policy"]}, "actor", action_dim, **rcfg)
+    model = MLPModel(dummy, {"actor": ["policy"]}, "actor", action_dim,
+                     **cfg.mlp_kwargs("actor"))
     model.load_state_dict(state)
     model.eval()
     actor = PolicyActor(model.as_onnx(verbose=False), obs_dim, action_dim).to(device)
@@ -191,8 +190,9 @@ def _edit_obs_config(cfg: TrainConfig, task_spec: dict[str, Any]) -> EditObsConf
 
 
 def build_spec(cfg: TrainConfig, document: dict[str, Any], actor: PolicyActor | None,
-               checkpoint: Path | None) -> PolicySpec:
-    """The :class:`PolicySpec` of a run (``files`` left empty for the exporter)."""
+               checkpoint: Path | None, run_dir: str | Path = "") -> PolicySpec:
+    """The :class:`PolicySpec` of a run (``files`` left empty for the exporter); ``document``
+    is its ``config.json`` (read, never changed)."""
     ts = document["task_spec"]
     res = document["resolved"]
     obs_dim = len(ts["obs_names"])
@@ -227,7 +227,7 @@ def build_spec(cfg: TrainConfig, document: dict[str, Any], actor: PolicyActor | 
         tensors=TensorSpec(inputs=["obs"], outputs=["action"]),
         residual_bound=float(res["residual_bound"]) if cfg.is_edit else 0.0,
         files={},
-        extra={"run_dir": str(document.get("_run_dir", "")), "seed": cfg.seed,
+        extra={"run_dir": str(run_dir), "seed": cfg.seed,
                "delay_steps": cfg.delay_steps, "delay_ms": res.get("delay_ms"),
                "planner": cfg.planner,
                "policy_obs_dim": None if actor is None else actor.input_dim,
@@ -250,7 +250,6 @@ def load_policy(run_dir: str | Path, device: str = "cpu",
     """
     run_dir = Path(run_dir)
     document = read_run_document(run_dir)
-    document["_run_dir"] = str(run_dir)
     cfg = TrainConfig.from_dict({**document["train"], "device": device})
     action_dim = len(document["task_spec"]["action_names"])
     actor, ckpt = None, None
@@ -262,7 +261,7 @@ def load_policy(run_dir: str | Path, device: str = "cpu",
             raise RunError(f"{ckpt}: checkpoint not found")
         actor = _load_actor(cfg, ckpt, action_dim, device)
     planner = _load_planner(document, run_dir, device)
-    spec = build_spec(cfg, document, actor, ckpt)
+    spec = build_spec(cfg, document, actor, ckpt, run_dir)
     return LoadedPolicy(run_dir=run_dir, config=cfg, actor=actor, spec=spec, planner=planner,
                         checkpoint=ckpt, document=document)
 

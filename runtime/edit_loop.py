@@ -43,6 +43,7 @@ import numpy as np
 
 from edgerl.clock import Clock, MonotonicClock
 from edgerl.edit_obs import build_edit_obs, compose_edit_action, select_chunk_rows
+from edgerl.methods import CHUNK_METHODS
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.escalation import EscalationConfig
 from edgerl.runtime.inference import InferenceBackend
@@ -56,8 +57,6 @@ __all__ = ["CHUNK_METHODS", "CommandSink", "EditLoop", "LoopConfig", "Observatio
 
 log = logging.getLogger(__name__)
 
-#: Methods whose command comes from the planner's chunk.
-CHUNK_METHODS = ("edit", "planner", "blend", "rtc")
 _S = {name: i for i, name in enumerate(STATES)}
 
 

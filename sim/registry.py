@@ -26,6 +26,9 @@ class TaskInfo:
         control_hz: Control rate the policy runs at.
         description: One line.
         entry_point: ``"package.module:factory"``; ``factory(num_envs=..., **kw)`` -> VecEnv.
+        language: ``"package.module"`` with the task's instruction paraphrases
+            (``INSTRUCTIONS``, ``COLORS``, ``paraphrase_split``) for the language planner;
+            "" for a task without them.
     """
 
     name: str
@@ -35,6 +38,7 @@ class TaskInfo:
     control_hz: float
     description: str
     entry_point: str
+    language: str = ""
 
     def summary(self) -> dict[str, Any]:
         """The JSON object ``edgerl tasks --json`` prints."""

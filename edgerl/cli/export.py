@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.export.c_header import CHeaderError
     from edgerl.export.onnx_export import ExportError
     from edgerl.export.tensorrt import TensorRTUnavailable
+    from edgerl.methods import get_method
     from edgerl.policies.runs import load_policy
 
     try:
@@ -62,10 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if loaded.actor is None:
         raise CliError(f"run {args.run} (method {loaded.spec.method}) has no learned policy "
                        "network to export")
-    not_deployable = {
-        "edit_zero_chunks": "an ablation trained on all-zero chunks; a robot's planner would "
-                            "feed it real ones",
-    }.get(loaded.spec.method)
+    not_deployable = get_method(loaded.spec.method).not_deployable
     if loaded.config.privileged:
         not_deployable = ("the privileged upper bound: it reads the task's privileged "
                           "observation (the goal), which a robot's fast loop does not have")

@@ -18,11 +18,12 @@ def _key(row: dict) -> tuple:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from edgerl.policies.results import GRID_METHODS
+
     p.add_argument("--tasks", default="cartpole_goal,ball_goal,driving",
                    help="comma-separated tasks (default cartpole_goal,ball_goal,driving: the "
                         "goal or route is known to the planner only)")
-    p.add_argument("--methods",
-                   default="nodelay,edit,edit_zero_chunks,planner,rtc,blend,naive,arli",
+    p.add_argument("--methods", default=",".join(GRID_METHODS),
                    help="comma-separated methods (default: edit and every control)")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
     p.add_argument("--delays", default="",
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.cli.output import print_json, print_table
     from edgerl.cli.train import parse_task_args
     from edgerl.logs import progress
-    from edgerl.policies.config import METHODS
+    from edgerl.methods import METHODS
     from edgerl.policies.results import (
         GridConfig,
         acceptance,

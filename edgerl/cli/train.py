@@ -4,59 +4,48 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-HELP = ("train a latency-aware policy (nodelay/naive/arli/edit/edit_zero_chunks) or set up a "
-        "planner/blend/rtc baseline")
+from edgerl.methods import LEARNED_METHODS, OPEN_LOOP_METHODS
+
+HELP = (f"train a latency-aware policy ({'/'.join(LEARNED_METHODS)}) or set up a "
+        f"{'/'.join(OPEN_LOOP_METHODS)} baseline")
+
+
+#: TrainConfig fields exposed as flags, in ``--help`` order (edgerl.cli.config_flags)
+CONFIG_FLAGS = ("method", "delay_steps", "seed", "num_envs", "iterations", "num_steps_per_env",
+                "ppo.learning_rate", "ppo.num_mini_batches", "device", "planner", "horizon",
+                "period_steps", "residual_bound", "edit_inputs", "privileged", "stop_at_success",
+                "trigger")
+#: Flags named other than their field.
+FLAG_NAMES = {"num_steps_per_env": "steps-per-env", "ppo.num_mini_batches": "mini-batches"}
+#: Fields whose flag, left unset, takes the task's tuned value (edgerl.policies.task_defaults).
+TASK_DEFAULTED = ("num_envs", "num_steps_per_env", "ppo.learning_rate", "ppo.num_mini_batches")
+_TASK_DEFAULT_TEXT = ("the task's, edgerl.policies.task_defaults; {field_default} for untuned "
+                      "tasks on the CPU")
+
+
+def config_flag_specs() -> dict[str, Any]:
+    """Keyword arguments of :func:`add_dataclass_flags` for ``edgerl train`` (imports no torch:
+    ``edgerl --help`` runs on a runtime-only install)."""
+    from edgerl.policies.config import TrainConfig
+
+    return {"cls": TrainConfig, "include": CONFIG_FLAGS, "names": FLAG_NAMES,
+            "defaults": {"method": "edit", **{k: None for k in TASK_DEFAULTED}},
+            "default_text": {k: _TASK_DEFAULT_TEXT for k in TASK_DEFAULTED}}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from edgerl.policies.config import EDIT_INPUTS, METHODS, PLANNERS
+    from edgerl.cli.config_flags import add_dataclass_flags
 
     p.add_argument("task", help="registered task name (see `edgerl tasks`)")
-    p.add_argument("--method", default="edit", choices=METHODS, help="method (default edit)")
-    p.add_argument("--delay-steps", type=int, default=0,
-                   help="planner/action delay D in control steps (default 0)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--num-envs", type=int, default=None,
-                   help="parallel envs (default: the task's, edgerl.policies.task_defaults; "
-                        "64 for untuned tasks on the CPU)")
-    p.add_argument("--iterations", type=int, default=100, help="PPO iterations (default 100)")
-    p.add_argument("--steps-per-env", type=int, default=None,
-                   help="rollout steps per env per iteration (default: the task's; 32 for "
-                        "untuned tasks on the CPU)")
-    p.add_argument("--learning-rate", type=float, default=None,
-                   help="PPO initial learning rate (default: the task's; 1e-3 untuned)")
-    p.add_argument("--mini-batches", type=int, default=None,
-                   help="PPO minibatches per epoch (default: the task's; 4 untuned)")
-    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    add_dataclass_flags(p, **config_flag_specs())
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1: small MLPs run fastest single-threaded)")
-    p.add_argument("--planner", default="expert", metavar="{" + ",".join(PLANNERS) + "}",
-                   help="chunk planner: scripted expert, behaviour-cloned MLP, or "
-                        "remote:HOST:PORT for a planner service (edgerl serve-planner) "
-                        "(default expert)")
-    p.add_argument("--horizon", type=int, default=0, help="chunk rows H (0 = automatic)")
-    p.add_argument("--period-steps", type=int, default=0,
-                   help="planner query period P in steps (0 = max(1, D))")
-    p.add_argument("--residual-bound", type=float, default=0.0,
-                   help="edit: max residual per action element (0 = half the range)")
-    p.add_argument("--edit-inputs", default="fast", choices=EDIT_INPUTS,
-                   help="edit methods: fast = the task's fast observation only (the planner-only "
-                        "goal hidden, as on a robot; default); full = every observation field "
-                        "(a bounded no-delay policy that may not need the planner)")
-    p.add_argument("--privileged", action="store_true",
-                   help="nodelay only: read the task's privileged observation (the goal the "
-                        "planner knows): the upper bound of the result tables")
-    p.add_argument("--stop-at-success", type=float, default=0.0,
-                   help="stop once the training success rate (last 100 episodes) reaches this "
-                        "(default 0 = run all iterations)")
     p.add_argument("--latency-model", type=Path, default=None, metavar="FILE",
                    help="train with a measured planner delay: a latency model file (from "
                         "`bench planner --write-latency-model`, `deploy/hil "
                         "--write-latency-model`) or a deploy MCAP recording (.mcap)")
-    p.add_argument("--trigger", choices=("state", "clock"), default="state",
-                   help="how the deployed edit loop ticks (default state: on each state "
-                        "message); clock trains with its one-step sampling delay")
     p.add_argument("--task-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra task factory argument (repeatable; VALUE parsed as JSON when it "
                         "can be), e.g. --task-arg expert_run=runs/gym:Pendulum-v1__nodelay__...")
@@ -100,47 +89,34 @@ def check_device(device: str) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
-    """The :class:`TrainConfig` the flags describe (errors become CliError)."""
-    from dataclasses import replace
-
+    """The :class:`TrainConfig` the flags describe (errors become CliError): the generated
+    flags' values, the task's defaults for those left unset, the measured latency model and
+    the ``--task-arg`` items."""
     from edgerl.cli import CliError
+    from edgerl.cli.config_flags import dataclass_flags, flag_values, replace_paths
     from edgerl.policies.config import TrainConfig
     from edgerl.policies.task_defaults import apply_task_defaults
     from edgerl.serde import SchemaError
 
+    flags = dataclass_flags(**config_flag_specs())
+    values = flag_values(args, flags)
+    for flag in flags:
+        value = values[flag.path]
+        if flag.path in TASK_DEFAULTED and value is not None and value <= 0:
+            raise CliError(f"{flag.flag}: must be > 0, got {value}")
+    given = {k: values.pop(k) for k in TASK_DEFAULTED if values[k] is not None}
+    values = {k: v for k, v in values.items() if k not in TASK_DEFAULTED}
     latency = None
-    delay_steps = args.delay_steps
-    if getattr(args, "latency_model", None) is not None:
-        latency = measured_latency(args.latency_model, args.task, args.period_steps)
-        delay_steps = delay_steps or latency.planner_delay_steps
-    # flags left unset take the task's defaults for the device (edgerl.policies.task_defaults)
-    given = {"num_envs": getattr(args, "num_envs", None),
-             "num_steps_per_env": getattr(args, "steps_per_env", None),
-             "learning_rate": getattr(args, "learning_rate", None),
-             "num_mini_batches": getattr(args, "mini_batches", None)}
-    for key, value in given.items():
-        if value is not None and value <= 0:
-            flag = {"num_envs": "--num-envs", "num_steps_per_env": "--steps-per-env",
-                    "learning_rate": "--learning-rate", "num_mini_batches": "--mini-batches"}
-            raise CliError(f"{flag[key]}: must be > 0, got {value}")
+    if args.latency_model is not None:
+        latency = measured_latency(args.latency_model, args.task, values["period_steps"])
+        values["delay_steps"] = values["delay_steps"] or latency.planner_delay_steps
     try:
-        cfg = TrainConfig(task=args.task, method=args.method, delay_steps=delay_steps,
-                          seed=args.seed, iterations=args.iterations,
-                          device=args.device, planner=args.planner, horizon=args.horizon,
-                          period_steps=args.period_steps, residual_bound=args.residual_bound,
-                          stop_at_success=args.stop_at_success,
-                          edit_inputs=getattr(args, "edit_inputs", "fast"),
-                          privileged=bool(getattr(args, "privileged", False)),
-                          task_kwargs=parse_task_args(getattr(args, "task_arg", [])),
-                          latency_model=latency, trigger=getattr(args, "trigger", "state"))
-        cfg = apply_task_defaults(cfg)
-        cfg = replace(cfg, **{k: v for k, v in given.items()
-                              if v is not None and k in ("num_envs", "num_steps_per_env")},
-                      ppo=replace(cfg.ppo, **{k: v for k, v in given.items() if v is not None
-                                              and k in ("learning_rate", "num_mini_batches")}))
+        cfg = TrainConfig(task=args.task, **values, latency_model=latency,
+                          task_kwargs=parse_task_args(args.task_arg))
+        # flags left unset take the task's defaults for the device
+        return replace_paths(apply_task_defaults(cfg), given)
     except (SchemaError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc
-    return cfg
 
 
 def measured_latency(path: Path, task: str, period_steps: int):

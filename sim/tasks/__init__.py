@@ -18,7 +18,8 @@ register_task(TaskInfo(
 register_task(TaskInfo(
     name="arm_reach", backend="mujoco", obs_dim=16, action_dim=2, control_hz=50.0,
     description="language-conditioned planar-arm reaching, 4 coloured targets (MuJoCo, VLA task)",
-    entry_point="edgerl.sim.tasks.arm:make_arm_reach"))
+    entry_point="edgerl.sim.tasks.arm:make_arm_reach",
+    language="edgerl.sim.tasks.arm_language"))
 
 register_task(TaskInfo(
     name="ball_balance", backend="mujoco", obs_dim=12, action_dim=2, control_hz=50.0,

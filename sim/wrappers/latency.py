@@ -53,6 +53,7 @@ import torch
 from tensordict import TensorDict
 
 from edgerl.edit_obs import EditObsConfig, build_edit_obs, compose_edit_action, select_chunk_rows
+from edgerl.methods import CHUNK_METHODS, METHODS, SCHEDULED_METHODS
 from edgerl.sim.vec_env import ActionError
 from edgerl.sim.wrappers.base import DelayLine, VecEnvWrapper, done_ids
 from edgerl.sim.wrappers.chunk import ChunkScheduler, DelayFn, PlanFn, sample_delays
@@ -70,11 +71,6 @@ from edgerl.timing import (
 __all__ = ["CHUNK_METHODS", "EDIT_INPUTS", "METHODS", "SCHEDULED_METHODS", "LatencyCfg",
            "LatencyWrapper", "check_action_batch"]
 
-METHODS = ("nodelay", "naive", "arli", "planner", "blend", "rtc", "edit", "edit_zero_chunks")
-#: Methods that need a planner.
-CHUNK_METHODS = ("planner", "blend", "rtc", "edit")
-#: Methods that run the chunk machinery (``edit_zero_chunks`` with an all-zero planner).
-SCHEDULED_METHODS = (*CHUNK_METHODS, "edit_zero_chunks")
 #: What the edit policy reads of the robot observation.
 EDIT_INPUTS = ("fast", "full")
 

@@ -18,9 +18,6 @@ from edgerl.soak.procs import RssTrack, rss_mb
 from edgerl.soak.serial_leg import SerialTotals
 from edgerl.soak.watch import CommandWatch, DiagTotals
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ros2_ws"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
-
 
 class _Msg:
     def __init__(self, names, effort):
@@ -152,7 +149,7 @@ def test_short_soak_has_no_unsafe_command_and_no_crash(tmp_path):
                           capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
         pytest.skip(f"rclpy not importable: {proc.stderr.strip()[-300:]}")
-    from ros_bundles import write_task_bundle
+    from tests.helpers.task_bundles import write_task_bundle
 
     bundle = write_task_bundle(tmp_path / "bundle")
     out = subprocess.run(

@@ -6,37 +6,32 @@ import json
 
 import pytest
 
-from edgerl.edit_obs import EditObsConfig
 from edgerl.serde import SchemaError
 from edgerl.spec import (
     SCHEMA_VERSION,
-    ActionSpec,
     BundleError,
-    ChunkSpec,
     LatencyModel,
-    ObservationSpec,
     PolicySpec,
     RecurrentSpec,
     load_bundle_manifest,
     sha256_file,
 )
+from tests.helpers import specs
 
 
 def make_spec(**overrides) -> PolicySpec:
-    kw = dict(
-        task="pendulum", method="edit", control_hz=50.0,
-        observation=ObservationSpec(names=["cos", "sin", "omega"], units=["", "", "rad/s"],
-                                    mean=[0.0, 0.0, 0.0], std=[1.0, 1.0, 2.0]),
-        action=ActionSpec(names=["torque"], units=["N*m"], low=[-2.0], high=[2.0]),
-        chunk=ChunkSpec(horizon=16, dt_s=0.02, period_s=0.1, expected_latency_s=0.12),
-        edit_obs=EditObsConfig(obs_dim=3, action_dim=1, lookahead=2, n_committed=2),
+    """A 3-obs 1-action pendulum GRU spec with a latency model (every optional part set)."""
+    kwargs = dict(
+        control_hz=50.0, horizon=16, chunk_dt=0.02, period_s=0.1, expected_latency_s=0.12,
+        residual_bound=0.5, task="pendulum",
+        observation=dict(names=["cos", "sin", "omega"], units=["", "", "rad/s"],
+                         std=[1.0, 1.0, 2.0]),
+        action=dict(names=["torque"], units=["N*m"], low=[-2.0], high=[2.0]),
         latency=LatencyModel(planner_delay_steps=6, planner_period_steps=5),
         recurrent=RecurrentSpec(kind="gru", state_inputs=["h_in"], state_outputs=["h_out"],
                                 state_shapes=[[1, 1, 32]]),
-        residual_bound=0.5,
     )
-    kw.update(overrides)
-    return PolicySpec(**kw)
+    return specs.make_spec(3, 1, **{**kwargs, **overrides})
 
 
 def test_round_trip_is_exact():

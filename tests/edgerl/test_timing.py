@@ -26,6 +26,7 @@ from edgerl.timing import (
     merge_weights,
     required_horizon,
 )
+from tests.helpers.specs import make_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("edgerl", "runtime", "sim", "policies", "export", "ros2_ws/src", "benchmarks")
@@ -205,15 +206,6 @@ class TestAgreement:
         assert spec.timing.extra_delay_steps == [0, 4] and spec.timing.max_delay_steps == 14
         assert spec.timing.trigger == "state"
         assert "+ U{0..4}" in spec.timing.describe()
-
-
-def make_spec(**kw) -> PolicySpec:
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tests" / "runtime"))
-    from rt_bundles import make_spec as _make_spec
-
-    return _make_spec(**kw)
 
 
 def _v1_manifest(spec: PolicySpec) -> dict:

@@ -1,10 +1,11 @@
-"""Fixtures for the export tests (builders live in ``export_helpers``)."""
+"""Fixtures for the export tests (builders live in ``tests.helpers.export_models``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from export_helpers import parity_observations
+
+from tests.helpers.export_models import parity_observations
 
 
 @pytest.fixture(scope="session")

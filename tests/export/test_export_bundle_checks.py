@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from export_helpers import NormMLP, make_spec
 
 from edgerl import ActionSpec
 from edgerl.bundle_errors import BundleSignatureError, ManifestValueError
 from edgerl.export.bundle import export_bundle
 from edgerl.runtime.bundle_check import LOADER_FILES, verify_bundle
+from tests.helpers.export_models import NormMLP, make_spec
 
 
 def test_every_written_file_is_listed_and_verifies(tmp_path, parity_obs):

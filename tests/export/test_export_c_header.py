@@ -8,7 +8,6 @@ import subprocess
 import numpy as np
 import pytest
 import torch
-from export_helpers import IN_DIM, NormMLP, RecurrentActor
 from torch import nn
 
 from edgerl.export.c_header import (
@@ -19,6 +18,7 @@ from edgerl.export.c_header import (
     write_c_header,
 )
 from edgerl.export.onnx_export import export_onnx, infer_signature
+from tests.helpers.export_models import IN_DIM, NormMLP, RecurrentActor
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
 

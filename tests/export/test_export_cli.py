@@ -6,12 +6,12 @@ import json
 import shutil
 
 import pytest
-from export_helpers import make_actor, make_spec
 
 from edgerl.cli import main
 from edgerl.export.bundle import export_bundle
 from edgerl.export.tensorrt import tensorrt_status
 from edgerl.spec import SCHEMA_VERSION, load_bundle_manifest
+from tests.helpers.export_models import make_actor, make_spec
 
 QUIET = ["--log-level", "WARNING"]
 

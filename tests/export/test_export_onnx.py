@@ -7,7 +7,6 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
-from export_helpers import ACT_DIM, IN_DIM, NormMLP, RecurrentActor
 from torch import nn
 
 from edgerl.export.onnx_export import (
@@ -16,6 +15,7 @@ from edgerl.export.onnx_export import (
     export_onnx,
     infer_signature,
 )
+from tests.helpers.export_models import ACT_DIM, IN_DIM, NormMLP, RecurrentActor
 
 
 def _session(path):

@@ -11,9 +11,9 @@ import textwrap
 import numpy as np
 import pytest
 import torch
-from export_helpers import make_actor, make_spec
 
 from edgerl.export.bundle import export_bundle
+from tests.helpers.export_models import make_actor, make_spec
 
 # Runs in a fresh interpreter: torch/onnx imports fail, as on a [runtime]-only install.
 SCRIPT = textwrap.dedent("""

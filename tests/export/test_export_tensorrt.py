@@ -7,12 +7,12 @@ import importlib.util
 import numpy as np
 import onnx
 import pytest
-from export_helpers import IN_DIM, NormMLP, RecurrentActor, make_spec
 from onnx import TensorProto, helper
 
 from edgerl.export.onnx_export import OnnxExportConfig, export_onnx, infer_signature
 from edgerl.export.tensorrt import TensorRTUnavailable, build_engine, tensorrt_status
 from edgerl.export.trt_compat import check_tensorrt_compat
+from tests.helpers.export_models import IN_DIM, NormMLP, RecurrentActor, make_spec
 
 HAVE_TRT = importlib.util.find_spec("tensorrt") is not None
 

@@ -6,7 +6,6 @@ fast-loop``. Timing bounds use the firmware's own clock (EDIT_TICK.fw_time_us, S
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -24,10 +23,7 @@ from edgerl.wire import NO_ROW, Mode
 
 pytestmark = pytest.mark.hil
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
-from rt_bundles import write_mlp_bundle  # noqa: E402
-
-sys.path.pop(0)
+from tests.helpers.bundles import write_mlp_bundle  # noqa: E402
 
 
 def _split_bundle(path: Path) -> Path:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -83,11 +81,7 @@ def test_hil_cli_rejects_a_negative_planner_latency(capsys):
 
 
 def test_hil_drives_the_plant_with_a_bundle_through_the_edit_loop(fw_binaries, tmp_path):
-    sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
-    try:
-        from rt_bundles import write_mlp_bundle
-    finally:
-        sys.path.pop(0)
+    from tests.helpers.bundles import write_mlp_bundle
     bundle = write_mlp_bundle(tmp_path / "b", hidden=(8,), obs_dim=4, action_dim=1,
                               control_hz=50.0, horizon=10, period_s=0.1, residual_bound=0.05)
     res = run_hil(HilConfig(bundle=bundle, task="cartpole", max_steps=40, check_estop=False,
@@ -100,12 +94,7 @@ def test_hil_drives_the_plant_with_a_bundle_through_the_edit_loop(fw_binaries, t
 
 def test_hil_writes_the_measured_planner_latency_for_training(fw_binaries, tmp_path, capsys):
     from edgerl.runtime.latency_record import load_latency_file
-
-    sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
-    try:
-        from rt_bundles import write_mlp_bundle
-    finally:
-        sys.path.pop(0)
+    from tests.helpers.bundles import write_mlp_bundle
     bundle = write_mlp_bundle(tmp_path / "b", hidden=(8,), obs_dim=4, action_dim=1,
                               control_hz=50.0, horizon=10, period_s=0.1, residual_bound=0.05)
     path = tmp_path / "hil_latency.json"

@@ -4,8 +4,6 @@ the MCU side: output equals onnxruntime's on the same observation."""
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,11 +18,7 @@ pytestmark = pytest.mark.hil
 def test_exported_policy_h_runs_in_firmware(fw_binaries, tmp_path):
     c_header = pytest.importorskip("edgerl.export.c_header")
     ort = pytest.importorskip("onnxruntime")
-    sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
-    try:
-        from rt_bundles import mlp_onnx, random_mlp
-    finally:
-        sys.path.pop(0)
+    from tests.helpers.bundles import mlp_onnx, random_mlp
     ws, bs = random_mlp([4, 16, 16, 2], seed=5)
     onnx_path = tmp_path / "policy.onnx"
     onnx_path.write_bytes(mlp_onnx(ws, bs, activation="Tanh"))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -33,11 +32,7 @@ def _exported_policy(tmp_path: Path, seed: int = 5):
     function ``(N, 4) -> (N, 2)``."""
     c_header = pytest.importorskip("edgerl.export.c_header")
     ort = pytest.importorskip("onnxruntime")
-    sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
-    try:
-        from rt_bundles import mlp_onnx, random_mlp
-    finally:
-        sys.path.pop(0)
+    from tests.helpers.bundles import mlp_onnx, random_mlp
     ws, bs = random_mlp([4, 16, 16, 2], seed=seed)
     onnx_path = tmp_path / "policy.onnx"
     onnx_path.write_bytes(mlp_onnx(ws, bs, activation="Tanh"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from edgerl.policies.config import TrainConfig
+from edgerl.policies.config import BCConfig, TrainConfig
 from edgerl.policies.evaluate import evaluate
 from edgerl.policies.runs import load_policy
 from edgerl.policies.train import train
@@ -29,8 +29,8 @@ EPISODES = 64
 def _success(tmp_path, method: str) -> float:
     cfg = TrainConfig(task="cartpole_goal", method=method, delay_steps=DELAY_STEPS, seed=0,
                       num_envs=64, iterations=ITERATIONS if method != "planner" else 0,
-                      planner="expert" if method == "edit_zero_chunks" else "bc")
-    cfg.bc.demo_steps = 200
+                      planner="expert" if method == "edit_zero_chunks" else "bc",
+                      bc=BCConfig(demo_steps=200))
     result = train(cfg, out=tmp_path / method, show_progress=False)
     pol = load_policy(result.run_dir)
     env = pol.make_env(32, seed=1000)

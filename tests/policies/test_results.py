@@ -127,3 +127,11 @@ def test_results_cli_merges_and_reports(tmp_path, capsys):
     assert check["pass"] is True and check["delay_ms"] == 200.0
     text = (tmp_path / "r.md").read_text()
     assert "make results" in text and text.rstrip().endswith("Extra note.")
+
+
+def test_grid_lists_every_registered_method_once():
+    from edgerl.methods import METHODS
+    from edgerl.policies.results import GRID_METHODS, METHOD_LEGEND
+
+    assert sorted(GRID_METHODS) == sorted(METHODS)
+    assert list(METHOD_LEGEND) == list(GRID_METHODS) and all(METHOD_LEGEND.values())

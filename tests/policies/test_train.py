@@ -9,7 +9,8 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from edgerl.policies.config import METHODS, BCConfig, TrainConfig
+from edgerl.methods import METHODS
+from edgerl.policies.config import BCConfig, TrainConfig
 from edgerl.policies.methods import make_base_env, make_method_env
 from edgerl.policies.runs import find_latest_run, load_policy
 from edgerl.policies.train import train

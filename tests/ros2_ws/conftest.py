@@ -1,6 +1,6 @@
 """Fixtures for the ROS 2 tests: real rclpy (Fast DDS) on a private domain, real bundles.
 
-Bundles reuse the runtime tests' writer (``tests/runtime/rt_bundles.py``) and then take the
+Bundles reuse the runtime tests' writer (``tests/helpers/bundles.py``) and then take the
 cartpole task's names, limits and rate, so the sim robot, planner and edit loop agree.
 """
 
@@ -13,11 +13,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from ros_bundles import write_task_bundle
-from rt_bundles import write_mlp_bundle
+from tests.helpers.bundles import write_mlp_bundle
+from tests.helpers.task_bundles import write_task_bundle
 
 
 @pytest.fixture(scope="session")

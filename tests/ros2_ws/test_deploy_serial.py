@@ -13,9 +13,9 @@ import sys
 import threading
 
 import pytest
-from rt_bundles import write_mlp_bundle
 
 from edgerl.cli import main
+from tests.helpers.bundles import write_mlp_bundle
 
 pytestmark = [pytest.mark.ros, pytest.mark.hil]
 

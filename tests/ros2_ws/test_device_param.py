@@ -5,7 +5,8 @@ here: ``auto`` lands on CPU, an explicit GPU device fails with the reason). No t
 from __future__ import annotations
 
 import pytest
-from rt_bundles import write_mlp_bundle
+
+from tests.helpers.bundles import write_mlp_bundle
 
 pytestmark = pytest.mark.ros
 
@@ -112,7 +113,7 @@ def test_edit_node_device_auto_picks_tensorrt_beside_onnxruntime_gpu(bundle, tmp
     import subprocess
     import sys
 
-    from ort_gpu_stub import write_ort_gpu_stub
+    from tests.helpers.ort_gpu_stub import write_ort_gpu_stub
 
     site, cache = write_ort_gpu_stub(tmp_path / "site"), tmp_path / "trt-cache"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(

@@ -10,7 +10,8 @@ import time
 
 import numpy as np
 import pytest
-from rt_bundles import write_mlp_bundle
+
+from tests.helpers.bundles import write_mlp_bundle
 
 pytestmark = pytest.mark.ros
 

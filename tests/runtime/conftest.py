@@ -1,17 +1,13 @@
-"""Fixtures for runtime tests: real bundles written with ``onnx`` (see rt_bundles.py)."""
+"""Fixtures for runtime tests: real bundles written with ``onnx`` (see tests/helpers/bundles.py)."""
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from rt_bundles import write_mlp_bundle
+from tests.helpers.bundles import write_mlp_bundle
 
 
 @pytest.fixture

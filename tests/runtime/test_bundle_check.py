@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rt_bundles import mlp_onnx, random_mlp
 
 from edgerl.bundle_errors import (
     BundleError,
@@ -31,6 +30,7 @@ from edgerl.runtime.bundle import load_bundle
 from edgerl.runtime.bundle_check import verify_bundle
 from edgerl.runtime.manifest_rules import ManifestLimits
 from edgerl.spec import sha256_file
+from tests.helpers.bundles import mlp_onnx, random_mlp
 
 
 def _edit(bundle: Path, change) -> None:

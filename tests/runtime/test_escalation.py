@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rt_bundles import make_spec
 from test_rt_edit_loop import planner_loop, ramp_chunk
 
 from edgerl.runtime.escalation import Escalation, EscalationConfig
 from edgerl.runtime.safety import SafetyConfig, SafetyFilter
 from edgerl.spec import ActionSpec
+from tests.helpers.specs import make_spec
 
 
 def _ladder(hold_s=0.2, decay_s=0.4):

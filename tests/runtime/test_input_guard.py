@@ -6,12 +6,12 @@ import json
 
 import numpy as np
 import pytest
-from rt_bundles import make_spec
 
 from edgerl.chunk import ActionChunk
 from edgerl.runtime.input_guard import InputGuard
 from edgerl.spec import PolicySpec
 from edgerl.timing import TimingSpec
+from tests.helpers.specs import make_spec
 
 NOW = 1000.0
 
@@ -137,9 +137,8 @@ def test_chunk_buffer_with_guard_refuses_what_the_guard_refuses():
 
 
 def test_deployment_checks_planner_chunks(tmp_path):
-    from rt_bundles import write_mlp_bundle
-
     from edgerl.runtime.deployment import Deployment
+    from tests.helpers.bundles import write_mlp_bundle
 
     bundle = write_mlp_bundle(tmp_path / "b", planner=True, hidden=(8,))
     dep = Deployment.from_bundle(bundle, planner="onnx")

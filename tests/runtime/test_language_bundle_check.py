@@ -11,11 +11,12 @@ import sys
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from rt_bundles import make_spec, write_parity
 
 from edgerl.bundle_errors import BundleHashError, UnlistedFileError
 from edgerl.runtime.language_planner import OnnxLanguagePlanner
 from edgerl.spec import TensorSpec, sha256_file
+from tests.helpers.bundles import write_parity
+from tests.helpers.specs import make_spec
 
 OBS, EMB, H, A = 4, 8, 5, 2
 

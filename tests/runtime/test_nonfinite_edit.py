@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from rt_bundles import mlp_onnx, random_mlp, write_mlp_bundle
 from test_rt_edit_loop import ramp_chunk
 
 from edgerl.clock import VirtualClock
@@ -11,6 +10,7 @@ from edgerl.runtime.bundle import load_bundle
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.edit_loop import EditLoop
 from edgerl.spec import PolicySpec, sha256_file
+from tests.helpers.bundles import mlp_onnx, random_mlp, write_mlp_bundle
 
 
 def _inf_bundle(path):

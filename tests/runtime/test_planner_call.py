@@ -6,12 +6,12 @@ import threading
 
 import numpy as np
 import pytest
-from planner_fixtures import OBS_DIM, BatchAffinePlanner, FakeServer, expected_rows
 
 from edgerl.runtime.planner_call import DirectPlanner
 from edgerl.runtime.planner_server import PlannerServer, ServerConfig
 from edgerl.runtime.planner_wire import encode_array
 from edgerl.runtime.remote_planner import RemotePlannerError
+from tests.helpers.planners import OBS_DIM, BatchAffinePlanner, FakeServer, expected_rows
 
 SECRET = b"another-shared-secret-0123"
 

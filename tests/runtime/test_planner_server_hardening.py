@@ -10,7 +10,11 @@ import time
 
 import numpy as np
 import pytest
-from planner_fixtures import (
+
+from edgerl.runtime.planner_server import PlannerServer, ServerConfig
+from edgerl.runtime.planner_wire import HEADER, encode_array, encode_frame, recv_frame
+from edgerl.runtime.remote_planner import RemotePlanner, RemotePlannerError
+from tests.helpers.planners import (
     OBS_DIM,
     AffinePlanner,
     BatchAffinePlanner,
@@ -21,10 +25,6 @@ from planner_fixtures import (
     raw_connect,
     raw_reply,
 )
-
-from edgerl.runtime.planner_server import PlannerServer, ServerConfig
-from edgerl.runtime.planner_wire import HEADER, encode_array, encode_frame, recv_frame
-from edgerl.runtime.remote_planner import RemotePlanner, RemotePlannerError
 
 SECRET = b"0123456789abcdef-shared-secret"
 

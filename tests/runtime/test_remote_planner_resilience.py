@@ -1,16 +1,16 @@
 """RemotePlanner against a misbehaving server (issue 19): bad replies, absurd timestamps,
 unsolicited chunks, a server that stops answering, restarts with backoff. The server is a
-scripted fake on 127.0.0.1 (planner_fixtures.FakeServer)."""
+scripted fake on 127.0.0.1 (tests.helpers.planners.FakeServer)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from planner_fixtures import OBS_DIM, FakeServer, chunk_reply, wait_until
 
 from edgerl.planner import PlannerHealth
 from edgerl.runtime.planner_wire import encode_array
 from edgerl.runtime.remote_planner import RemotePlanner
+from tests.helpers.planners import OBS_DIM, FakeServer, chunk_reply, wait_until
 
 
 @pytest.fixture

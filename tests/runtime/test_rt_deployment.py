@@ -7,11 +7,11 @@ import time
 
 import numpy as np
 import pytest
-from rt_bundles import write_mlp_bundle
 
 from edgerl.runtime.deployment import Deployment
 from edgerl.runtime.edit_loop import LoopConfig
 from edgerl.spec import PolicySpec
+from tests.helpers.bundles import write_mlp_bundle
 
 
 def _with_timing(path, **changes):

@@ -15,7 +15,6 @@ import subprocess
 import sys
 
 import pytest
-from ort_gpu_stub import write_ort_gpu_stub
 
 from edgerl.runtime.inference import (
     InferenceError,
@@ -23,6 +22,7 @@ from edgerl.runtime.inference import (
     choose_providers,
     default_trt_cache_dir,
 )
+from tests.helpers.ort_gpu_stub import write_ort_gpu_stub
 
 CPU, CUDA, TRT = "CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider"
 GPU_BUILD = [TRT, CUDA, CPU]

@@ -9,7 +9,6 @@ import tracemalloc
 import numpy as np
 import onnxruntime as ort
 import pytest
-from rt_bundles import make_spec
 
 from edgerl.chunk import ActionChunk
 from edgerl.clock import VirtualClock
@@ -18,6 +17,7 @@ from edgerl.runtime.bundle import load_bundle
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig, TransportDown
 from edgerl.runtime.safety import SafetyConfig
+from tests.helpers.specs import make_spec
 
 DT = 0.01
 

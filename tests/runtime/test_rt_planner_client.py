@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import pytest
-from rt_bundles import make_spec
 
 from edgerl.chunk import ActionChunk
 from edgerl.clock import VirtualClock
@@ -20,6 +19,7 @@ from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
 from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
 from edgerl.runtime.safety import SafetyConfig
 from edgerl.runtime.stand_in import BurnPlanner
+from tests.helpers.specs import make_spec
 
 INFO = PlannerInfo(horizon=5, action_dim=2, dt_s=0.01, period_s=0.02, expected_latency_s=0.0)
 

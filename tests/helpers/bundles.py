@@ -7,8 +7,8 @@ tests may import; runtime code may not).
 same weights, as the exporter records its checks) and ``manifest.json`` with sha256 hashes of
 every file.
 
-Run as a script to make a bundle for ``edgerl bench loop``:
-``.venv/bin/python tests/runtime/rt_bundles.py /tmp/edit_bundle``.
+Run as a module from the repo root to make a bundle for ``edgerl bench loop``:
+``.venv/bin/python -m tests.helpers.bundles /tmp/edit_bundle``.
 """
 
 from __future__ import annotations
@@ -21,17 +21,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from edgerl.edit_obs import EditObsConfig
 from edgerl.runtime.inference import save_mlp_npz
-from edgerl.spec import (
-    ActionSpec,
-    ChunkSpec,
-    ObservationSpec,
-    PolicySpec,
-    RecurrentSpec,
-    TensorSpec,
-    sha256_file,
-)
+from edgerl.spec import RecurrentSpec, TensorSpec, sha256_file
+from tests.helpers.specs import make_spec
 
 
 def mlp_onnx(weights: list[np.ndarray], biases: list[np.ndarray], in_name: str = "obs",
@@ -132,7 +124,7 @@ def onnx_parity(onnx_bytes: bytes, reference, x: np.ndarray, state: int = 0,
 def write_parity(path: Path, checks: dict[str, dict]) -> None:
     """``parity.json`` as the exporter writes it (``ok`` only if every check passed)."""
     doc = {"ok": all(c["ok"] for c in checks.values()), "parity": checks,
-           "tensorrt_compat": None, "notes": ["written by tests/runtime/rt_bundles.py"]}
+           "tensorrt_compat": None, "notes": ["written by tests/helpers/bundles.py"]}
     (path / "parity.json").write_text(json.dumps(doc, indent=2) + "\n")
 
 
@@ -142,27 +134,6 @@ def random_mlp(sizes: list[int], seed: int = 0, scale: float = 0.3):
           for i, o in zip(sizes[:-1], sizes[1:])]
     bs = [(rng.standard_normal(o) * 0.1).astype(np.float32) for o in sizes[1:]]
     return ws, bs
-
-
-def make_spec(obs_dim: int = 4, action_dim: int = 2, method: str = "edit",
-              control_hz: float = 100.0, horizon: int = 10, chunk_dt: float | None = None,
-              period_s: float = 0.05, residual_bound: float = 0.25,
-              max_rate: list[float] | None = None, lookahead: int = 2,
-              n_committed: int = 2, obs_indices: list[int] | None = None) -> PolicySpec:
-    """A valid manifest for the given sizes (limits +-1, rates unlimited by default)."""
-    return PolicySpec(
-        task="test-task", method=method, control_hz=control_hz,
-        observation=ObservationSpec(names=[f"o{i}" for i in range(obs_dim)],
-                                    units=["1"] * obs_dim, mean=[0.0] * obs_dim,
-                                    std=[1.0] * obs_dim),
-        action=ActionSpec(names=[f"a{i}" for i in range(action_dim)], units=["1"] * action_dim,
-                          low=[-1.0] * action_dim, high=[1.0] * action_dim,
-                          max_rate=max_rate or []),
-        chunk=ChunkSpec(horizon=horizon, dt_s=chunk_dt or 1.0 / control_hz, period_s=period_s,
-                        expected_latency_s=0.03),
-        edit_obs=EditObsConfig(obs_dim=obs_dim, action_dim=action_dim, lookahead=lookahead,
-                               n_committed=n_committed, obs_indices=obs_indices or []),
-        residual_bound=residual_bound)
 
 
 def write_mlp_bundle(path: str | Path, *, hidden: tuple[int, ...] = (64, 64), seed: int = 0,

@@ -1,4 +1,4 @@
-"""Builders for the export tests: tiny specs and actors (MLP, GRU, LSTM)."""
+"""Builders for the export tests: a tiny 3-obs 2-action spec and actors (MLP, GRU, LSTM)."""
 
 from __future__ import annotations
 
@@ -6,24 +6,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgerl import ActionSpec, ChunkSpec, EditObsConfig, ObservationSpec, PolicySpec
+from edgerl import PolicySpec
+from tests.helpers import specs
 
 OBS_DIM, ACT_DIM = 3, 2
 
 
 def make_spec(**overrides) -> PolicySpec:
     """A valid PolicySpec for a 3-obs 2-action task; the actor input is edit_obs.dim (15)."""
-    eo = EditObsConfig(obs_dim=OBS_DIM, action_dim=ACT_DIM, lookahead=1, n_committed=1)
-    kwargs = dict(
-        task="toy", method="edit", control_hz=50.0,
-        observation=ObservationSpec(names=["x", "v", "th"], units=["m", "m/s", "rad"],
-                                    mean=[0.0] * OBS_DIM, std=[1.0] * OBS_DIM),
-        action=ActionSpec(names=["f0", "f1"], units=["N", "N"], low=[-1.0, -1.0],
-                          high=[1.0, 1.0]),
-        chunk=ChunkSpec(horizon=8, dt_s=0.02, period_s=0.06), edit_obs=eo,
-    )
-    kwargs.update(overrides)
-    return PolicySpec(**kwargs)
+    kwargs = dict(control_hz=50.0, horizon=8, chunk_dt=0.02, period_s=0.06, residual_bound=0.0,
+                  lookahead=1, n_committed=1, expected_latency_s=0.0, task="toy",
+                  observation=dict(names=["x", "v", "th"], units=["m", "m/s", "rad"]),
+                  action=dict(names=["f0", "f1"], units=["N", "N"]))
+    return specs.make_spec(OBS_DIM, ACT_DIM, **{**kwargs, **overrides})
 
 
 IN_DIM = make_spec().edit_obs.dim

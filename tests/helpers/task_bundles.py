@@ -1,8 +1,9 @@
-"""Bundles for the ROS 2 tests and the ROS 2 benchmark: the runtime tests' MLP bundle writer
-(``tests/runtime/rt_bundles.py``) with the manifest switched to a sim task's names, limits
+"""Bundles for the ROS 2 tests and the ROS 2 benchmark: the MLP bundle writer
+(:mod:`tests.helpers.bundles`) with the manifest switched to a sim task's names, limits
 and rate, so the sim robot, planner and edit loop agree.
 
-Run as a script to write one: ``.venv/bin/python tests/ros2_ws/ros_bundles.py OUT_DIR``.
+Run as a module from the repo root to write one:
+``.venv/bin/python -m tests.helpers.task_bundles OUT_DIR``.
 """
 
 from __future__ import annotations
@@ -10,11 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
-
-from rt_bundles import write_mlp_bundle
-
 from edgerl.spec import PolicySpec, sha256_file
+from tests.helpers.bundles import write_mlp_bundle
 
 
 def write_task_bundle(path: Path, task: str = "cartpole", *, residual_bound: float = 0.05,
