@@ -23,7 +23,7 @@ from torch import nn
 
 from edgerl.export.onnx_export import ExportError
 from edgerl.runtime.bundle_check import PARITY_FILE
-from edgerl.runtime.language_planner import (
+from edgerl.runtime.planners.language import (
     EMBEDDINGS_FILE,
     ENCODER_FILE,
     HEAD_FILE,

@@ -85,8 +85,8 @@ class ServedPlanFn:
     @classmethod
     def connect(cls, spec: str, horizon: int, **kwargs: Any) -> ServedPlanFn:
         """Connect to ``remote:HOST:PORT`` (training priority) and check the horizon."""
-        from edgerl.runtime.planner_call import DirectPlanner
-        from edgerl.runtime.planner_wire import load_secret
+        from edgerl.runtime.planners.call import DirectPlanner
+        from edgerl.runtime.planners.wire_auth import load_secret
 
         host, port = parse_remote_planner(spec)
         client = DirectPlanner(host, port, secret=load_secret(), priority="training").connect()

@@ -99,7 +99,7 @@ def test_hil_drives_the_plant_with_a_bundle_through_the_edit_loop(fw_binaries, t
 
 
 def test_hil_writes_the_measured_planner_latency_for_training(fw_binaries, tmp_path, capsys):
-    from edgerl.runtime.latency_record import load_latency_file
+    from edgerl.runtime.planners.latency_record import load_latency_file
 
     sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
     try:

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from rt_bundles import make_spec, write_parity
 
 from edgerl.bundle_errors import BundleHashError, UnlistedFileError
-from edgerl.runtime.language_planner import OnnxLanguagePlanner
+from edgerl.runtime.planners.language import OnnxLanguagePlanner
 from edgerl.spec import TensorSpec, sha256_file
 
 OBS, EMB, H, A = 4, 8, 5, 2

@@ -49,7 +49,8 @@ from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.input_guard import InputGuard
-from edgerl.runtime.stand_in import DelayedPlanner, OnnxChunkPlanner
+from edgerl.runtime.planners.fakes import DelayedPlanner
+from edgerl.runtime.planners.onnx import OnnxChunkPlanner
 from edgerl.spec import PolicySpec, load_bundle_manifest
 from edgerl_ros.common import (
     CHUNK_QOS,
@@ -183,7 +184,7 @@ class PlannerNode(Node):
         if not p["bundle"]:
             raise ValueError("planner_node: parameter 'bundle' is required")
         from edgerl.runtime.edit_loop import ObservationSlot
-        from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
+        from edgerl.runtime.planners.client import PlannerClient, PlannerClientConfig
 
         bundle = Path(p["bundle"])
         self.spec = load_bundle_manifest(bundle)
@@ -194,7 +195,7 @@ class PlannerNode(Node):
         self.expert = ExpertTopicPlanner(self.spec) if mode == "expert" else None
         self.remote = None
         if mode == "remote":  # e.g. `edgerl serve-planner` (language-conditioned planners)
-            from edgerl.runtime.remote_planner import RemotePlanner
+            from edgerl.runtime.planners.remote import RemotePlanner
 
             self.remote = RemotePlanner(host=p["remote_host"], port=int(p["remote_port"]))
             self.remote.start()

@@ -17,9 +17,9 @@ from edgerl.clock import VirtualClock
 from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
-from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
+from edgerl.runtime.planners.client import PlannerClient, PlannerClientConfig
+from edgerl.runtime.planners.fakes import BurnPlanner
 from edgerl.runtime.safety import SafetyConfig
-from edgerl.runtime.stand_in import BurnPlanner
 
 INFO = PlannerInfo(horizon=5, action_dim=2, dt_s=0.01, period_s=0.02, expected_latency_s=0.0)
 
@@ -114,7 +114,7 @@ def test_killed_planner_process_loop_keeps_rate_goes_stale_and_recovers(rt_prior
                     sink=lambda cmd, t: states.append((t, loop.state)) or True)
     kwargs = {"horizon": horizon, "action_dim": 2, "dt_s": dt, "period_s": 0.05,
               "latency_s": 0.01, "low": [-1.0, -1.0], "high": [1.0, 1.0]}
-    client = PlannerClient("edgerl.runtime.stand_in:burn_planner", buf, loop.obs,
+    client = PlannerClient("edgerl.runtime.planners.fakes:burn_planner", buf, loop.obs,
                            PlannerClientConfig(mode="process", factory_kwargs=kwargs,
                                                backoff_initial_s=0.3), metrics=loop.metrics)
     stop = threading.Event()
@@ -172,7 +172,7 @@ def test_hung_planner_process_is_killed_and_restarted():
     slot.write(np.zeros(3, np.float32), time.perf_counter())
     kwargs = {"horizon": 5, "action_dim": 2, "dt_s": 0.01, "period_s": 0.05,
               "latency_s": 30.0}  # never answers in time
-    client = PlannerClient("edgerl.runtime.stand_in:burn_planner", ChunkBuffer(), slot,
+    client = PlannerClient("edgerl.runtime.planners.fakes:burn_planner", ChunkBuffer(), slot,
                            PlannerClientConfig(mode="process", factory_kwargs=kwargs,
                                                hang_timeout_s=0.3, backoff_initial_s=0.05))
     client.start()
@@ -194,7 +194,7 @@ def test_hung_planner_process_is_killed_and_restarted():
 def test_onnx_chunk_planner_reshapes_output(make_bundle):
     import onnxruntime as ort
 
-    from edgerl.runtime.stand_in import OnnxChunkPlanner
+    from edgerl.runtime.planners.onnx import OnnxChunkPlanner
 
     bundle = make_bundle("p", planner=True, horizon=6)
     info = PlannerInfo(horizon=6, action_dim=2, dt_s=0.01, period_s=0.05, expected_latency_s=0)

@@ -1,15 +1,15 @@
-"""Stand-in planners for benchmarks and tests: real CPU work, deterministic chunks.
+"""Stand-in planners for benchmarks and tests: real CPU work or sleeps, deterministic chunks.
 
 :class:`BurnPlanner` burns CPU for ``latency_s`` per call, like a model's inference, then
 returns a smooth chunk (sines clipped into the action limits). ``gil="release"`` burns in
 ``hashlib.sha256`` over a 256 KiB buffer, which releases the GIL as onnxruntime or torch
 inference does; ``gil="hold"`` burns in Python bytecode (the worst case for a loop thread in
-the same process). :class:`OnnxChunkPlanner` runs a bundle's ``planner.onnx``
-(observation in, ``H x A`` chunk out) on one onnxruntime thread. :class:`DelayedPlanner`
-adds a fixed latency to any planner (a fast network standing in for a slow foundation model).
+the same process). :class:`DelayedPlanner` adds a fixed latency to any planner (a fast network
+standing in for a slow foundation model). :class:`SyntheticPlanner` sleeps a modelled batch
+cost (the planner-server load tests and ``edgerl bench planner``).
 
-Both can be built in a planner subprocess from a ``"module:function"`` factory name (see
-:func:`burn_planner`, :func:`onnx_planner`).
+:func:`burn_planner` builds a :class:`BurnPlanner` in a planner subprocess from its
+``"module:function"`` factory name.
 """
 
 from __future__ import annotations
@@ -17,15 +17,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 
-__all__ = ["BurnPlanner", "DelayedPlanner", "OnnxChunkPlanner", "burn_planner", "onnx_planner"]
+__all__ = ["BurnPlanner", "DelayedPlanner", "SyntheticPlanner", "burn_planner"]
 
 log = logging.getLogger(__name__)
 _BLOCK = bytes(256 * 1024)
@@ -81,50 +79,11 @@ class BurnPlanner:
         return PlannerHealth.OK
 
 
-class OnnxChunkPlanner:
-    """``planner.onnx``: input ``(1, O)`` observation, output ``(1, H*A)`` or ``(1, H, A)``.
-
-    ``device`` / ``trt``: where onnxruntime runs it (``edgerl.runtime.inference.DEVICES``,
-    TensorRT EP options); ``provider`` is the execution provider it really runs on.
-    """
-
-    def __init__(self, model: str | Path, info: PlannerInfo, device: str = "cpu",
-                 trt: Any = None) -> None:
-        import onnxruntime as ort
-
-        from edgerl.runtime.inference import OrtBackend
-
-        sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
-        inputs = sess.get_inputs()
-        if len(inputs) != 1:
-            raise ValueError(f"{model}: expected one input (the observation), got "
-                             f"{[i.name for i in inputs]}; language-conditioned planners are "
-                             "served with `edgerl serve-planner`")
-        in_name, out_name = inputs[0].name, sess.get_outputs()[0].name
-        del sess
-        self.net = OrtBackend(model, input_name=in_name, output_name=out_name, warmup=3,
-                              device=device, trt=trt)
-        self.provider = self.net.session.get_providers()[0]
-        self.info = info
-        if self.net.output.size != info.horizon * info.action_dim:
-            raise ValueError(f"{model}: output has {self.net.output.size} elements, expected "
-                             f"horizon*action_dim = {info.horizon * info.action_dim}")
-
-    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
-        np.copyto(self.net.input.reshape(-1), observation)
-        out = self.net.infer().reshape(self.info.horizon, self.info.action_dim)
-        return ActionChunk(actions=out.copy(), t0=now, dt=self.info.dt_s, obs_time=now,
-                           source="planner.onnx")
-
-    def health(self) -> PlannerHealth:
-        return PlannerHealth.OK
-
-
 def burn_planner(horizon: int, action_dim: int, dt_s: float, period_s: float,
                  latency_s: float = 0.07, gil: str = "release",
                  low: list[float] | None = None, high: list[float] | None = None,
                  crash_after: int = 0) -> BurnPlanner:
-    """Factory (``edgerl.runtime.stand_in:burn_planner``) for a planner subprocess.
+    """Factory (``edgerl.runtime.planners.fakes:burn_planner``) for a planner subprocess.
 
     ``crash_after > 0``: the process exits hard after that many chunks (tests).
     """
@@ -175,12 +134,34 @@ class DelayedPlanner:
         return self.inner.health()  # type: ignore[attr-defined]
 
 
-def onnx_planner(model: str, horizon: int, action_dim: int, dt_s: float,
-                 period_s: float, extra_latency_s: float = 0.0
-                 ) -> OnnxChunkPlanner | DelayedPlanner:
-    """Factory (``edgerl.runtime.stand_in:onnx_planner``) for a planner subprocess;
-    ``extra_latency_s > 0`` wraps it in a :class:`DelayedPlanner`."""
-    info = PlannerInfo(horizon=horizon, action_dim=action_dim, dt_s=dt_s, period_s=period_s,
-                       expected_latency_s=0.0)
-    planner = OnnxChunkPlanner(model, info)
-    return DelayedPlanner(planner, extra_latency_s) if extra_latency_s > 0 else planner
+class SyntheticPlanner:
+    """A real tiny planner (chunk rows = obs[:A] + i) whose compute time is synthetic:
+    ``base_s + row_s * rows`` per call, slept (so it releases the GIL like a GPU model).
+    With ``batch=True`` it also has ``plan_batch``."""
+
+    def __init__(self, obs_dim: int = 8, horizon: int = 8, action_dim: int = 2,
+                 base_s: float = 0.002, row_s: float = 0.0001, batch: bool = True) -> None:
+        self.info = PlannerInfo(horizon=horizon, action_dim=action_dim, dt_s=0.02,
+                                period_s=0.1, expected_latency_s=base_s)
+        self.obs_dim = obs_dim
+        self.base_s, self.row_s = base_s, row_s
+        if not batch:
+            self.plan_batch = None  # type: ignore[assignment]
+
+    def _rows(self, obs: np.ndarray) -> np.ndarray:
+        a = self.info.action_dim
+        return (np.asarray(obs, np.float32)[..., None, :a]
+                + np.arange(self.info.horizon, dtype=np.float32)[:, None])
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        time.sleep(self.base_s + self.row_s)
+        return ActionChunk(actions=self._rows(observation), t0=now, dt=self.info.dt_s,
+                           obs_time=now, source="synthetic")
+
+    def plan_batch(self, observations: np.ndarray, instructions: list[str],
+                   now: float) -> np.ndarray:
+        time.sleep(self.base_s + self.row_s * len(observations))
+        return self._rows(observations)
+
+    def health(self) -> PlannerHealth:
+        return PlannerHealth.OK

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from edgerl.runtime.stand_in import DelayedPlanner, burn_planner
+from edgerl.runtime.planners.fakes import DelayedPlanner, burn_planner
 
 
 def test_delayed_planner_adds_latency_and_keeps_the_observation_time():

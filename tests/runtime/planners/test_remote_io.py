@@ -9,8 +9,8 @@ import pytest
 from planner_fixtures import OBS_DIM, FakeServer, chunk_reply, wait_until
 
 from edgerl.planner import PlannerHealth
-from edgerl.runtime.planner_wire import encode_array
-from edgerl.runtime.remote_planner import RemotePlanner
+from edgerl.runtime.planners.remote import RemotePlanner
+from edgerl.runtime.planners.wire import encode_array
 
 
 @pytest.fixture

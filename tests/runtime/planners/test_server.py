@@ -22,9 +22,11 @@ from planner_fixtures import (
     raw_reply,
 )
 
-from edgerl.runtime.planner_server import PlannerServer, ServerConfig
-from edgerl.runtime.planner_wire import HEADER, encode_array, encode_frame, recv_frame
-from edgerl.runtime.remote_planner import RemotePlanner, RemotePlannerError
+from edgerl.runtime.planners.remote import RemotePlanner
+from edgerl.runtime.planners.remote_config import RemotePlannerError
+from edgerl.runtime.planners.server import PlannerServer
+from edgerl.runtime.planners.server_config import ServerConfig
+from edgerl.runtime.planners.wire import HEADER, encode_array, encode_frame, recv_frame
 
 SECRET = b"0123456789abcdef-shared-secret"
 
@@ -179,7 +181,7 @@ class TestAuthentication:
             ServerConfig(secret=b"short").validate()
 
     def test_tagged_frames_round_trip_and_everything_else_is_refused(self, serve):
-        from edgerl.runtime.planner_wire import FrameAuth
+        from edgerl.runtime.planners.wire_auth import FrameAuth
 
         server = serve(AffinePlanner(), secret=SECRET)
         host, port = server.address
