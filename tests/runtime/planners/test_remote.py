@@ -81,6 +81,22 @@ def serve():
         server.stop()
 
 
+def client_of_a_stopped_server(reconnect_s: float) -> tuple[AffinePlanner, int, RemotePlanner]:
+    """A started client whose server has stopped, once it reports ``DEAD`` (or 2 s passed);
+    returns the planner, the port it was served on and the client (the caller closes it)."""
+    planner = AffinePlanner()
+    server = PlannerServer(planner, ServerConfig(port=0))
+    host, port = server.start()
+    try:
+        client = RemotePlanner(host=host, port=port, reconnect_s=reconnect_s).start()
+    finally:
+        server.stop()
+    t_end = time.monotonic() + 2.0
+    while client.health() is not PlannerHealth.DEAD and time.monotonic() < t_end:
+        time.sleep(0.01)
+    return planner, port, client
+
+
 def raw_connect(server: PlannerServer) -> socket.socket:
     sock = socket.create_connection(server.address, timeout=3.0)
     return sock
@@ -174,15 +190,9 @@ class TestLoopback:
             RemotePlanner(port=port, connect_timeout_s=0.3).start()
 
     def test_reconnects_after_server_restart_reports_dead_meanwhile(self, serve):
-        planner = AffinePlanner()
-        server = PlannerServer(planner, ServerConfig(port=0))
-        host, port = server.start()
-        client = RemotePlanner(host=host, port=port, reconnect_s=0.05).start()
+        planner, port, client = client_of_a_stopped_server(reconnect_s=0.05)
+        server = None
         try:
-            server.stop()
-            t_end = time.monotonic() + 2.0
-            while client.health() is not PlannerHealth.DEAD and time.monotonic() < t_end:
-                time.sleep(0.01)
             assert client.health() is PlannerHealth.DEAD
             server = PlannerServer(planner, ServerConfig(port=port))
             server.start()
@@ -192,7 +202,8 @@ class TestLoopback:
             assert client.plan(np.zeros(OBS_DIM, np.float32), "", now=5.0).obs_time == 5.0
         finally:
             client.close()
-            server.stop()
+            if server is not None:
+                server.stop()
 
 
 class TestBadInput:
@@ -248,15 +259,8 @@ def test_remote_planner_satisfies_the_planner_protocol():
 
 
 def test_blocking_plan_fails_fast_while_disconnected():
-    planner = AffinePlanner()
-    server = PlannerServer(planner, ServerConfig(port=0))
-    host, port = server.start()
-    client = RemotePlanner(host=host, port=port, reconnect_s=5.0).start()
+    _, _, client = client_of_a_stopped_server(reconnect_s=5.0)
     try:
-        server.stop()
-        t_end = time.monotonic() + 2.0
-        while client.health() is not PlannerHealth.DEAD and time.monotonic() < t_end:
-            time.sleep(0.01)
         t = time.monotonic()
         with pytest.raises(RemotePlannerError, match="disconnected"):
             client.plan(np.zeros(OBS_DIM, np.float32), "", now=0.0)
@@ -264,7 +268,6 @@ def test_blocking_plan_fails_fast_while_disconnected():
         client.request(np.zeros(OBS_DIM, np.float32), "", now=0.0)  # still never raises
     finally:
         client.close()
-        server.stop()
 
 
 class BatchAffinePlanner(AffinePlanner):
