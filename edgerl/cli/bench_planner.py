@@ -74,8 +74,7 @@ def run_load_test(args: argparse.Namespace) -> dict[str, Any]:
 
     from edgerl.runtime.planners.fakes import SyntheticPlanner
     from edgerl.runtime.planners.load import HOSTILE_KINDS, LoadConfig, run_load
-    from edgerl.runtime.planners.server import PlannerServer
-    from edgerl.runtime.planners.server_config import ServerConfig
+    from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 
     if not args.duration >= 4 * args.window > 0:
         raise CliError(f"--duration ({args.duration}) must cover at least 2 on/off cycles of "
@@ -110,8 +109,7 @@ def run_load_sweep(args: argparse.Namespace) -> dict[str, Any]:
     from edgerl.logs import progress
     from edgerl.runtime.planners.fakes import SyntheticPlanner
     from edgerl.runtime.planners.load_sweep import run_open_loop
-    from edgerl.runtime.planners.server import PlannerServer
-    from edgerl.runtime.planners.server_config import ServerConfig
+    from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 
     try:
         rates = [float(r) for r in args.rates.split(",")]
@@ -220,8 +218,7 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.runtime.planners.language import OnnxLanguagePlanner
     from edgerl.runtime.planners.latency_model import latency_model_from_samples, save_latency_model
     from edgerl.runtime.planners.remote import RemotePlanner
-    from edgerl.runtime.planners.server import PlannerServer
-    from edgerl.runtime.planners.server_config import ServerConfig
+    from edgerl.runtime.planners.server import PlannerServer, ServerConfig
     from edgerl.spec import BundleError
 
     if args.load_test or args.load_sweep:

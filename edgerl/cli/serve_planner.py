@@ -109,8 +109,7 @@ def _bc_planner(args: argparse.Namespace):  # -> (BCServedPlanner, obs_dim)
 
 def run(args: argparse.Namespace) -> int:
     from edgerl.runtime.inference import InferenceError
-    from edgerl.runtime.planners.server import PlannerServer
-    from edgerl.runtime.planners.server_config import ServerConfig
+    from edgerl.runtime.planners.server import PlannerServer, ServerConfig
     from edgerl.runtime.planners.wire_auth import load_secret
     from edgerl.serde import SchemaError
     from edgerl.spec import BundleError

@@ -12,8 +12,8 @@ Import the modules directly (nothing is imported here):
   ``SyntheticPlanner``, factory ``burn_planner``).
 - ``wire``: the serving protocol's frames, arrays and error codes; ``wire_auth``: HMAC frame
   tags and the shared secret; ``wire_messages``: request parsers and reply builders.
-- ``server``: ``PlannerServer`` (``edgerl serve-planner``), life cycle and metrics;
-  ``server_config``: ``ServerConfig``; ``server_connections``: reading and checking frames
+- ``server``: ``PlannerServer`` (``edgerl serve-planner``), ``ServerConfig``, life cycle and
+  metrics; ``server_connections``: reading and checking frames
   (timeouts, limits, authentication); ``server_batching``: admission, batching, the worker.
 - ``remote``: ``RemotePlanner``, the robot-side client of a served planner;
   ``remote_config``: its settings and errors; ``remote_io``: its I/O threads and reply

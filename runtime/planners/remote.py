@@ -58,12 +58,7 @@ from edgerl.runtime.planners.remote_config import (
     _Waiter,
 )
 from edgerl.runtime.planners.remote_io import _RemoteIO
-from edgerl.runtime.planners.wire import (
-    PROTOCOL_VERSION,
-    decode_payload,
-    encode_array,
-    recv_frame,
-)
+from edgerl.runtime.planners.wire import PROTOCOL_VERSION, decode_payload, encode_array, recv_frame
 from edgerl.runtime.planners.wire_auth import FrameAuth
 from edgerl.runtime.planners.wire_messages import chunk_from_msg
 

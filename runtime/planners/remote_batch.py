@@ -12,15 +12,8 @@ import time
 
 import numpy as np
 
-from edgerl.runtime.planners.remote_config import (
-    RemotePlannerError,
-    _Sent,
-    _Waiter,
-)
-from edgerl.runtime.planners.wire import (
-    PROTOCOL_VERSION,
-    encode_array,
-)
+from edgerl.runtime.planners.remote_config import RemotePlannerError, _Sent, _Waiter
+from edgerl.runtime.planners.wire import PROTOCOL_VERSION, encode_array
 
 __all__: list[str] = []
 

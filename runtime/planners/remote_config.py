@@ -8,10 +8,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from edgerl.runtime.planners.wire import (
-    DEFAULT_MAX_FRAME,
-    PRIORITIES,
-)
+from edgerl.runtime.planners.wire import DEFAULT_MAX_FRAME, PRIORITIES
 
 __all__ = ["RemotePlannerConfig", "RemotePlannerError"]
 

@@ -15,11 +15,7 @@ from typing import Any
 import numpy as np
 
 from edgerl.chunk import ActionChunk
-from edgerl.runtime.planners.remote_config import (
-    RemotePlannerError,
-    _Sent,
-    _Waiter,
-)
+from edgerl.runtime.planners.remote_config import RemotePlannerError, _Sent, _Waiter
 from edgerl.runtime.planners.wire import (
     TAG_SIZE,
     WireError,

@@ -21,16 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from edgerl.chunk import ActionChunk
-from edgerl.runtime.planners.wire import (
-    PRIORITIES,
-    WireError,
-)
-from edgerl.runtime.planners.wire_messages import (
-    PlanRequest,
-    batch_to_msg,
-    chunk_to_msg,
-    error_msg,
-)
+from edgerl.runtime.planners.wire import PRIORITIES, WireError
+from edgerl.runtime.planners.wire_messages import PlanRequest, batch_to_msg, chunk_to_msg, error_msg
 
 if TYPE_CHECKING:
     from edgerl.runtime.planners.server_connections import _Session

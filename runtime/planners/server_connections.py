@@ -16,13 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from edgerl.runtime.planners.wire import (
-    HEADER,
-    TAG_SIZE,
-    WireError,
-    decode_payload,
-    encode_frame,
-)
+from edgerl.runtime.planners.wire import HEADER, TAG_SIZE, WireError, decode_payload, encode_frame
 from edgerl.runtime.planners.wire_auth import FrameAuth
 from edgerl.runtime.planners.wire_messages import (
     error_msg,

@@ -33,8 +33,7 @@ from edgerl.policies.language_planner import (  # noqa: E402
 from edgerl.runtime.planners.language import ENCODER_FILE, OnnxLanguagePlanner  # noqa: E402
 from edgerl.runtime.planners.latency_model import load_latency_model  # noqa: E402
 from edgerl.runtime.planners.remote import RemotePlanner  # noqa: E402
-from edgerl.runtime.planners.server import PlannerServer  # noqa: E402
-from edgerl.runtime.planners.server_config import ServerConfig  # noqa: E402
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig  # noqa: E402
 from edgerl.spec import BundleError, PolicySpec  # noqa: E402
 
 pytestmark = pytest.mark.slow  # trains a planner (~10 s on an idle 2-core machine)

@@ -17,8 +17,7 @@ from edgerl.policies.remote_planner import (
     is_remote_planner,
     parse_remote_planner,
 )
-from edgerl.runtime.planners.server import PlannerServer
-from edgerl.runtime.planners.server_config import ServerConfig
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 from edgerl.serde import SchemaError
 
 OBS, ACT, H = 4, 1, 5

@@ -113,8 +113,7 @@ def test_remote_mode_over_a_planner_server(rclpy_context, make_bundle_with_plann
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory
 
-    from edgerl.runtime.planners.server import PlannerServer
-    from edgerl.runtime.planners.server_config import ServerConfig
+    from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 
     bundle = make_bundle_with_planner
     spec = PolicySpec.load(bundle)

@@ -10,8 +10,7 @@ from planner_fixtures import OBS_DIM, BatchAffinePlanner, FakeServer, expected_r
 
 from edgerl.runtime.planners.call import DirectPlanner
 from edgerl.runtime.planners.remote_config import RemotePlannerError
-from edgerl.runtime.planners.server import PlannerServer
-from edgerl.runtime.planners.server_config import ServerConfig
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 from edgerl.runtime.planners.wire import encode_array
 
 SECRET = b"another-shared-secret-0123"

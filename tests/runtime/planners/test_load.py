@@ -11,8 +11,7 @@ import threading
 
 from edgerl.runtime.planners.fakes import SyntheticPlanner
 from edgerl.runtime.planners.load import HOSTILE_KINDS, LoadConfig, run_load
-from edgerl.runtime.planners.server import PlannerServer
-from edgerl.runtime.planners.server_config import ServerConfig
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 
 
 def test_hostile_clients_do_not_hurt_well_behaved_ones():

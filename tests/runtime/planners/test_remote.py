@@ -16,14 +16,8 @@ from edgerl.chunk import ActionChunk
 from edgerl.planner import Planner, PlannerHealth, PlannerInfo
 from edgerl.runtime.planners.remote import RemotePlanner
 from edgerl.runtime.planners.remote_config import RemotePlannerError
-from edgerl.runtime.planners.server import PlannerServer
-from edgerl.runtime.planners.server_config import ServerConfig
-from edgerl.runtime.planners.wire import (
-    PROTOCOL_VERSION,
-    encode_array,
-    encode_frame,
-    recv_frame,
-)
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig
+from edgerl.runtime.planners.wire import PROTOCOL_VERSION, encode_array, encode_frame, recv_frame
 
 H, A, OBS_DIM = 4, 2, 3
 

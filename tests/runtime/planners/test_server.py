@@ -24,8 +24,7 @@ from planner_fixtures import (
 
 from edgerl.runtime.planners.remote import RemotePlanner
 from edgerl.runtime.planners.remote_config import RemotePlannerError
-from edgerl.runtime.planners.server import PlannerServer
-from edgerl.runtime.planners.server_config import ServerConfig
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 from edgerl.runtime.planners.wire import HEADER, encode_array, encode_frame, recv_frame
 
 SECRET = b"0123456789abcdef-shared-secret"
