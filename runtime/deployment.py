@@ -105,7 +105,7 @@ class Deployment:
             return PlannerClient("edgerl.runtime.planners.onnx:onnx_planner", buffer, obs, cfg,
                                  metrics=metrics)
         if extra_latency_s > 0:
-            from edgerl.runtime.planners.fakes import DelayedPlanner
+            from edgerl.runtime.planners.delayed import DelayedPlanner
 
             planner = DelayedPlanner(planner, extra_latency_s)
         return PlannerClient(planner, buffer, obs, cfg, metrics=metrics)

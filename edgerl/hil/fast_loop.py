@@ -129,7 +129,7 @@ class FastLoopController:
             raise ValueError(f"bundle {bundle} has no planner.onnx and the plant no LQR expert "
                              "for a 1-D action: nothing can plan its chunks")
         from edgerl.hil.controllers import LqrHoldPlanner
-        from edgerl.runtime.planners.fakes import DelayedPlanner
+        from edgerl.runtime.planners.delayed import DelayedPlanner
 
         planner = LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)
         return DelayedPlanner(planner, latency_s) if latency_s > 0 else planner

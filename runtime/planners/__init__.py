@@ -8,8 +8,9 @@ Import the modules directly (nothing is imported here):
 - ``onnx``: ``OnnxChunkPlanner``, a bundle's ``planner.onnx``, and its factory ``onnx_planner``.
 - ``language``: ``OnnxLanguagePlanner``, the language-conditioned planner bundle (tokenizer,
   encoder, chunk head).
-- ``fakes``: stand-in planners for benchmarks and tests (``BurnPlanner``, ``DelayedPlanner``,
-  ``SyntheticPlanner``, factory ``burn_planner``).
+- ``delayed``: ``DelayedPlanner``, any planner slowed by a fixed latency per call.
+- ``fakes``: stand-in planners for benchmarks and tests (``BurnPlanner``, ``SyntheticPlanner``,
+  factory ``burn_planner``).
 - ``wire``: the serving protocol's frames, arrays and error codes; ``wire_auth``: HMAC frame
   tags and the shared secret; ``wire_messages``: request parsers and reply builders.
 - ``server``: ``PlannerServer`` (``edgerl serve-planner``), ``ServerConfig``, life cycle and

@@ -4,8 +4,7 @@
 returns a smooth chunk (sines clipped into the action limits). ``gil="release"`` burns in
 ``hashlib.sha256`` over a 256 KiB buffer, which releases the GIL as onnxruntime or torch
 inference does; ``gil="hold"`` burns in Python bytecode (the worst case for a loop thread in
-the same process). :class:`DelayedPlanner` adds a fixed latency to any planner (a fast network
-standing in for a slow foundation model). :class:`SyntheticPlanner` sleeps a modelled batch
+the same process). :class:`SyntheticPlanner` sleeps a modelled batch
 cost (the planner-server load tests and ``edgerl bench planner``).
 
 :func:`burn_planner` builds a :class:`BurnPlanner` in a planner subprocess from its
@@ -23,7 +22,7 @@ import numpy as np
 from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 
-__all__ = ["BurnPlanner", "DelayedPlanner", "SyntheticPlanner", "burn_planner"]
+__all__ = ["BurnPlanner", "SyntheticPlanner", "burn_planner"]
 
 log = logging.getLogger(__name__)
 _BLOCK = bytes(256 * 1024)
@@ -110,28 +109,6 @@ class _Crashing:
 
     def health(self) -> PlannerHealth:
         return PlannerHealth.OK
-
-
-class DelayedPlanner:
-    """Wraps a planner and sleeps ``delay_s`` after each plan: its chunks arrive as late as a
-    slow model's would (the chunk keeps the observation time it was planned from)."""
-
-    def __init__(self, inner: object, delay_s: float) -> None:
-        if not delay_s >= 0:
-            raise ValueError(f"planner delay must be >= 0 s, got {delay_s}")
-        self.inner, self.delay_s = inner, float(delay_s)
-        info = inner.info  # type: ignore[attr-defined]
-        self.info = PlannerInfo(horizon=info.horizon, action_dim=info.action_dim,
-                                dt_s=info.dt_s, period_s=info.period_s,
-                                expected_latency_s=info.expected_latency_s + self.delay_s)
-
-    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
-        chunk = self.inner.plan(observation, instruction, now)  # type: ignore[attr-defined]
-        time.sleep(self.delay_s)
-        return chunk
-
-    def health(self) -> PlannerHealth:
-        return self.inner.health()  # type: ignore[attr-defined]
 
 
 class SyntheticPlanner:

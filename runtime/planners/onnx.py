@@ -10,7 +10,7 @@ import numpy as np
 
 from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
-from edgerl.runtime.planners.fakes import DelayedPlanner
+from edgerl.runtime.planners.delayed import DelayedPlanner
 
 __all__ = ["OnnxChunkPlanner", "onnx_planner"]
 

@@ -15,7 +15,7 @@ from edgerl_ros.planner_node import (
 
 from edgerl.chunk import ActionChunk
 from edgerl.planner import Planner, PlannerHealth
-from edgerl.runtime.planners.fakes import DelayedPlanner
+from edgerl.runtime.planners.delayed import DelayedPlanner
 from edgerl.spec import PolicySpec
 
 

@@ -49,7 +49,7 @@ from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.input_guard import InputGuard
-from edgerl.runtime.planners.fakes import DelayedPlanner
+from edgerl.runtime.planners.delayed import DelayedPlanner
 from edgerl.runtime.planners.onnx import OnnxChunkPlanner
 from edgerl.spec import PolicySpec, load_bundle_manifest
 from edgerl_ros.common import (
