@@ -62,7 +62,7 @@ from edgerl.runtime.planners.wire import PROTOCOL_VERSION, decode_payload, encod
 from edgerl.runtime.planners.wire_auth import FrameAuth
 from edgerl.runtime.planners.wire_messages import chunk_from_msg
 
-__all__ = ["RemotePlanner", "RemotePlannerConfig", "RemotePlannerError"]
+__all__ = ["RemotePlanner"]
 
 log = logging.getLogger("edgerl.runtime.planners.remote")  # one logger for the client
 

@@ -68,7 +68,7 @@ from edgerl.runtime.planners.wire import DEFAULT_MAX_FRAME, HEADER, PROTOCOL_VER
 from edgerl.runtime.planners.wire_auth import is_loopback
 from edgerl.runtime.planners.wire_messages import error_msg
 
-__all__ = ["CostModel", "PlannerServer", "ServerConfig"]
+__all__ = ["PlannerServer", "ServerConfig"]
 
 log = logging.getLogger(__name__)
 
