@@ -1,6 +1,6 @@
 """Export the language planner to a runtime bundle: encoder ONNX, chunk-head ONNX, manifest.
 
-Bundle layout: see :mod:`edgerl.runtime.language_planner`. Both graphs are checked against
+Bundle layout: see :mod:`edgerl.runtime.planners.language`. Both graphs are checked against
 torch right after export (:func:`encoder_parity`, :func:`head_parity`); the numbers go into
 ``manifest.extra["language"]["parity"]`` and ``parity.json`` (hashed like every file; the
 runtime refuses a bundle whose parity failed). Over :data:`ENCODER_COS_TOL` /
@@ -23,7 +23,7 @@ from torch import nn
 
 from edgerl.export.onnx_export import ExportError
 from edgerl.runtime.bundle_check import PARITY_FILE
-from edgerl.runtime.language_planner import (
+from edgerl.runtime.planners.language import (
     EMBEDDINGS_FILE,
     ENCODER_FILE,
     HEAD_FILE,

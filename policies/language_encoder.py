@@ -5,7 +5,7 @@ their sha256 against :data:`MODEL_SHA256` before anything is loaded, so a swappe
 model is refused with a message naming the file. :class:`SentenceEncoder` reproduces the
 sentence-transformers pipeline (BERT -> mean pooling over real tokens -> L2 normalise) as a
 plain ``nn.Module`` taking ``(input_ids, attention_mask)``, so it exports to ONNX as one graph.
-Tokenization is :class:`edgerl.runtime.language_planner.InstructionTokenizer` (the Rust
+Tokenization is :class:`edgerl.runtime.planners.language.InstructionTokenizer` (the Rust
 ``tokenizers`` package with the shipped ``tokenizer.json``): the same code on the workstation
 and on the device.
 """
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgerl.runtime.language_planner import InstructionTokenizer
+from edgerl.runtime.planners.language import InstructionTokenizer
 from edgerl.spec import sha256_file
 
 __all__ = [

@@ -33,7 +33,7 @@ from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.policies.bc_planner import chunk_labels, collect_expert_demos, init_bounded_mlp
 from edgerl.policies.evaluate import EvalResult, evaluate
 from edgerl.policies.language_encoder import SentenceEncoder, load_encoder
-from edgerl.runtime.language_planner import InstructionTokenizer
+from edgerl.runtime.planners.language import InstructionTokenizer
 from edgerl.spec import ActionSpec, ChunkSpec, LatencyModel, ObservationSpec, PolicySpec
 
 __all__ = [

@@ -5,7 +5,7 @@ GPU machine: ``edgerl serve-planner``) and the simulated envs query it in batche
 
 * :class:`ServedPlanFn` is the sim wrappers' batched planner callable
   (``plan(obs (n, O), env_ids (n,)) -> (n, H, A)``) over a thread-free
-  :class:`~edgerl.runtime.planner_call.DirectPlanner` (the shared secret, if any, from
+  :class:`~edgerl.runtime.planners.call.DirectPlanner` (the shared secret, if any, from
   ``EDGERL_PLANNER_SECRET``): every query of the wrapper's envs is sent as ``plan_batch``
   requests (``training`` priority, so robots on the same service go
   first) of at most ``max_rows`` rows, all in flight at once. The wrapper applies its latency
@@ -59,7 +59,7 @@ class ServedPlanFn:
     """Batched planner callable over a planner service.
 
     Args:
-        client: A connected :class:`~edgerl.runtime.planner_call.DirectPlanner` (or anything
+        client: A connected :class:`~edgerl.runtime.planners.call.DirectPlanner` (or anything
             with ``info`` and ``plan_many(pieces, now, timeout_s)``, e.g. a started
             :class:`~edgerl.runtime.remote_planner.RemotePlanner`).
         horizon: Chunk rows the wrapper expects; the server's must match.
@@ -85,8 +85,8 @@ class ServedPlanFn:
     @classmethod
     def connect(cls, spec: str, horizon: int, **kwargs: Any) -> ServedPlanFn:
         """Connect to ``remote:HOST:PORT`` (training priority) and check the horizon."""
-        from edgerl.runtime.planner_call import DirectPlanner
-        from edgerl.runtime.planner_wire import load_secret
+        from edgerl.runtime.planners.call import DirectPlanner
+        from edgerl.runtime.planners.wire_auth import load_secret
 
         host, port = parse_remote_planner(spec)
         client = DirectPlanner(host, port, secret=load_secret(), priority="training").connect()

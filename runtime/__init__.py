@@ -4,10 +4,9 @@ Imports only the contract, numpy, onnxruntime and pyserial: never torch or a sim
 
 Modules (import them directly; nothing heavy is imported here):
 ``bundle`` (load_bundle), ``inference`` (onnxruntime / numpy backends), ``chunk_buffer``
-(ChunkBuffer, merge policies), ``planner_client`` (PlannerClient: thread or process),
+(ChunkBuffer, merge policies), ``planners`` (planner clients, served planners, stand-ins),
 ``safety`` (SafetyFilter), ``edit_loop`` (EditLoop, ObservationSlot, CommandSink),
-``metrics`` (LoopMetrics), ``stand_in`` (benchmark planners); transports and remote planners
-live in their own modules. See docs/runtime.md.
+``metrics`` (LoopMetrics); transports live in their own modules. See docs/runtime.md.
 """
 
 from __future__ import annotations

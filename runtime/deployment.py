@@ -21,7 +21,7 @@ from edgerl.runtime.edit_loop import CommandSink, EditLoop, LoopConfig, Observat
 from edgerl.runtime.inference import InferenceBackend
 from edgerl.runtime.input_guard import InputGuard
 from edgerl.runtime.metrics import LoopMetrics
-from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
+from edgerl.runtime.planners.client import PlannerClient, PlannerClientConfig
 from edgerl.spec import PolicySpec
 
 __all__ = ["Deployment"]
@@ -102,10 +102,10 @@ class Deployment:
                       "period_s": cfg.period_s or ch.period_s,
                       "extra_latency_s": extra_latency_s}
             cfg = dataclasses.replace(cfg, factory_kwargs={**cfg.factory_kwargs, **kwargs})
-            return PlannerClient("edgerl.runtime.stand_in:onnx_planner", buffer, obs, cfg,
+            return PlannerClient("edgerl.runtime.planners.onnx:onnx_planner", buffer, obs, cfg,
                                  metrics=metrics)
         if extra_latency_s > 0:
-            from edgerl.runtime.stand_in import DelayedPlanner
+            from edgerl.runtime.planners.delayed import DelayedPlanner
 
             planner = DelayedPlanner(planner, extra_latency_s)
         return PlannerClient(planner, buffer, obs, cfg, metrics=metrics)

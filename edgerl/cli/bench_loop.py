@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.runtime.deployment import Deployment
     from edgerl.runtime.edit_loop import LoopConfig
     from edgerl.runtime.inference import InferenceError
-    from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
+    from edgerl.runtime.planners.client import PlannerClient, PlannerClientConfig
     from edgerl.serde import SchemaError
     from edgerl.spec import BundleError
 
@@ -152,12 +152,12 @@ def run(args: argparse.Namespace) -> int:
     period = (args.planner_period_ms * 1e-3 if args.planner_period_ms else spec.chunk.period_s)
     ch = spec.chunk
     if choice == "onnx":
-        factory = "edgerl.runtime.stand_in:onnx_planner"
+        factory = "edgerl.runtime.planners.onnx:onnx_planner"
         kwargs: dict[str, Any] = {"model": str(args.bundle / "planner.onnx"),
                                   "horizon": ch.horizon, "action_dim": spec.action.dim,
                                   "dt_s": ch.dt_s, "period_s": period}
     else:
-        factory = "edgerl.runtime.stand_in:burn_planner"
+        factory = "edgerl.runtime.planners.fakes:burn_planner"
         kwargs = {"horizon": ch.horizon, "action_dim": spec.action.dim, "dt_s": ch.dt_s,
                   "period_s": period, "latency_s": args.planner_latency_ms * 1e-3,
                   "gil": args.planner_gil, "low": spec.action.low, "high": spec.action.high}

@@ -72,13 +72,9 @@ def run_load_test(args: argparse.Namespace) -> dict[str, Any]:
     """The 60 s load test; returns its numbers."""
     import threading
 
-    from edgerl.runtime.planner_load import (
-        HOSTILE_KINDS,
-        LoadConfig,
-        SyntheticPlanner,
-        run_load,
-    )
-    from edgerl.runtime.planner_server import PlannerServer, ServerConfig
+    from edgerl.runtime.planners.fakes import SyntheticPlanner
+    from edgerl.runtime.planners.load import HOSTILE_KINDS, LoadConfig, run_load
+    from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 
     if not args.duration >= 4 * args.window > 0:
         raise CliError(f"--duration ({args.duration}) must cover at least 2 on/off cycles of "
@@ -111,8 +107,9 @@ def run_load_test(args: argparse.Namespace) -> dict[str, Any]:
 def run_load_sweep(args: argparse.Namespace) -> dict[str, Any]:
     """Offered load vs p99 and deadline-miss rate, admission vs unbounded."""
     from edgerl.logs import progress
-    from edgerl.runtime.planner_load import SyntheticPlanner, run_open_loop
-    from edgerl.runtime.planner_server import PlannerServer, ServerConfig
+    from edgerl.runtime.planners.fakes import SyntheticPlanner
+    from edgerl.runtime.planners.load_sweep import run_open_loop
+    from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 
     try:
         rates = [float(r) for r in args.rates.split(",")]
@@ -218,13 +215,10 @@ def build_untrained_bundle(out_dir: Path, task: str = "arm_reach") -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from edgerl.cli.output import print_json, print_table
-    from edgerl.runtime.language_planner import OnnxLanguagePlanner
-    from edgerl.runtime.planner_server import PlannerServer, ServerConfig
-    from edgerl.runtime.remote_planner import (
-        RemotePlanner,
-        latency_model_from_samples,
-        save_latency_model,
-    )
+    from edgerl.runtime.planners.language import OnnxLanguagePlanner
+    from edgerl.runtime.planners.latency_model import latency_model_from_samples, save_latency_model
+    from edgerl.runtime.planners.remote import RemotePlanner
+    from edgerl.runtime.planners.server import PlannerServer, ServerConfig
     from edgerl.spec import BundleError
 
     if args.load_test or args.load_sweep:

@@ -167,7 +167,7 @@ def write_latency_model(bundle: Path, recording: Path, out: Path) -> dict:
     the latency model file ``out``; returns its summary."""
     from edgerl_ros.recording import read_recording
 
-    from edgerl.runtime.latency_record import (
+    from edgerl.runtime.planners.latency_record import (
         chunk_latencies_from_recording,
         measure_latency,
         save_latency_file,

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_latency_model(bundle: Path, result, path: Path) -> dict:
     """Write the host-measured planner latencies of ``result`` as a latency model file."""
-    from edgerl.runtime.latency_record import measure_latency, save_latency_file
+    from edgerl.runtime.planners.latency_record import measure_latency, save_latency_file
     from edgerl.spec import load_bundle_manifest
 
     spec = load_bundle_manifest(bundle)

@@ -37,7 +37,7 @@ def _measure_latency_s(bundle: Path, n: int = 50) -> float:
 
     import numpy as np
 
-    from edgerl.runtime.language_planner import OnnxLanguagePlanner
+    from edgerl.runtime.planners.language import OnnxLanguagePlanner
 
     planner = OnnxLanguagePlanner(bundle, cache=False)
     obs = np.zeros(planner.obs_dim, np.float32)

@@ -109,8 +109,8 @@ def _bc_planner(args: argparse.Namespace):  # -> (BCServedPlanner, obs_dim)
 
 def run(args: argparse.Namespace) -> int:
     from edgerl.runtime.inference import InferenceError
-    from edgerl.runtime.planner_server import PlannerServer, ServerConfig
-    from edgerl.runtime.planner_wire import load_secret
+    from edgerl.runtime.planners.server import PlannerServer, ServerConfig
+    from edgerl.runtime.planners.wire_auth import load_secret
     from edgerl.serde import SchemaError
     from edgerl.spec import BundleError
 
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--port must be in 0..65535, got {args.port}")
     obs_dim = args.obs_dim
     if args.bundle:
-        from edgerl.runtime.language_planner import OnnxLanguagePlanner
+        from edgerl.runtime.planners.language import OnnxLanguagePlanner
 
         try:
             planner = OnnxLanguagePlanner(args.bundle, threads=args.threads,

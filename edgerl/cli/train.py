@@ -123,7 +123,7 @@ def measured_latency(path: Path, task: str, period_steps: int):
     """The ``LatencyModel`` in ``path`` (latency model JSON or a deploy MCAP recording),
     in control steps of ``task``; CliError when unreadable or measured at another rate."""
     from edgerl.cli import CliError
-    from edgerl.runtime.latency_record import (
+    from edgerl.runtime.planners.latency_record import (
         chunk_latencies_from_recording,
         load_latency_file,
         measure_latency,

@@ -121,7 +121,7 @@ class FastLoopController:
     def _planner(self, bundle: Path, gain: np.ndarray | None, latency_s: float) -> Any:
         ch, a_dim = self.spec.chunk, self.spec.action.dim
         if (bundle / "planner.onnx").is_file():
-            from edgerl.runtime.stand_in import onnx_planner
+            from edgerl.runtime.planners.onnx import onnx_planner
 
             return onnx_planner(str(bundle / "planner.onnx"), ch.horizon, a_dim, ch.dt_s,
                                 ch.period_s, latency_s)
@@ -129,7 +129,7 @@ class FastLoopController:
             raise ValueError(f"bundle {bundle} has no planner.onnx and the plant no LQR expert "
                              "for a 1-D action: nothing can plan its chunks")
         from edgerl.hil.controllers import LqrHoldPlanner
-        from edgerl.runtime.stand_in import DelayedPlanner
+        from edgerl.runtime.planners.delayed import DelayedPlanner
 
         planner = LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)
         return DelayedPlanner(planner, latency_s) if latency_s > 0 else planner

@@ -64,7 +64,7 @@ def test_train_bad_task_and_existing_out(tmp_path, capsys):
 
 def test_train_with_a_measured_latency_model(tmp_path, capsys):
     from edgerl.policies.runs import load_policy
-    from edgerl.runtime.latency_record import measure_latency, save_latency_file
+    from edgerl.runtime.planners.latency_record import measure_latency, save_latency_file
 
     measured = measure_latency([0.045, 0.05, 0.07, 0.075], 50.0, period_steps=3,
                                source="deploy")  # 50 Hz: D = 3, 3, 4, 4

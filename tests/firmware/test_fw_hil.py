@@ -93,7 +93,7 @@ def test_hil_drives_the_plant_with_a_bundle_through_the_edit_loop(fw_binaries, t
 
 
 def test_hil_writes_the_measured_planner_latency_for_training(fw_binaries, tmp_path, capsys):
-    from edgerl.runtime.latency_record import load_latency_file
+    from edgerl.runtime.planners.latency_record import load_latency_file
     from tests.helpers.bundles import write_mlp_bundle
     bundle = write_mlp_bundle(tmp_path / "b", hidden=(8,), obs_dim=4, action_dim=1,
                               control_hz=50.0, horizon=10, period_s=0.1, residual_bound=0.05)

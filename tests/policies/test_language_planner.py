@@ -30,9 +30,10 @@ from edgerl.policies.language_planner import (  # noqa: E402
     make_task_env,
     train_language_planner,
 )
-from edgerl.runtime.language_planner import ENCODER_FILE, OnnxLanguagePlanner  # noqa: E402
-from edgerl.runtime.planner_server import PlannerServer, ServerConfig  # noqa: E402
-from edgerl.runtime.remote_planner import RemotePlanner, load_latency_model  # noqa: E402
+from edgerl.runtime.planners.language import ENCODER_FILE, OnnxLanguagePlanner  # noqa: E402
+from edgerl.runtime.planners.latency_model import load_latency_model  # noqa: E402
+from edgerl.runtime.planners.remote import RemotePlanner  # noqa: E402
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig  # noqa: E402
 from edgerl.spec import BundleError, PolicySpec  # noqa: E402
 
 pytestmark = pytest.mark.slow  # trains a planner (~10 s on an idle 2-core machine)

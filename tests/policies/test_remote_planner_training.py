@@ -17,7 +17,7 @@ from edgerl.policies.remote_planner import (
     is_remote_planner,
     parse_remote_planner,
 )
-from edgerl.runtime.planner_server import PlannerServer, ServerConfig
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 from edgerl.serde import SchemaError
 
 OBS, ACT, H = 4, 1, 5
@@ -97,7 +97,7 @@ def test_bc_served_planner_plan_matches_plan_batch():
 
 def test_serve_planner_refuses_all_interfaces_without_a_secret(capsys, monkeypatch):
     monkeypatch.delenv("EDGERL_PLANNER_SECRET", raising=False)
-    code = main(["serve-planner", "--planner", "edgerl.runtime.planner_load:SyntheticPlanner",
+    code = main(["serve-planner", "--planner", "edgerl.runtime.planners.fakes:SyntheticPlanner",
                  "--host", "0.0.0.0", "--port", "0"])
     assert code == 1
     assert "requires a shared secret" in capsys.readouterr().err

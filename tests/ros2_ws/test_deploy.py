@@ -68,7 +68,7 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
 
     # the measured planner delay (chunk stamp -> arrival) goes back into training
     from edgerl.cli.train import measured_latency
-    from edgerl.runtime.latency_record import load_latency_file
+    from edgerl.runtime.planners.latency_record import load_latency_file
 
     measured = load_latency_file(lat_file)
     assert measured.control_hz == 50.0 and measured.source == "deploy"

@@ -15,7 +15,7 @@ from edgerl_ros.planner_node import (
 
 from edgerl.chunk import ActionChunk
 from edgerl.planner import Planner, PlannerHealth
-from edgerl.runtime.stand_in import DelayedPlanner
+from edgerl.runtime.planners.delayed import DelayedPlanner
 from edgerl.spec import PolicySpec
 
 
@@ -113,7 +113,7 @@ def test_remote_mode_over_a_planner_server(rclpy_context, make_bundle_with_plann
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory
 
-    from edgerl.runtime.planner_server import PlannerServer, ServerConfig
+    from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 
     bundle = make_bundle_with_planner
     spec = PolicySpec.load(bundle)

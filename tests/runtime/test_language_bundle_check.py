@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgerl.bundle_errors import BundleHashError, UnlistedFileError
-from edgerl.runtime.language_planner import OnnxLanguagePlanner
+from edgerl.runtime.planners.language import OnnxLanguagePlanner
 from edgerl.spec import TensorSpec, sha256_file
 from tests.helpers.bundles import write_parity
 from tests.helpers.specs import make_spec

@@ -1,7 +1,7 @@
 """``planner_node``: the slow planner as a ROS 2 node.
 
 Subscribes the robot state (``JointState``, observation names) and the instruction
-(``std_msgs/String``); an :class:`edgerl.runtime.planner_client.PlannerClient` (thread mode:
+(``std_msgs/String``); an :class:`edgerl.runtime.planners.client.PlannerClient` (thread mode:
 supervision, late/error counters, backoff) plans every ``period_s`` (default: the manifest's
 ``chunk.period_s``) from the newest observation and the node publishes each chunk as
 ``trajectory_msgs/JointTrajectory``: ``header.stamp`` = the observation's stamp, point ``i``
@@ -49,7 +49,8 @@ from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.input_guard import InputGuard
-from edgerl.runtime.stand_in import DelayedPlanner, OnnxChunkPlanner
+from edgerl.runtime.planners.delayed import DelayedPlanner
+from edgerl.runtime.planners.onnx import OnnxChunkPlanner
 from edgerl.spec import PolicySpec, load_bundle_manifest
 from edgerl_ros.common import (
     CHUNK_QOS,
@@ -103,7 +104,7 @@ PARAMS = [
 
 def onnx_chunk_planner(path: str | Path, spec: PolicySpec, device: str = "cpu",
                        trt: Any = None) -> OnnxChunkPlanner:
-    """The runtime's :class:`~edgerl.runtime.stand_in.OnnxChunkPlanner` over ``path`` with the
+    """The runtime's :class:`~edgerl.runtime.planners.onnx.OnnxChunkPlanner` over ``path`` with the
     manifest's chunk timing (one ONNX planner implementation for the ROS node, the HIL
     harness and ``bench loop``), on ``device`` (``auto``: TensorRT EP, else CUDA EP, else
     CPU) with TensorRT EP options ``trt``."""
@@ -183,7 +184,7 @@ class PlannerNode(Node):
         if not p["bundle"]:
             raise ValueError("planner_node: parameter 'bundle' is required")
         from edgerl.runtime.edit_loop import ObservationSlot
-        from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
+        from edgerl.runtime.planners.client import PlannerClient, PlannerClientConfig
 
         bundle = Path(p["bundle"])
         self.spec = load_bundle_manifest(bundle)
@@ -194,7 +195,7 @@ class PlannerNode(Node):
         self.expert = ExpertTopicPlanner(self.spec) if mode == "expert" else None
         self.remote = None
         if mode == "remote":  # e.g. `edgerl serve-planner` (language-conditioned planners)
-            from edgerl.runtime.remote_planner import RemotePlanner
+            from edgerl.runtime.planners.remote import RemotePlanner
 
             self.remote = RemotePlanner(host=p["remote_host"], port=int(p["remote_port"]))
             self.remote.start()

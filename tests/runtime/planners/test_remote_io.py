@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from edgerl.planner import PlannerHealth
-from edgerl.runtime.planner_wire import encode_array
-from edgerl.runtime.remote_planner import RemotePlanner
+from edgerl.runtime.planners.remote import RemotePlanner
+from edgerl.runtime.planners.wire import encode_array
 from tests.helpers.planners import OBS_DIM, FakeServer, chunk_reply, wait_until
 
 

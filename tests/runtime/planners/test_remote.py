@@ -1,4 +1,4 @@
-"""Planner serving over real TCP loopback: wire format, RemotePlanner, PlannerServer."""
+"""Planner serving over real TCP loopback: RemotePlanner against PlannerServer."""
 
 from __future__ import annotations
 
@@ -14,26 +14,10 @@ import pytest
 
 from edgerl.chunk import ActionChunk
 from edgerl.planner import Planner, PlannerHealth, PlannerInfo
-from edgerl.runtime.planner_server import PlannerServer, ServerConfig
-from edgerl.runtime.planner_wire import (
-    PROTOCOL_VERSION,
-    WireError,
-    chunk_from_msg,
-    chunk_to_msg,
-    decode_array,
-    decode_payload,
-    encode_array,
-    encode_frame,
-    recv_frame,
-)
-from edgerl.runtime.remote_planner import (
-    RemotePlanner,
-    RemotePlannerError,
-    delay_distribution,
-    latency_model_from_samples,
-    load_latency_model,
-    save_latency_model,
-)
+from edgerl.runtime.planners.remote import RemotePlanner
+from edgerl.runtime.planners.remote_config import RemotePlannerError
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig
+from edgerl.runtime.planners.wire import PROTOCOL_VERSION, encode_array, encode_frame, recv_frame
 
 H, A, OBS_DIM = 4, 2, 3
 
@@ -91,6 +75,22 @@ def serve():
         server.stop()
 
 
+def client_of_a_stopped_server(reconnect_s: float) -> tuple[AffinePlanner, int, RemotePlanner]:
+    """A started client whose server has stopped, once it reports ``DEAD`` (or 2 s passed);
+    returns the planner, the port it was served on and the client (the caller closes it)."""
+    planner = AffinePlanner()
+    server = PlannerServer(planner, ServerConfig(port=0))
+    host, port = server.start()
+    try:
+        client = RemotePlanner(host=host, port=port, reconnect_s=reconnect_s).start()
+    finally:
+        server.stop()
+    t_end = time.monotonic() + 2.0
+    while client.health() is not PlannerHealth.DEAD and time.monotonic() < t_end:
+        time.sleep(0.01)
+    return planner, port, client
+
+
 def raw_connect(server: PlannerServer) -> socket.socket:
     sock = socket.create_connection(server.address, timeout=3.0)
     return sock
@@ -105,34 +105,6 @@ def raw_reply(sock: socket.socket) -> dict:
 def plan_msg(req_id: int, obs: np.ndarray, **extra) -> dict:
     return {"v": PROTOCOL_VERSION, "type": "plan", "id": req_id, "obs": encode_array(obs),
             "obs_time": 1.0, "instruction": "", "deadline_s": 0.0, **extra}
-
-
-class TestWire:
-    def test_array_round_trip_is_bitwise(self):
-        a = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
-        b = decode_array(encode_array(a), "a", ndim=2)
-        assert b.dtype == np.float32 and np.array_equal(a, b)
-
-    def test_chunk_round_trip(self):
-        c = ActionChunk(actions=np.arange(8, dtype=np.float32).reshape(4, 2), t0=3.5, dt=0.05,
-                        step0=7, obs_time=3.4, source="x")
-        body = encode_frame(chunk_to_msg(9, c, 0.012))[4:]
-        back = chunk_from_msg(decode_payload(body))
-        assert np.array_equal(back.actions, c.actions)
-        assert (back.t0, back.dt, back.step0, back.obs_time, back.source) == (3.5, 0.05, 7, 3.4,
-                                                                              "x")
-        assert back.meta["latency_s"] == pytest.approx(0.012)
-
-    def test_refuses_wrong_version_ext_types_and_bad_arrays(self):
-        with pytest.raises(WireError, match="unsupported_version"):
-            decode_payload(msgpack.packb({"v": 99, "type": "plan"}))
-        with pytest.raises(WireError, match="extension type 42"):
-            decode_payload(msgpack.packb({"v": 1, "type": "plan",
-                                          "x": msgpack.ExtType(42, b"evil")}))
-        with pytest.raises(WireError, match="payload must be a map"):
-            decode_payload(msgpack.packb([1, 2]))
-        with pytest.raises(WireError, match="obs.data: 4 bytes for shape"):
-            decode_array({"dtype": "float32", "shape": [3], "data": b"\0" * 4}, "obs")
 
 
 class TestLoopback:
@@ -212,15 +184,9 @@ class TestLoopback:
             RemotePlanner(port=port, connect_timeout_s=0.3).start()
 
     def test_reconnects_after_server_restart_reports_dead_meanwhile(self, serve):
-        planner = AffinePlanner()
-        server = PlannerServer(planner, ServerConfig(port=0))
-        host, port = server.start()
-        client = RemotePlanner(host=host, port=port, reconnect_s=0.05).start()
+        planner, port, client = client_of_a_stopped_server(reconnect_s=0.05)
+        server = None
         try:
-            server.stop()
-            t_end = time.monotonic() + 2.0
-            while client.health() is not PlannerHealth.DEAD and time.monotonic() < t_end:
-                time.sleep(0.01)
             assert client.health() is PlannerHealth.DEAD
             server = PlannerServer(planner, ServerConfig(port=port))
             server.start()
@@ -230,12 +196,13 @@ class TestLoopback:
             assert client.plan(np.zeros(OBS_DIM, np.float32), "", now=5.0).obs_time == 5.0
         finally:
             client.close()
-            server.stop()
+            if server is not None:
+                server.stop()
 
 
 class TestBadInput:
     def test_bad_clients_get_errors_while_a_good_client_keeps_being_served(self, serve, caplog):
-        caplog.set_level(logging.WARNING, logger="edgerl.runtime.planner_server")
+        caplog.set_level(logging.WARNING, logger="edgerl.runtime.planners.server")
         server, good = serve(AffinePlanner(), max_frame=4096)
         bad = raw_connect(server)
         try:
@@ -285,35 +252,9 @@ def test_remote_planner_satisfies_the_planner_protocol():
     assert isinstance(RemotePlanner(), Planner)
 
 
-class TestLatencyModel:
-    def test_delay_is_the_first_control_tick_after_the_answer(self):
-        # dt 20 ms: 1 ms and 19 ms -> usable 1 tick later, 21 ms -> 2, 50 ms -> 3, 0 -> 0
-        probs = delay_distribution(np.array([0.001, 0.019, 0.021, 0.05, 0.0, 0.02]), 0.02)
-        np.testing.assert_allclose(probs, [1 / 6, 3 / 6, 1 / 6, 1 / 6])
-
-    def test_model_round_trips_through_json(self, tmp_path):
-        model = latency_model_from_samples(np.array([0.03, 0.03, 0.05]), 0.02, period_steps=4)
-        assert model.planner_delay_steps == 2 and model.planner_period_steps == 4
-        path = save_latency_model(model, tmp_path / "lat.json")
-        assert load_latency_model(path) == model
-
-    def test_bad_samples_are_refused(self):
-        with pytest.raises(ValueError, match="finite, non-negative"):
-            delay_distribution(np.array([0.01, -1.0]), 0.02)
-        with pytest.raises(ValueError, match="control_dt must be > 0"):
-            delay_distribution(np.array([0.01]), 0.0)
-
-
 def test_blocking_plan_fails_fast_while_disconnected():
-    planner = AffinePlanner()
-    server = PlannerServer(planner, ServerConfig(port=0))
-    host, port = server.start()
-    client = RemotePlanner(host=host, port=port, reconnect_s=5.0).start()
+    _, _, client = client_of_a_stopped_server(reconnect_s=5.0)
     try:
-        server.stop()
-        t_end = time.monotonic() + 2.0
-        while client.health() is not PlannerHealth.DEAD and time.monotonic() < t_end:
-            time.sleep(0.01)
         t = time.monotonic()
         with pytest.raises(RemotePlannerError, match="disconnected"):
             client.plan(np.zeros(OBS_DIM, np.float32), "", now=0.0)
@@ -321,7 +262,6 @@ def test_blocking_plan_fails_fast_while_disconnected():
         client.request(np.zeros(OBS_DIM, np.float32), "", now=0.0)  # still never raises
     finally:
         client.close()
-        server.stop()
 
 
 class BatchAffinePlanner(AffinePlanner):

@@ -1,7 +1,7 @@
 """``DirectPlanner``: a thread-free, blocking connection to a planner service, for batch
 callers such as training (``edgerl train --planner remote:HOST:PORT``).
 
-:class:`~edgerl.runtime.remote_planner.RemotePlanner` is built for robots: its I/O threads
+:class:`~edgerl.runtime.planners.remote.RemotePlanner` is built for robots: its I/O threads
 keep ``request()``/``latest()`` from ever waiting. A training step instead *waits* for its
 chunks, and every thread hand-off costs a scheduler wake-up (milliseconds on a busy machine).
 ``DirectPlanner`` sends its requests and reads the answers on the calling thread itself: one
@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from edgerl.planner import PlannerInfo
-from edgerl.runtime.planner_wire import (
+from edgerl.runtime.planners.remote_config import RemotePlannerError
+from edgerl.runtime.planners.wire import (
     DEFAULT_MAX_FRAME,
     PRIORITIES,
     PROTOCOL_VERSION,
     TAG_SIZE,
-    FrameAuth,
     WireError,
     decode_array,
     decode_payload,
@@ -35,7 +35,7 @@ from edgerl.runtime.planner_wire import (
     encode_frame,
     recv_frame,
 )
-from edgerl.runtime.remote_planner import RemotePlannerError
+from edgerl.runtime.planners.wire_auth import FrameAuth
 
 __all__ = ["DirectPlanner"]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from edgerl.runtime.remote_planner import latency_model_from_samples
+from edgerl.runtime.planners.latency_model import latency_model_from_samples
 from edgerl.serde import SchemaError, from_dict, to_dict
 from edgerl.spec import LatencyModel
 

@@ -1,4 +1,4 @@
-"""Stand-in planners: DelayedPlanner adds its latency to the call and to the declared info."""
+"""DelayedPlanner adds its latency to the call and to the declared info."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from edgerl.runtime.stand_in import DelayedPlanner, burn_planner
+from edgerl.runtime.planners.delayed import DelayedPlanner
+from edgerl.runtime.planners.fakes import burn_planner
 
 
 def test_delayed_planner_adds_latency_and_keeps_the_observation_time():

@@ -7,10 +7,10 @@ import threading
 import numpy as np
 import pytest
 
-from edgerl.runtime.planner_call import DirectPlanner
-from edgerl.runtime.planner_server import PlannerServer, ServerConfig
-from edgerl.runtime.planner_wire import encode_array
-from edgerl.runtime.remote_planner import RemotePlannerError
+from edgerl.runtime.planners.call import DirectPlanner
+from edgerl.runtime.planners.remote_config import RemotePlannerError
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig
+from edgerl.runtime.planners.wire import encode_array
 from tests.helpers.planners import OBS_DIM, BatchAffinePlanner, FakeServer, expected_rows
 
 SECRET = b"another-shared-secret-0123"

@@ -8,13 +8,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from edgerl.runtime.latency_record import (
+from edgerl.runtime.planners.latency_model import latency_model_from_samples, save_latency_model
+from edgerl.runtime.planners.latency_record import (
     chunk_latencies_from_recording,
     load_latency_file,
     measure_latency,
     save_latency_file,
 )
-from edgerl.runtime.remote_planner import latency_model_from_samples, save_latency_model
 from edgerl.serde import SchemaError
 
 

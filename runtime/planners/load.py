@@ -1,5 +1,5 @@
-"""Load generators for the planner server: well-behaved robots beside hostile clients, and an
-open-loop offered-load sweep (``edgerl bench planner --load-sweep`` and the load tests).
+"""Load generator for the planner server: well-behaved robots beside hostile clients (the load
+tests and ``edgerl bench planner``; the open-loop offered-load sweep is :mod:`.load_sweep`).
 
 Everything is asyncio in the calling thread (one coroutine per simulated client), bounded in
 time (``duration_s``) and meant for loopback (127.0.0.1): it opens many connections.
@@ -33,48 +33,12 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from edgerl.chunk import ActionChunk
-from edgerl.planner import PlannerHealth, PlannerInfo
-from edgerl.runtime.planner_wire import HEADER, PROTOCOL_VERSION, encode_array, encode_frame
+from edgerl.runtime.planners.wire import HEADER, PROTOCOL_VERSION, encode_array, encode_frame
 
-__all__ = ["HOSTILE_KINDS", "LoadConfig", "LoadResult", "SyntheticPlanner", "run_load",
-           "run_open_loop"]
+__all__ = ["HOSTILE_KINDS", "LoadConfig", "LoadResult", "run_load"]
 
 #: The kinds of hostile client :func:`run_load` can start.
 HOSTILE_KINDS = ("idle", "slowloris", "oversized", "malformed")
-
-
-class SyntheticPlanner:
-    """A real tiny planner (chunk rows = obs[:A] + i) whose compute time is synthetic:
-    ``base_s + row_s * rows`` per call, slept (so it releases the GIL like a GPU model).
-    With ``batch=True`` it also has ``plan_batch``."""
-
-    def __init__(self, obs_dim: int = 8, horizon: int = 8, action_dim: int = 2,
-                 base_s: float = 0.002, row_s: float = 0.0001, batch: bool = True) -> None:
-        self.info = PlannerInfo(horizon=horizon, action_dim=action_dim, dt_s=0.02,
-                                period_s=0.1, expected_latency_s=base_s)
-        self.obs_dim = obs_dim
-        self.base_s, self.row_s = base_s, row_s
-        if not batch:
-            self.plan_batch = None  # type: ignore[assignment]
-
-    def _rows(self, obs: np.ndarray) -> np.ndarray:
-        a = self.info.action_dim
-        return (np.asarray(obs, np.float32)[..., None, :a]
-                + np.arange(self.info.horizon, dtype=np.float32)[:, None])
-
-    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
-        time.sleep(self.base_s + self.row_s)
-        return ActionChunk(actions=self._rows(observation), t0=now, dt=self.info.dt_s,
-                           obs_time=now, source="synthetic")
-
-    def plan_batch(self, observations: np.ndarray, instructions: list[str],
-                   now: float) -> np.ndarray:
-        time.sleep(self.base_s + self.row_s * len(observations))
-        return self._rows(observations)
-
-    def health(self) -> PlannerHealth:
-        return PlannerHealth.OK
 
 
 @dataclass
@@ -326,13 +290,13 @@ def run_load(address: tuple[str, int], cfg: LoadConfig, separate: bool = True) -
     """Run :class:`LoadConfig`'s clients against ``address`` (blocks ``duration_s``).
 
     With ``separate`` the hostile clients run in a child Python process (as they would on
-    other machines: ``python -m edgerl.runtime.planner_load HOST PORT CONFIG_JSON``), so
+    other machines: ``python -m edgerl.runtime.planners.load HOST PORT CONFIG_JSON``), so
     their CPU time does not slow the good clients' own measurement; the server still answers
     all of them.
     """
     if not separate or not any(cfg.hostile.values()):
         return asyncio.run(_run_clients(address, cfg, good=True, hostile=True))
-    proc = subprocess.Popen([sys.executable, "-m", "edgerl.runtime.planner_load", address[0],
+    proc = subprocess.Popen([sys.executable, "-m", "edgerl.runtime.planners.load", address[0],
                              str(address[1]), json.dumps(dataclasses.asdict(cfg))],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -356,13 +320,7 @@ def run_load(address: tuple[str, int], cfg: LoadConfig, separate: bool = True) -
 
 def _hostile_main(argv: list[str]) -> int:
     """``HOST PORT CONFIG_JSON``: say ``ready``, read the start time (monotonic seconds) from
-    stdin, run only the hostile clients, print their counters as JSON.
-    ``open-loop HOST PORT ARGS_JSON``: run :func:`run_open_loop` here, print its result."""
-    if argv and argv[0] == "open-loop":
-        _, host, port, raw = argv
-        out = run_open_loop((host, int(port)), **json.loads(raw), separate=False)
-        sys.stdout.write(json.dumps(out) + "\n")
-        return 0
+    stdin, run only the hostile clients, print their counters as JSON."""
     host, port, raw = argv
     sys.stdout.write("ready\n")
     sys.stdout.flush()
@@ -370,80 +328,6 @@ def _hostile_main(argv: list[str]) -> int:
     result = asyncio.run(_run_clients((host, int(port)), cfg, good=False, hostile=True))
     sys.stdout.write(json.dumps(dict(result.hostile)) + "\n")
     return 0
-
-
-# --- open-loop offered-load sweep ------------------------------------------------------------
-async def _open_loop_client(address: tuple[str, int], rate_hz: float, deadline_s: float,
-                            obs_dim: int, end: float, rng: random.Random,
-                            out: dict[str, Any]) -> None:
-    reader, writer = await asyncio.open_connection(*address)
-    sent: dict[int, float] = {}
-
-    async def receive() -> None:
-        with contextlib.suppress(OSError, asyncio.TimeoutError):
-            while (reply := await _read_frame(reader, deadline_s + 5.0)) is not None:
-                t0 = sent.pop(reply.get("id"), None)
-                if t0 is None:
-                    continue
-                took = time.monotonic() - t0
-                outcome = "chunk" if reply.get("type") == "chunk" else str(reply.get("code"))
-                out["outcomes"][outcome] += 1
-                if outcome == "chunk" or outcome == "deadline_exceeded":
-                    out["ran_s"].append(took)
-                if outcome == "chunk" and took <= deadline_s:
-                    out["met"] += 1
-
-    rx = asyncio.ensure_future(receive())
-    ids = itertools.count(1)
-    await asyncio.sleep(rng.expovariate(rate_hz))
-    while time.monotonic() < end:
-        req_id = next(ids)
-        now = time.monotonic()
-        sent[req_id] = now
-        out["offered"] += 1
-        writer.write(_plan(req_id, obs_dim, now, deadline_s))
-        await asyncio.sleep(rng.expovariate(rate_hz))
-    await asyncio.sleep(min(2.0, deadline_s * 4 + 0.2))  # the last answers
-    rx.cancel()
-    with contextlib.suppress(BaseException):
-        await rx
-    writer.close()
-
-
-def run_open_loop(address: tuple[str, int], rate_hz: float, clients: int = 32,
-                  duration_s: float = 5.0, deadline_s: float = 0.05, obs_dim: int = 8,
-                  seed: int = 0, separate: bool = True) -> dict[str, Any]:
-    """Poisson arrivals at ``rate_hz`` in total from ``clients`` robots, each request with
-    ``deadline_s``. Returns ``offered``, ``met`` (chunks within the deadline), ``miss_rate``,
-    ``p50_ms``/``p99_ms`` over the requests that ran (chunk or late) and ``outcomes``.
-    With ``separate`` the clients run in a child Python process (their CPU and GIL apart
-    from an in-process server's)."""
-    if separate:
-        args = {"rate_hz": rate_hz, "clients": clients, "duration_s": duration_s,
-                "deadline_s": deadline_s, "obs_dim": obs_dim, "seed": seed}
-        res = subprocess.run([sys.executable, "-m", "edgerl.runtime.planner_load", "open-loop",
-                              address[0], str(address[1]), json.dumps(args)],
-                             capture_output=True, text=True, timeout=duration_s + 60)
-        if res.returncode != 0:
-            raise RuntimeError(f"the open-loop load process failed: {res.stderr[-2000:]}")
-        return json.loads(res.stdout.strip().splitlines()[-1])
-    out: dict[str, Any] = {"offered": 0, "met": 0, "ran_s": [], "outcomes": Counter()}
-    rng = random.Random(seed)
-    end = time.monotonic() + duration_s
-
-    async def main() -> None:
-        await asyncio.gather(*(_open_loop_client(address, rate_hz / clients, deadline_s,
-                                                 obs_dim, end, random.Random(rng.random()),
-                                                 out) for _ in range(clients)))
-
-    asyncio.run(main())
-    ran = np.asarray(out.pop("ran_s"), dtype=np.float64) * 1e3
-    out["outcomes"] = dict(out["outcomes"])
-    out["miss_rate"] = 1.0 - out["met"] / max(1, out["offered"])
-    out["p50_ms"] = float(np.percentile(ran, 50)) if ran.size else float("nan")
-    out["p99_ms"] = float(np.percentile(ran, 99)) if ran.size else float("nan")
-    out["offered_hz"] = out["offered"] / duration_s
-    return out
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import threading
 
-from edgerl.runtime.planner_load import HOSTILE_KINDS, LoadConfig, SyntheticPlanner, run_load
-from edgerl.runtime.planner_server import PlannerServer, ServerConfig
+from edgerl.runtime.planners.fakes import SyntheticPlanner
+from edgerl.runtime.planners.load import HOSTILE_KINDS, LoadConfig, run_load
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig
 
 
 def test_hostile_clients_do_not_hurt_well_behaved_ones():

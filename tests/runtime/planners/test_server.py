@@ -11,9 +11,10 @@ import time
 import numpy as np
 import pytest
 
-from edgerl.runtime.planner_server import PlannerServer, ServerConfig
-from edgerl.runtime.planner_wire import HEADER, encode_array, encode_frame, recv_frame
-from edgerl.runtime.remote_planner import RemotePlanner, RemotePlannerError
+from edgerl.runtime.planners.remote import RemotePlanner
+from edgerl.runtime.planners.remote_config import RemotePlannerError
+from edgerl.runtime.planners.server import PlannerServer, ServerConfig
+from edgerl.runtime.planners.wire import HEADER, encode_array, encode_frame, recv_frame
 from tests.helpers.planners import (
     OBS_DIM,
     AffinePlanner,
@@ -179,7 +180,7 @@ class TestAuthentication:
             ServerConfig(secret=b"short").validate()
 
     def test_tagged_frames_round_trip_and_everything_else_is_refused(self, serve):
-        from edgerl.runtime.planner_wire import FrameAuth
+        from edgerl.runtime.planners.wire_auth import FrameAuth
 
         server = serve(AffinePlanner(), secret=SECRET)
         host, port = server.address

@@ -16,9 +16,8 @@ from edgerl.clock import VirtualClock
 from edgerl.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
-from edgerl.runtime.planner_client import PlannerClient, PlannerClientConfig
+from edgerl.runtime.planners.client import PlannerClient, PlannerClientConfig
 from edgerl.runtime.safety import SafetyConfig
-from edgerl.runtime.stand_in import BurnPlanner
 from tests.helpers.specs import make_spec
 
 INFO = PlannerInfo(horizon=5, action_dim=2, dt_s=0.01, period_s=0.02, expected_latency_s=0.0)
@@ -114,7 +113,7 @@ def test_killed_planner_process_loop_keeps_rate_goes_stale_and_recovers(rt_prior
                     sink=lambda cmd, t: states.append((t, loop.state)) or True)
     kwargs = {"horizon": horizon, "action_dim": 2, "dt_s": dt, "period_s": 0.05,
               "latency_s": 0.01, "low": [-1.0, -1.0], "high": [1.0, 1.0]}
-    client = PlannerClient("edgerl.runtime.stand_in:burn_planner", buf, loop.obs,
+    client = PlannerClient("edgerl.runtime.planners.fakes:burn_planner", buf, loop.obs,
                            PlannerClientConfig(mode="process", factory_kwargs=kwargs,
                                                backoff_initial_s=0.3), metrics=loop.metrics)
     stop = threading.Event()
@@ -157,22 +156,13 @@ def test_killed_planner_process_loop_keeps_rate_goes_stale_and_recovers(rt_prior
     assert client.pid is None  # process cleaned up
 
 
-def test_burn_planner_chunk_values():
-    p = BurnPlanner(INFO, latency_s=0.0, amplitude=2.0, freq_hz=0.0, low=[-1, -1], high=[1, 1])
-    c = p.plan(np.zeros(3, np.float32), "", 1.0)
-    # sin(phase_j) * 2 clipped: column 0 -> 0, column 1 -> sin(1)*2 > 1 -> 1
-    np.testing.assert_allclose(c.actions[:, 0], 0.0, atol=1e-7)
-    np.testing.assert_allclose(c.actions[:, 1], 1.0)
-    assert c.t0 == 1.0 and c.horizon == 5
-
-
 @pytest.mark.slow
 def test_hung_planner_process_is_killed_and_restarted():
     slot = ObservationSlot(3)
     slot.write(np.zeros(3, np.float32), time.perf_counter())
     kwargs = {"horizon": 5, "action_dim": 2, "dt_s": 0.01, "period_s": 0.05,
               "latency_s": 30.0}  # never answers in time
-    client = PlannerClient("edgerl.runtime.stand_in:burn_planner", ChunkBuffer(), slot,
+    client = PlannerClient("edgerl.runtime.planners.fakes:burn_planner", ChunkBuffer(), slot,
                            PlannerClientConfig(mode="process", factory_kwargs=kwargs,
                                                hang_timeout_s=0.3, backoff_initial_s=0.05))
     client.start()
@@ -189,24 +179,6 @@ def test_hung_planner_process_is_killed_and_restarted():
     assert s["hangs"] >= 1 and s["restarts"] >= 1 and s["chunks"] == 0, s
     assert s["health"] == "dead"
     assert client.pid is None and len(pids) == 2  # a second process replaced the first
-
-
-def test_onnx_chunk_planner_reshapes_output(make_bundle):
-    import onnxruntime as ort
-
-    from edgerl.runtime.stand_in import OnnxChunkPlanner
-
-    bundle = make_bundle("p", planner=True, horizon=6)
-    info = PlannerInfo(horizon=6, action_dim=2, dt_s=0.01, period_s=0.05, expected_latency_s=0)
-    planner = OnnxChunkPlanner(bundle / "planner.onnx", info)
-    obs = np.array([0.1, -0.2, 0.3, 0.4], np.float32)
-    chunk = planner.plan(obs, "", 2.0)
-    sess = ort.InferenceSession(str(bundle / "planner.onnx"), providers=["CPUExecutionProvider"])
-    expected = sess.run(None, {"obs": obs[None]})[0].reshape(6, 2)
-    np.testing.assert_allclose(chunk.actions, expected, rtol=1e-6)
-    assert chunk.t0 == 2.0 and chunk.obs_time == 2.0 and chunk.dt == 0.01
-    with pytest.raises(ValueError, match="expected horizon\\*action_dim = 10"):
-        OnnxChunkPlanner(bundle / "planner.onnx", PlannerInfo(5, 2, 0.01, 0.05, 0.0))
 
 
 def test_replan_now_starts_the_next_request_without_waiting_for_the_period():
