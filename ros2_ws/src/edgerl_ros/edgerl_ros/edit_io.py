@@ -1,0 +1,182 @@
+"""``EditNodeIO``: the edit node's inputs and output (a mixin of
+:class:`~edgerl_ros.edit_policy_node.EditPolicyNode`, which holds the state it uses).
+
+In: states (``robot/joint_states`` or a composed robot's :meth:`accept_state`), chunks
+(``planner/chunk``), episode resets (``robot/episode`` or :meth:`accept_episode`) and the
+operator's e-stop re-arm (``robot/estop_reset``), each checked by the manifest's
+:class:`~edgerl.runtime.input_guard.InputGuard` and, refused, counted by reason. Out: one
+``robot/command`` per tick, stamped with the state it answers (composed: handed to the robot
+first, published after the tick).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Header
+from trajectory_msgs.msg import JointTrajectory
+
+from edgerl_ros.common import TOPICS
+from edgerl_ros.messages import (
+    BadMessage,
+    make_joint_state,
+    stamp_to_ns,
+    stamped_state,
+    trajectory_to_chunk,
+)
+
+__all__ = ["EditNodeIO"]
+
+log = logging.getLogger(__name__)
+
+
+class EditNodeIO:
+    """Input callbacks, ``accept_*`` entry points and the command sink (see the module doc)."""
+
+    _inline: Any
+    _fallback_timer: Any
+    _prewarm_timer: Any
+
+    def _on_state(self, msg: JointState) -> None:
+        if self.spec is None:
+            return
+        try:
+            obs, stamp = stamped_state(msg, self.spec.observation.names)
+        except BadMessage as exc:
+            self.drops.drop(TOPICS["state"], str(exc))
+            return
+        self.accept_state(obs, stamp)
+
+    def accept_state(self, obs: np.ndarray, stamp_ns: int) -> bool:
+        """A state (``(obs_dim,)`` in the manifest's observation order) stamped ``stamp_ns``
+        (ns, wall clock): checked, written to the slot and, with inline ticks, ticked on at
+        once. Called by the state subscription and by a composed robot (its stepping thread:
+        the inline trigger serialises it with the fallback timer). Returns whether it was
+        accepted (a refusal is counted under its reason)."""
+        slot = self._slot
+        if self.spec is None or slot is None:
+            return False
+        reason = self.guard.check_state(stamp_ns * 1e-9, time.time_ns() * 1e-9)
+        if reason is not None:  # too old / stamped ahead: must not drive the loop
+            self.drops.drop(TOPICS["state"], reason)
+            return False
+        t = self.timebase.to_mono(stamp_ns)
+        slot.write_stamped(obs, t, stamp_ns)
+        self.states_received += 1
+        inline = self._inline
+        if inline is not None:
+            inline.on_state(t)
+            if not self._reset_timers_per_state:  # composed
+                self._flush_publish()
+                return True
+            for timer in (self._fallback_timer, self._prewarm_timer):
+                if timer is not None:  # None/destroyed: deactivated meanwhile (composed robot)
+                    try:
+                        timer.reset()
+                    except Exception as exc:
+                        log.debug("timer reset after deactivation: %s", exc)
+        return True
+
+    def _on_silence(self) -> None:
+        """No state for a trigger timeout: the clock fallback tick."""
+        if self._inline is not None:
+            self._inline.tick_if_starved(slack_s=0.1 * self.loop.trigger_timeout_s)
+            self._flush_publish()
+
+    def _on_chunk(self, msg: JointTrajectory) -> None:
+        spec, loop = self.spec, self.loop
+        if spec is None or loop is None:
+            return
+        if stamp_to_ns(msg.header.stamp) < self.reset_stamp_ns:  # planned in an old episode
+            self.chunks_dropped_pre_reset += 1
+            return
+        reason = self.guard.check_chunk_rows(len(msg.points))  # before converting 20k rows
+        if reason is not None:
+            self.drops.drop(TOPICS["chunk"], reason)
+            return
+        try:
+            chunk = trajectory_to_chunk(msg, spec.action.names, self.timebase)
+            now = time.perf_counter()
+            reason = self.guard.check_chunk(chunk, now)
+            if reason is not None:
+                raise BadMessage(reason)
+            loop.buffer.push(chunk, now)
+        except (BadMessage, ValueError) as exc:
+            self.drops.drop(TOPICS["chunk"], str(exc))
+            return
+        loop.metrics.planner_latency_s.append(now - chunk.obs_time)
+
+    def _on_episode(self, msg: Header) -> None:
+        self.accept_episode(stamp_to_ns(msg.stamp))
+
+    def accept_episode(self, stamp_ns: int) -> None:
+        """Episode reset: the new episode's first state is stamped ``stamp_ns``; forget the
+        old episode's chunk and history (see the module doc). Called by the episode
+        subscription and by a composed robot."""
+        loop = self.loop
+        if loop is None or stamp_ns <= self.reset_stamp_ns:  # duplicate / out of order
+            return
+        # a reset stamped far ahead would drop every chunk until then (found by the soak)
+        reason = self.guard.check_state(stamp_ns * 1e-9, time.time_ns() * 1e-9)
+        if reason is not None:
+            self.drops.drop(TOPICS["episode"], reason)
+            return
+        self.reset_stamp_ns = stamp_ns  # first: later chunks of the old episode are dropped
+        loop.buffer.clear()
+        loop.request_reset()
+        self.episode_resets += 1
+
+    def _on_estop_reset(self, msg: Header) -> None:
+        """Operator re-arm (``robot/estop_reset``, a fresh ``Header`` stamp): release the
+        e-stop latch and the escalation ladder. A reset stamped old or ahead (a replay) is
+        refused and counted."""
+        loop = self.loop
+        if loop is None:
+            return
+        reason = self.guard.check_state(stamp_to_ns(msg.stamp) * 1e-9, time.time_ns() * 1e-9)
+        if reason is not None:
+            self.drops.drop(TOPICS["estop_reset"], reason)
+            return
+        if loop.safety.estopped:
+            loop.reset_estop()
+            self.estop_resets += 1
+
+    def _send(self, command: np.ndarray, t: float) -> bool:
+        """CommandSink: one JointState per tick, stamped with the state it answers."""
+        pub, spec, slot = self._cmd_pub, self.spec, self._slot
+        if pub is None or spec is None or slot is None:
+            return False
+        stamp = slot.read_stamp_ns()
+        if stamp:
+            self.state_age.add(t - slot.read_t)  # transit + wait for this tick
+        link = self.command_link
+        if link is not None:  # composed robot: straight in, then published for the others
+            link(command, stamp)
+            if self._inline is not None:  # published once the tick has returned
+                self._pending = (command.copy(), stamp)
+                return True
+        return self._publish_command(command, stamp)
+
+    def _publish_command(self, command: np.ndarray, stamp: int) -> bool:
+        """``robot/command``: the command for the state stamped ``stamp`` (ns)."""
+        pub, spec = self._cmd_pub, self.spec
+        if pub is None or spec is None:
+            return False
+        try:
+            pub.publish(make_joint_state(spec.action.names, command, stamp, self.command_field))
+        except Exception as exc:  # context shut down / middleware error: transport down
+            log.debug("command publish failed: %s", exc)
+            return False
+        self.commands_sent += 1
+        return True
+
+    def _flush_publish(self) -> None:
+        """Composed inline ticks: publish the command the robot already has (off the
+        state -> command path: the tick ends when the robot has it)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._publish_command(*pending)
