@@ -14,15 +14,11 @@ import json
 import torch
 
 from edgerl.policies.bc_planner import BCChunkPlanner, chunk_labels, fit_bc
+from edgerl.policies.language.config import LanguagePlannerConfig
+from edgerl.policies.language.evaluate import evaluate_language_planner
+from edgerl.policies.language.instructions import instruction_sets, make_task_env
+from edgerl.policies.language.train import collect_language_demos, train_language_planner
 from edgerl.policies.language_encoder import load_encoder
-from edgerl.policies.language_planner import (
-    LanguagePlannerConfig,
-    collect_language_demos,
-    evaluate_language_planner,
-    instruction_sets,
-    make_task_env,
-    train_language_planner,
-)
 
 
 class _PlainHead(torch.nn.Module):

@@ -106,7 +106,7 @@ def _tokenizer_path(tokenizer: InstructionTokenizer) -> Path:
 
 def export_head_onnx(head: nn.Module, obs_dim: int, embed_dim: int, path: str | Path) -> Path:
     """Write ``planner.onnx`` from a module called as ``head(obs (B, O), embedding (B, C)) ->
-    chunk (B, H, A)`` (e.g. :class:`~edgerl.policies.language_planner.GroundedChunkHead`)."""
+    chunk (B, H, A)`` (e.g. :class:`~edgerl.policies.language.head.GroundedChunkHead`)."""
     path = Path(path)
     graph = head.eval()
     with torch.no_grad():

@@ -21,8 +21,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from edgerl.bundle_errors import BundleError, BundleFileError
+from edgerl.bundle_files import verify_files
 from edgerl.runtime.planners.language import InstructionTokenizer
-from edgerl.spec import sha256_file
 
 __all__ = [
     "EMBED_DIM",
@@ -64,21 +65,21 @@ def default_model_dir() -> Path:
 
 def verify_model_files(model_dir: str | Path,
                        expected: dict[str, str] | None = None) -> dict[str, str]:
-    """Check each file's sha256; returns ``{name: sha256}`` or raises
+    """Check each file's sha256 with the bundle contract's check
+    (:func:`edgerl.bundle_files.verify_files`); returns ``{name: sha256}`` or raises
     :class:`EncoderWeightsError` naming the first missing or modified file."""
     model_dir = Path(model_dir)
     expected = MODEL_SHA256 if expected is None else expected
-    out = {}
     for name, digest in expected.items():
         path = model_dir / name
-        if not path.is_file():
-            raise EncoderWeightsError(f"{path}: encoder file missing")
-        actual = sha256_file(path)
-        if actual != digest:
-            raise EncoderWeightsError(f"{path}: sha256 {actual[:16]}... does not match the "
-                                      f"recorded {digest[:16]}...; refusing to load it")
-        out[name] = actual
-    return out
+        try:
+            verify_files(model_dir, {name: digest})
+        except BundleFileError:
+            raise EncoderWeightsError(f"{path}: encoder file missing") from None
+        except BundleError as exc:
+            raise EncoderWeightsError(f"{path}: sha256 of the file does not match the recorded "
+                                      f"{digest[:16]}...; refusing to load it") from exc
+    return dict(expected)
 
 
 class SentenceEncoder(nn.Module):

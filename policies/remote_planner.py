@@ -61,7 +61,7 @@ class ServedPlanFn:
     Args:
         client: A connected :class:`~edgerl.runtime.planners.call.DirectPlanner` (or anything
             with ``info`` and ``plan_many(pieces, now, timeout_s)``, e.g. a started
-            :class:`~edgerl.runtime.remote_planner.RemotePlanner`).
+            :class:`~edgerl.runtime.planners.remote.RemotePlanner`).
         horizon: Chunk rows the wrapper expects; the server's must match.
         max_rows: Rows per ``plan_batch`` request (the server's ``max_batch_rows``).
         timeout_s: Longest wait for one query's answers.

@@ -93,10 +93,7 @@ def trainer_sps(cfg: TrainConfig) -> float:
                                 device=cfg.device, total_iterations=cfg.iterations,
                                 show_progress=False)
             scale_output_layer(runner.alg.get_policy().mlp, float(cfg.actor.output_scale))
-            start = time.perf_counter()
-            runner.learn(cfg.iterations)
-            _sync(cfg.device)
-            elapsed = time.perf_counter() - start
+            elapsed = _learn_seconds(runner, cfg)
     finally:
         env.close()
     return _env_steps(cfg) / elapsed
@@ -116,13 +113,18 @@ def bare_sps(cfg: TrainConfig) -> float:
         rsl_cfg = cfg.rsl_rl_cfg(["policy"])
         with contextlib.redirect_stdout(io.StringIO()):  # rsl_rl prints model summaries
             runner = OnPolicyRunner(env, rsl_cfg, log_dir=None, device=cfg.device)
-            start = time.perf_counter()
-            runner.learn(cfg.iterations)
-            _sync(cfg.device)
-            elapsed = time.perf_counter() - start
+            elapsed = _learn_seconds(runner, cfg)
     finally:
         env.close()
     return _env_steps(cfg) / elapsed
+
+
+def _learn_seconds(runner: Any, cfg: TrainConfig) -> float:
+    """Wall seconds of ``runner.learn(cfg.iterations)``, the device synchronised at the end."""
+    start = time.perf_counter()
+    runner.learn(cfg.iterations)
+    _sync(cfg.device)
+    return time.perf_counter() - start
 
 
 def _sync(device: str) -> None:

@@ -24,7 +24,7 @@ def overhead_ratio(task: str, num_envs: int = 256, steps: int = 20, blocks: int 
                    warmup: int = 10, seed: int = 0) -> dict[str, Any]:
     """Env-steps/s of ``task`` and of its raw backend, best and median of ``blocks``
     interleaved blocks of ``steps`` control steps each; ``ratio`` = best / best."""
-    from edgerl.sim.mujoco_batch import MujocoBatch
+    from edgerl.sim.mujoco.backends import MujocoBatch
     from edgerl.sim.registry import make_task
 
     if min(num_envs, steps, blocks) < 1:

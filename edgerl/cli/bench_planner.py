@@ -192,13 +192,11 @@ def build_untrained_bundle(out_dir: Path, task: str = "arm_reach") -> Path:
     import torch
 
     from edgerl.export.encoder_onnx import export_language_bundle
+    from edgerl.policies.language.config import LanguagePlannerConfig
+    from edgerl.policies.language.head import untrained_head
+    from edgerl.policies.language.instructions import instruction_sets
+    from edgerl.policies.language.manifest import make_language_spec
     from edgerl.policies.language_encoder import load_encoder
-    from edgerl.policies.language_planner import (
-        LanguagePlannerConfig,
-        instruction_sets,
-        make_language_spec,
-        untrained_head,
-    )
 
     torch.manual_seed(0)
     cfg = LanguagePlannerConfig(task=task)

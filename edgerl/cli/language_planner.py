@@ -56,15 +56,12 @@ def run(args: argparse.Namespace) -> int:
 
     from edgerl.cli.output import print_json, print_table
     from edgerl.export.encoder_onnx import export_language_bundle
+    from edgerl.policies.language.config import LanguagePlannerConfig
+    from edgerl.policies.language.evaluate import evaluate_language_planner
+    from edgerl.policies.language.instructions import instruction_sets, make_task_env
+    from edgerl.policies.language.manifest import make_language_spec
+    from edgerl.policies.language.train import train_language_planner
     from edgerl.policies.language_encoder import EncoderWeightsError, load_encoder
-    from edgerl.policies.language_planner import (
-        LanguagePlannerConfig,
-        evaluate_language_planner,
-        instruction_sets,
-        make_language_spec,
-        make_task_env,
-        train_language_planner,
-    )
 
     torch.set_num_threads(max(1, args.torch_threads))
     overrides = {k: v for k, v in (("horizon", args.horizon), ("period", args.period),

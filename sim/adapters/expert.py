@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["ExpertError", "RunExpert", "set_run_loader"]
+__all__ = ["ExpertError", "RunExpert", "clipped_expert_action", "set_run_loader"]
 
 log = logging.getLogger(__name__)
 
@@ -83,3 +83,18 @@ class RunExpert:
         actor = self.load()
         with torch.no_grad():
             return actor(obs.to(self.device, torch.float32)).to(obs.device)
+
+
+def clipped_expert_action(expert: Callable[[torch.Tensor], torch.Tensor] | None,
+                          obs: torch.Tensor, task: str, how_to_build: str,
+                          device: torch.device, low: torch.Tensor, high: torch.Tensor
+                          ) -> torch.Tensor:
+    """An adapter's ``expert_action()``: ``expert(obs)`` as float32 (N, A) on ``device``,
+    clamped to ``[low, high]``; ``NotImplementedError`` naming ``task`` (and ``how_to_build``
+    it with an expert run) when the task has no expert."""
+    if expert is None:
+        raise NotImplementedError(
+            f"{task} has no scripted expert: train a 'nodelay' PPO expert first "
+            f"(edgerl train {task} --method nodelay) and {how_to_build}")
+    act = expert(obs).to(device, torch.float32)
+    return torch.maximum(torch.minimum(act, high), low)

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
+from edgerl.sim.adapters.expert import clipped_expert_action
 from edgerl.sim.registry import TaskInfo
 from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
 
@@ -277,13 +278,10 @@ class GymVecEnv(EdgeVecEnv):
     # --- edgerl additions -----------------------------------------------------------------
     def expert_action(self) -> torch.Tensor:
         """The expert's action for the current observations, (N, A), within the limits."""
-        if self._expert is None:
-            raise NotImplementedError(
-                f"{self.spec.name} has no scripted expert: train a 'nodelay' PPO expert first "
-                f"(edgerl train {self.spec.name} --method nodelay) and build the task with "
-                "expert_run=<that run> (edgerl train ... --task-arg expert_run=RUN)")
-        act = self._expert(self._obs).to(self.device, torch.float32)
-        return torch.maximum(torch.minimum(act, self._high), self._low)
+        return clipped_expert_action(
+            self._expert, self._obs, self.spec.name, "build the task with expert_run=<that "
+            "run> (edgerl train ... --task-arg expert_run=RUN)", self.device, self._low,
+            self._high)
 
     def close(self) -> None:
         self.vec.close()

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
+from edgerl.sim.adapters.expert import clipped_expert_action
 from edgerl.sim.registry import TaskInfo
 from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
 from edgerl.sim.wrappers.base import forwarded_property
@@ -243,13 +244,9 @@ class RslRlEnvAdapter(EdgeVecEnv):
         return self._obs
 
     def expert_action(self) -> torch.Tensor:
-        if self._expert is None:
-            raise NotImplementedError(
-                f"{self.spec.name} has no scripted expert: train a 'nodelay' PPO expert first "
-                f"(edgerl train {self.spec.name} --method nodelay) and pass "
-                "--task-arg expert_run=RUN")
-        act = self._expert(self._obs["policy"]).to(self.device, torch.float32)
-        return torch.maximum(torch.minimum(act, self._high), self._low)
+        return clipped_expert_action(self._expert, self._obs["policy"], self.spec.name,
+                                     "pass --task-arg expert_run=RUN", self.device, self._low,
+                                     self._high)
 
     def close(self) -> None:
         self.env.close()

@@ -1,1 +1,1 @@
-"""MJCF models shipped with edgerl as package data (``mujoco_batch.load_model(name)``)."""
+"""MJCF models shipped with edgerl as package data (``sim.mujoco.backends.load_model(name)``)."""

@@ -22,7 +22,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from edgerl.sim.mujoco_batch import RAND_FIELDS, InstructedTaskEnv, control_substeps, load_model
+from edgerl.sim.mujoco.backends import load_model
+from edgerl.sim.mujoco.instructed import InstructedTaskEnv
+from edgerl.sim.mujoco.task_env import RAND_FIELDS, control_substeps
 from edgerl.sim.randomization import DomainRandConfig
 from edgerl.sim.tasks.arm_language import COLORS, INSTRUCTIONS
 from edgerl.sim.vec_env import TaskSpec
@@ -45,7 +47,7 @@ class ArmReachCfg:
         hold_steps: Consecutive steps within tolerance that make a success.
         target_radius: (min, max) distance of targets from the shoulder (m).
         expert_gain: Expert's joint-velocity gain (1/s).
-        backend: :class:`~edgerl.sim.mujoco_batch.MujocoBatch` backend.
+        backend: :class:`~edgerl.sim.mujoco.backends.MujocoBatch` backend.
         nthread: Physics threads.
         randomization: Per-env mass / friction (unused: no contacts) / damping / actuator gain.
     """

@@ -12,6 +12,8 @@ Pure data (no numpy/torch/MuJoCo), so planners and tokenizers can import it chea
 
 from __future__ import annotations
 
+from edgerl.sim.tasks.paraphrases import split_paraphrases
+
 __all__ = ["COLORS", "INSTRUCTIONS", "PARAPHRASES", "paraphrase_split"]
 
 #: Target colours, in observation order (target slot k has colour COLORS[k]).
@@ -40,16 +42,6 @@ PARAPHRASES: dict[str, tuple[str, ...]] = {
 
 
 def paraphrase_split(n_held_out: int = 3) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Split each instruction's paraphrases: the last ``n_held_out`` are held out.
-
-    Returns:
-        (train, held_out): canonical instruction -> list of paraphrases. ``train`` also
-        contains the canonical instruction itself as its first entry.
-    """
-    n_total = len(_TEMPLATES)
-    if not 0 <= n_held_out < n_total:
-        raise ValueError(f"n_held_out must be in [0, {n_total - 1}], got {n_held_out}")
-    cut = n_total - n_held_out
-    train = {inst: [inst, *p[:cut]] for inst, p in PARAPHRASES.items()}
-    held = {inst: list(p[cut:]) for inst, p in PARAPHRASES.items()}
-    return train, held
+    """``(train, held_out)`` reach paraphrases: the last ``n_held_out`` of each instruction
+    are held out; ``train`` starts with the canonical text (:func:`split_paraphrases`)."""
+    return split_paraphrases(PARAPHRASES, n_held_out)

@@ -23,7 +23,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from edgerl.sim.mujoco_batch import RAND_FIELDS, InstructedTaskEnv, control_substeps, load_model
+from edgerl.sim.mujoco.backends import load_model
+from edgerl.sim.mujoco.instructed import InstructedTaskEnv
+from edgerl.sim.mujoco.task_env import RAND_FIELDS, control_substeps
 from edgerl.sim.randomization import DomainRandConfig
 from edgerl.sim.tasks.arm import _wrap, arm_fk, arm_ik
 from edgerl.sim.tasks.arm_push_language import COLORS, DIRECTIONS, INSTRUCTIONS
@@ -48,7 +50,7 @@ class ArmPushCfg:
         success_tol: Puck-to-goal distance counted as done (m).
         puck_radius: (min, max) distance of the pucks from the shoulder at reset (m).
         expert_gain: Expert's joint-velocity gain (1/s).
-        backend / nthread: :class:`~edgerl.sim.mujoco_batch.MujocoBatch` settings.
+        backend / nthread: :class:`~edgerl.sim.mujoco.backends.MujocoBatch` settings.
         randomization: Per-env mass / friction / damping / actuator gain.
     """
 

@@ -12,6 +12,8 @@ Directions are in the world frame as seen by a viewer at -x looking along +x: ``
 
 from __future__ import annotations
 
+from edgerl.sim.tasks.paraphrases import split_paraphrases
+
 __all__ = ["COLORS", "DIRECTIONS", "INSTRUCTIONS", "PARAPHRASES", "instruction_parts",
            "paraphrase_split"]
 
@@ -70,16 +72,6 @@ def instruction_parts(instruction_id: int) -> tuple[int, str]:
 
 
 def paraphrase_split(n_held_out: int = 3) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Split each instruction's paraphrases: the last ``n_held_out`` are held out.
-
-    Returns:
-        (train, held_out): canonical instruction -> list of paraphrases; ``train`` starts
-        with the canonical instruction itself.
-    """
-    n_total = len(_TEMPLATES)
-    if not 0 <= n_held_out < n_total:
-        raise ValueError(f"n_held_out must be in [0, {n_total - 1}], got {n_held_out}")
-    cut = n_total - n_held_out
-    train = {inst: [inst, *p[:cut]] for inst, p in PARAPHRASES.items()}
-    held = {inst: list(p[cut:]) for inst, p in PARAPHRASES.items()}
-    return train, held
+    """``(train, held_out)`` push paraphrases: the last ``n_held_out`` of each instruction
+    are held out; ``train`` starts with the canonical text (:func:`split_paraphrases`)."""
+    return split_paraphrases(PARAPHRASES, n_held_out)

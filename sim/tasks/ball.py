@@ -26,7 +26,8 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from edgerl.sim.mujoco_batch import RAND_FIELDS, MujocoTaskEnv, control_substeps, load_model
+from edgerl.sim.mujoco.backends import load_model
+from edgerl.sim.mujoco.task_env import RAND_FIELDS, MujocoTaskEnv, control_substeps
 from edgerl.sim.randomization import DomainRandConfig
 from edgerl.sim.vec_env import TaskSpec
 
@@ -59,7 +60,7 @@ class BallBalanceCfg:
         success_window: Final fraction of the episode in which success is judged.
         success_fraction: Fraction of the window's steps that must be on target.
         expert_kp / expert_kd: Expert's PD gains (1/s^2, 1/s) on position / velocity error.
-        backend: :class:`~edgerl.sim.mujoco_batch.MujocoBatch` backend.
+        backend: :class:`~edgerl.sim.mujoco.backends.MujocoBatch` backend.
         nthread: Physics threads.
         randomization: Per-env ball/plate mass, friction, joint damping, servo gain.
     """

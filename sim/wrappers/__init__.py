@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgerl.sim.wrappers.base import DelayLine, VecEnvWrapper
+from edgerl.sim.wrappers.base import DelayLine, VecEnvWrapper, check_action_batch
 from edgerl.sim.wrappers.chunk import (
     ChunkScheduler,
     PlanFn,
@@ -12,13 +12,8 @@ from edgerl.sim.wrappers.chunk import (
     required_horizon,
     sample_delays,
 )
-from edgerl.sim.wrappers.latency import (
-    CHUNK_METHODS,
-    METHODS,
-    LatencyCfg,
-    LatencyWrapper,
-    check_action_batch,
-)
+from edgerl.sim.wrappers.latency import LatencyWrapper
+from edgerl.sim.wrappers.latency_config import CHUNK_METHODS, METHODS, LatencyCfg
 from edgerl.sim.wrappers.planners import ExpertPlanner
 from edgerl.timing import default_horizon
 

@@ -15,12 +15,26 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
-__all__ = ["DelayLine", "VecEnvWrapper", "done_ids", "forwarded_property"]
+from edgerl.sim.vec_env import ActionError
+
+__all__ = ["DelayLine", "VecEnvWrapper", "check_action_batch", "done_ids", "forwarded_property"]
 
 
 def done_ids(dones: torch.Tensor) -> torch.Tensor:
     """Indices (int64 (n,)) of the envs flagged in ``dones`` (N,) of any dtype."""
     return dones.to(torch.bool).nonzero().squeeze(-1)
+
+
+def check_action_batch(actions: Any, num_envs: int, num_actions: int) -> None:
+    """Raise :class:`ActionError` unless ``actions`` is a finite (num_envs, num_actions) tensor."""
+    if not isinstance(actions, torch.Tensor):
+        raise ActionError(f"actions must be a torch.Tensor, got {type(actions).__name__}")
+    if tuple(actions.shape) != (num_envs, num_actions):
+        raise ActionError(f"actions must have shape {(num_envs, num_actions)}, got "
+                          f"{tuple(actions.shape)}")
+    if not torch.isfinite(actions).all():
+        bad = (~torch.isfinite(actions)).nonzero()[0].tolist()
+        raise ActionError(f"actions[{bad[0]}, {bad[1]}] is not finite")
 
 
 def forwarded_property(name: str) -> property:

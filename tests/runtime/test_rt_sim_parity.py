@@ -87,7 +87,8 @@ def _bundle(tmp_path, method: str) -> tuple[PolicySpec, object, object]:
 
 
 def _run_wrapper(spec: PolicySpec, sess, method: str, delays: dict[int, int]) -> list[float]:
-    from edgerl.sim.wrappers.latency import LatencyCfg, LatencyWrapper
+    from edgerl.sim.wrappers.latency import LatencyWrapper
+    from edgerl.sim.wrappers.latency_config import LatencyCfg
 
     env = _make_env()
     step = [0]

@@ -15,7 +15,7 @@ Modes (``mode`` parameter):
   publishes as a chunk on ``sim/expert_chunk`` (stamped with its state); the node serves the
   newest one at its own period and latency, truncated/held to the manifest's horizon.
 * ``remote``: a planner server (``edgerl serve-planner``: e.g. the language-conditioned
-  planner) at ``remote_host:remote_port`` through :class:`edgerl.runtime.remote_planner.
+  planner) at ``remote_host:remote_port`` through :class:`edgerl.runtime.planners.remote.
   RemotePlanner`; the instruction topic's text goes with every request.
 * ``auto``: ``onnx`` when the bundle has ``planner.onnx``, else ``expert``.
 

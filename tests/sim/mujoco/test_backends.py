@@ -1,14 +1,12 @@
-"""Batched MuJoCo stepping: backends agree, views are live, bad input is rejected."""
+"""CPU MuJoCo batch backends: they agree, views are live, bad input is rejected."""
 
 from __future__ import annotations
-
-import importlib.util
 
 import mujoco
 import numpy as np
 import pytest
 
-from edgerl.sim.mujoco_batch import BACKENDS, MujocoBatch, WarpBatch, load_model, raw_steps_per_s
+from edgerl.sim.mujoco.backends import BACKENDS, MujocoBatch, load_model
 
 
 @pytest.fixture(scope="module")
@@ -109,18 +107,6 @@ class TestErrors:
         with pytest.raises(FileNotFoundError, match="ball_plate.xml"):
             load_model("nope.xml")
 
-    @pytest.mark.skipif(importlib.util.find_spec("mujoco_warp") is not None,
-                        reason="mujoco_warp is installed")
-    def test_warp_backend_is_gated_with_a_clear_message(self, arm_model):
-        with pytest.raises(ImportError, match="MuJoCo Warp, which is not installed"):
-            WarpBatch(arm_model, 4)
-
-
-def test_raw_throughput_is_measured_for_every_backend(arm_model):
-    for backend in BACKENDS:
-        rate = raw_steps_per_s(arm_model, 8, 5, 2, backend=backend, warmup=1)
-        assert 100.0 < rate < 1e9, backend
-
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_stepping_a_subset_leaves_the_others_untouched(arm_model, backend):
@@ -139,20 +125,3 @@ def test_mjcf_files_are_package_data():
     for name in ("arm_planar.xml", "arm_push.xml", "ball_plate.xml"):
         assert (importlib.resources.files("edgerl.sim.assets") / name).is_file()
         assert load_model(name).nq > 0
-
-
-def test_backend_comparison_cli_prints_json(capsys):
-    import json
-
-    from edgerl.sim.mujoco_batch import main
-
-    assert main(["--tasks", "arm_reach", "--backends", "batch,loop", "--num-envs", "4",
-                 "--steps", "5", "--repeats", "1", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
-    assert [(r["task"], r["backend"]) for r in rows] == [("arm_reach", "batch"),
-                                                         ("arm_reach", "loop")]
-    for r in rows:
-        assert r["steps_per_s"] > 0 and r["raw_physics_steps_per_s"] > 0
-        assert 0.0 < r["ratio"] < 10.0 and r["best_steps_per_s"] >= r["steps_per_s"]
-    with pytest.raises(SystemExit):
-        main(["--tasks", "cartpole"])

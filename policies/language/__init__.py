@@ -1,0 +1,2 @@
+"""Language-conditioned chunk planner: config, instructions, network (``head``), training,
+evaluation, adapters to the sim wrappers and runtime, and the bundle manifest."""

@@ -1,0 +1,54 @@
+"""Driving world: the bicycle models' tyre grip, the road geometry, config validation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from edgerl.sim.tasks.driving_dynamics import (
+    DrivingCfg,
+    Road,
+    VehicleState,
+    bicycle_step,
+    wrap_angle,
+)
+
+
+def test_ice_breaks_tyre_grip_only_in_the_dynamic_model():
+    """Same steering at speed: on ice the dynamic car under-steers (slides), kinematic does not."""
+    z = torch.zeros(1, 1)
+    yaw_rate = {}
+    for model in ("dynamic", "kinematic"):
+        cfg = DrivingCfg(model=model)
+        for surface, mu in (("dry", 1.0), ("ice", 0.15)):
+            s = VehicleState(z, z.clone(), z.clone(), z + 20.0, z.clone(), z.clone())
+            for _ in range(20):
+                s = bicycle_step(s, z, z + 0.1, torch.full((1, 1), mu), cfg)
+            yaw_rate[model, surface] = s.r.item()
+    assert yaw_rate["kinematic", "ice"] == pytest.approx(yaw_rate["kinematic", "dry"])
+    assert yaw_rate["dynamic", "ice"] < 0.5 * yaw_rate["dynamic", "dry"]
+    assert yaw_rate["dynamic", "dry"] == pytest.approx(yaw_rate["kinematic", "dry"], rel=0.35)
+
+
+def test_road_heading_and_curvature_follow_the_sinusoid():
+    road = Road(DrivingCfg(road_amp=2.0, road_wavelength=40.0))
+    k = 2.0 * math.pi / 40.0
+    x = torch.tensor([0.0, 10.0, 20.0])
+    torch.testing.assert_close(road.y(x), 2.0 * torch.sin(k * x))
+    assert road.heading(x)[0].item() == pytest.approx(math.atan(2.0 * k))
+    assert road.curvature(x)[1].item() == pytest.approx(-2.0 * k * k, rel=1e-5)  # crest
+
+
+def test_wrap_angle_maps_into_minus_pi_pi():
+    wrapped = wrap_angle(torch.tensor([0.5, 2.25 * math.pi, -3.5 * math.pi]))
+    torch.testing.assert_close(wrapped, torch.tensor([0.5, 0.25 * math.pi, 0.5 * math.pi]))
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"model": "rocket"}, "kinematic"), ({"surface": "lava"}, "surface"),
+    ({"n_agents": 0}, "n_agents")])
+def test_bad_config_is_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        DrivingCfg(**kwargs)
