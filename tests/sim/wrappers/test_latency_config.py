@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from latency_helpers import DT, StepEnv
 
 from edgerl.sim.wrappers import LatencyWrapper
 from edgerl.sim.wrappers.latency_config import LatencyCfg
 from edgerl.spec import LatencyModel
+from tests.helpers.latency_env import DT, StepEnv
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from latency_helpers import DT, StampPlanner, StepEnv, expected_command, run
 from tensordict import TensorDict
 
 from edgerl.edit_obs import build_edit_obs, select_chunk_rows
 from edgerl.sim.vec_env import ActionError, TaskSpec
 from edgerl.sim.wrappers import LatencyCfg, LatencyWrapper
 from edgerl.spec import LatencyModel
+from tests.helpers.latency_env import DT, StampPlanner, StepEnv, expected_command, run
 
 
 class TestDelayedPolicies:

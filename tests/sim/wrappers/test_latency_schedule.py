@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from latency_helpers import DT, StampPlanner, StepEnv, expected_command, run
 
 from edgerl.sim.wrappers import LatencyCfg, LatencyWrapper, required_horizon
 from edgerl.spec import LatencyModel
+from tests.helpers.latency_env import DT, StampPlanner, StepEnv, expected_command, run
 
 
 class TestChunkSchedule:
