@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edgerl.demo.pipeline import MARKER, DemoConfig, DemoError, prepare_out, timing_table
+from edgerl.demo.config import DemoConfig, DemoError
+from edgerl.demo.pipeline import MARKER, prepare_out, timing_table
 from edgerl.demo.report import timing_rows
 
 REPO = Path(__file__).resolve().parents[2]
