@@ -47,65 +47,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from edgerl import timing_rules
 from edgerl.serde import SchemaError
+from edgerl.timing_rules import *  # noqa: F403  (the rules are part of this module's API)
 from edgerl.timing_rules import (
-    BOUNDARY_EPS,
-    HORIZON_MARGIN,
     MERGE_RULES,
-    MIN_HORIZON,
-    TRIGGERS,
     LatencyModel,
-    blend_active,
-    blend_weight,
     check_trigger,
     chunk_row,
     chunk_usable,
     default_horizon,
     default_merge,
-    has_planned_row,
-    inflight_slots,
-    is_newer,
     max_planner_delay,
     merge_weights,
-    required_horizon,
     resolve_blend_steps,
-    resolve_period,
     resolve_stale_steps,
-    rows_ahead,
-    sampling_delay_steps,
     step_offset,
     usable_steps,
 )
 
-# The rules are part of the timing contract's API (defined in edgerl.timing_rules).
-__all__ = [
-    "BOUNDARY_EPS",
-    "HORIZON_MARGIN",
-    "MERGE_RULES",
-    "MIN_HORIZON",
-    "TRIGGERS",
-    "LatencyModel",
-    "TimingSpec",
-    "blend_active",
-    "blend_weight",
-    "chunk_row",
-    "chunk_usable",
-    "default_horizon",
-    "default_merge",
-    "has_planned_row",
-    "inflight_slots",
-    "is_newer",
-    "max_planner_delay",
-    "merge_weights",
-    "required_horizon",
-    "resolve_blend_steps",
-    "resolve_period",
-    "resolve_stale_steps",
-    "usable_steps",
-    "rows_ahead",
-    "sampling_delay_steps",
-    "step_offset",
-]
+__all__ = ["TimingSpec", *timing_rules.__all__]
 
 
 @dataclass
