@@ -24,8 +24,9 @@ import torch
 from torch import nn
 
 from edgerl import ActionSpec, ChunkSpec, EditObsConfig, ObservationSpec, PolicySpec
-from edgerl.export.bundle import PolicyModule, export_bundle, onnx_runner, torch_runner
-from edgerl.export.onnx_export import OnnxExportConfig, export_onnx, infer_signature
+from edgerl.export.bundle import export_bundle
+from edgerl.export.bundle_parity import onnx_runner, torch_runner
+from edgerl.export.onnx_export import OnnxExportConfig, PolicyModule, export_onnx, infer_signature
 from edgerl.export.parity import check_parity
 
 O_DIM, A_DIM = 12, 2

@@ -23,7 +23,8 @@ from edgerl.bundle_errors import (
     UnlistedFileError,
 )
 
-__all__ = ["SHA256_RE", "member_path", "read_member", "sha256_file", "verify_files"]
+__all__ = ["SHA256_RE", "member_path", "read_capped", "read_member", "sha256_file",
+           "verify_files"]
 
 SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
@@ -35,6 +36,26 @@ def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
         while block := fh.read(chunk_size):
             digest.update(block)
     return digest.hexdigest()
+
+
+def read_capped(path: Path, max_bytes: int, what: str = "",
+                error: type[Exception] = BundleFileError,
+                size_error: type[Exception] | None = None) -> bytes:
+    """The bytes of ``path``, read once and never past ``max_bytes + 1``.
+
+    Raises ``error`` when the file cannot be read and ``size_error`` (default: ``error``) when
+    it holds more than ``max_bytes``; ``what`` ("private key") names the file in both messages.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        the = f" the {what}" if what else ""
+        raise error(f"{path}: cannot read{the} ({exc.strerror})") from None
+    if len(data) > max_bytes:
+        limit = f"too large for a {what}" if what else f"larger than {max_bytes} bytes"
+        raise (size_error or error)(f"{path}: {limit}")
+    return data
 
 
 def member_path(bundle_dir: Path, name: object) -> Path:
@@ -97,13 +118,7 @@ def read_member(bundle_dir: Path, name: str, files: Mapping[str, str],
         raise UnlistedFileError(f"{bundle_dir / name}: not listed in manifest.files, so its "
                                 "hash cannot be checked; re-export the bundle")
     path = member_path(bundle_dir, name)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise BundleFileError(f"{path}: cannot read ({exc.strerror})") from None
-    if len(data) > max_bytes:
-        raise BundleFileError(f"{path}: larger than {max_bytes} bytes")
+    data = read_capped(path, max_bytes)
     if hashlib.sha256(data).hexdigest() != files[name]:
         raise BundleHashError(f"{path}: sha256 mismatch; the file was modified or replaced")
     return data

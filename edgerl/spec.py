@@ -22,7 +22,7 @@ from edgerl.bundle_errors import (
     ManifestSchemaError,
     ManifestSizeError,
 )
-from edgerl.bundle_files import sha256_file, verify_files
+from edgerl.bundle_files import read_capped, sha256_file, verify_files
 from edgerl.edit_obs import EditObsConfig
 from edgerl.manifest_json import MAX_MANIFEST_BYTES, parse_json_document
 from edgerl.serde import SchemaError, from_dict, to_dict
@@ -300,14 +300,7 @@ def read_manifest_bytes(path: str | Path) -> bytes:
     path = Path(path)
     if not path.is_file():
         raise BundleFileError(f"{path}: no manifest found")
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_MANIFEST_BYTES + 1)
-    except OSError as exc:
-        raise BundleFileError(f"{path}: cannot read ({exc.strerror})") from None
-    if len(data) > MAX_MANIFEST_BYTES:
-        raise ManifestSizeError(f"{path}: larger than {MAX_MANIFEST_BYTES} bytes")
-    return data
+    return read_capped(path, MAX_MANIFEST_BYTES, size_error=ManifestSizeError)
 
 
 def load_bundle_manifest(bundle_dir: str | Path, *, verify: bool = True) -> PolicySpec:

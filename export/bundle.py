@@ -20,18 +20,19 @@ Bundle layout::
 Every file written is listed with its sha256 (the runtime reads no unlisted file), and the
 manifest must pass the runtime's semantic bounds (:mod:`edgerl.runtime.manifest_rules`)
 before it is written, so an export never produces a bundle the robot would refuse.
+
+This module writes the files in order; the checks are :mod:`edgerl.export.bundle_parity`, the
+manifest :mod:`edgerl.export.bundle_manifest`.
 """
+
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
-import json
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,24 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgerl._version import __version__
+from edgerl.export.bundle_manifest import (
+    PARITY_NAME,
+    signature_for,
+    write_manifest,
+    write_parity,
+)
+from edgerl.export.bundle_parity import (
+    BundleReport,
+    check_c_header,
+    check_inputs,
+    check_numpy_mlp,
+    check_tensorrt,
+    onnx_runner,
+    record_parity,
+    torch_runner,
+)
 from edgerl.export.onnx_export import (
     DEFAULT_OPSET,
-    ActorSignature,
     ExportError,
     OnnxExportConfig,
     PolicyModule,
@@ -52,94 +67,16 @@ from edgerl.export.onnx_export import (
 from edgerl.export.parity import (
     FP16_TOL,
     FP32_TOL,
-    MIN_PARITY_OBS,
-    MIN_ROLLOUT,
-    OutputParity,
-    ParityReport,
     check_parity,
-    max_abs_err,
     random_observations,
     record_observations,
 )
-from edgerl.export.trt_compat import TrtCompatReport, check_tensorrt_compat
-from edgerl.report import finite
-from edgerl.spec import MANIFEST_NAME, PolicySpec, RecurrentSpec, TensorSpec, sha256_file
+from edgerl.export.trt_compat import check_tensorrt_compat
+from edgerl.spec import MANIFEST_NAME, PolicySpec
 
-__all__ = [
-    "PARITY_NAME",
-    "TRT_FP32_TOL",
-    "BundleReport",
-    "collect_parity_inputs",
-    "export_bundle",
-    "onnx_runner",
-    "torch_runner",
-]
+__all__ = ["collect_parity_inputs", "export_bundle"]
 
 log = logging.getLogger(__name__)
-
-PARITY_NAME = "parity.json"
-#: TensorRT fp32 kernels (TF32 disabled) differ from onnxruntime's by summation order only.
-TRT_FP32_TOL = 1e-4
-
-
-@dataclass
-class BundleReport:
-    """What :func:`export_bundle` wrote and proved."""
-
-    out_dir: Path
-    spec: PolicySpec
-    parity: dict[str, ParityReport] = field(default_factory=dict)
-    trt_compat: TrtCompatReport | None = None
-    notes: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return all(p.ok for p in self.parity.values())
-
-    def rows(self) -> list[dict[str, Any]]:
-        """One summary row per parity check (for ``print_table``)."""
-        return [{"check": name, "reference": p.reference, "candidate": p.candidate,
-                 "observations": p.n_observations, "rollouts": p.n_rollouts,
-                 "max_abs_err": p.max_abs_err,
-                 "tolerance": max((o.tolerance for o in p.outputs), default=0.0),
-                 "ok": p.ok} for name, p in self.parity.items()]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"out_dir": str(self.out_dir), "ok": self.ok, "seconds": self.seconds,
-                "files": dict(self.spec.files),
-                "parity": {k: v.to_dict() for k, v in self.parity.items()},
-                "tensorrt_compat": self.trt_compat.to_dict() if self.trt_compat else None,
-                "notes": list(self.notes)}
-
-
-# --- runners -----------------------------------------------------------------------------------
-def torch_runner(module: nn.Module):
-    """``[obs, *state] (numpy) -> [action, *state_out] (numpy)`` through a PolicyModule."""
-    module = module.eval()
-
-    def run(arrays):
-        with torch.no_grad():
-            outs = module(*(torch.from_numpy(np.asarray(a, np.float32)) for a in arrays))
-        return [o.detach().float().numpy() for o in outs]
-
-    return run
-
-
-def onnx_runner(path: str | Path, input_names: list[str]):
-    """The same signature through an onnxruntime CPU session (one thread: deterministic)."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(str(path), sess_options=opts,
-                                providers=["CPUExecutionProvider"])
-
-    def run(arrays):
-        return sess.run(None, {n: np.asarray(a, np.float32) for n, a in zip(input_names, arrays)})
-
-    return run
 
 
 class _HalfModule(nn.Module):
@@ -155,6 +92,7 @@ class _HalfModule(nn.Module):
 
 
 # --- helpers -----------------------------------------------------------------------------------
+
 @contextlib.contextmanager
 def _torch_threads(n: int) -> Iterator[None]:
     """Batch-1 torch calls are ~100x slower with contended intra-op threads (measured: LSTM
@@ -166,41 +104,6 @@ def _torch_threads(n: int) -> Iterator[None]:
     finally:
         torch.set_num_threads(before)
 
-
-def _signature_for(actor: nn.Module, spec: PolicySpec, input_dim: int) -> ActorSignature:
-    rec = spec.recurrent
-    sig = infer_signature(actor, input_dim, rec.state_shapes or None, expected_kind=rec.kind)
-    if sig.action_dim != spec.action.dim:
-        raise ExportError(f"the actor outputs {sig.action_dim} actions but the manifest's "
-                          f"action.names has {spec.action.dim}")
-    sig.obs_name = spec.tensors.inputs[0] if spec.tensors.inputs else "obs"
-    sig.action_name = spec.tensors.outputs[0] if spec.tensors.outputs else "action"
-    if rec.kind != "none":
-        sig.state_inputs, sig.state_outputs = list(rec.state_inputs), list(rec.state_outputs)
-    names = sig.input_names + sig.output_names
-    if len(set(names)) != len(names):
-        raise ExportError(f"graph tensor names must be unique, got {names}")
-    return sig
-
-
-def _check_inputs(parity_inputs: Any, sig_kind: str, rollout_len: int) -> np.ndarray:
-    obs = np.asarray(parity_inputs, dtype=np.float32)
-    if obs.ndim != 2:
-        raise ExportError(f"parity_inputs must be (N, D), got shape {obs.shape}")
-    if obs.shape[0] < MIN_PARITY_OBS:
-        raise ExportError(f"parity needs >= {MIN_PARITY_OBS} observations, got {obs.shape[0]}")
-    if not np.all(np.isfinite(obs)):
-        raise ExportError("parity_inputs contain NaN or inf")
-    if sig_kind != "none" and rollout_len < MIN_ROLLOUT:
-        raise ExportError(f"recurrent parity needs rollouts of >= {MIN_ROLLOUT} steps, "
-                          f"got {rollout_len}")
-    return obs
-
-
-def _parity(name: str, report: BundleReport, result: ParityReport) -> None:
-    report.parity[name] = result
-    if not result.ok:
-        log.error("parity %s failed: %s", name, "; ".join(result.failures()))
 
 
 def _export_planner(planner: nn.Module, spec: PolicySpec, out_dir: Path, obs: np.ndarray,
@@ -222,70 +125,13 @@ def _export_planner(planner: nn.Module, spec: PolicySpec, out_dir: Path, obs: np
                           f"manifest's chunk needs horizon*action = "
                           f"{spec.chunk.horizon}*{spec.action.dim}")
     path = export_onnx(planner, out_dir / "planner.onnx", sig, config)
-    _parity("planner_onnx", report, check_parity(
+    record_parity("planner_onnx", report, check_parity(
         torch_runner(PolicyModule(planner, 0)), onnx_runner(path, sig.input_names), planner_obs,
         output_names=sig.output_names, tolerance=FP32_TOL))
     return {"file": "planner.onnx", "inputs": sig.input_names, "outputs": sig.output_names,
             "input_dim": p_dim, "output_shape": sig.output_shape}
 
 
-def _trt(out_dir: Path, sig: ActorSignature, obs: np.ndarray, zero: list[np.ndarray],
-         fp16: bool, rollout_len: int, report: BundleReport) -> None:
-    from edgerl.export.tensorrt import TrtRunner, build_engine
-
-    engine = build_engine(out_dir / "policy.onnx", out_dir / "policy.engine", fp16=fp16)
-    _parity("tensorrt", report, check_parity(
-        onnx_runner(out_dir / "policy.onnx", sig.input_names), TrtRunner(engine), obs,
-        output_names=sig.output_names, zero_state=zero,
-        tolerance=FP16_TOL if fp16 else TRT_FP32_TOL, rollout_len=rollout_len,
-        reference_name="onnxruntime", candidate_name="tensorrt" + ("-fp16" if fp16 else "")))
-
-
-def _c_header(out_dir: Path, module: nn.Module, obs: np.ndarray, report: BundleReport,
-              cc: str, name: str, tolerance: float) -> None:
-    from edgerl.export.c_header import run_c_header, write_c_header
-
-    info = write_c_header(out_dir / "policy.onnx", out_dir / "policy.h",
-                          provenance=f"edgerl {__version__}")
-    try:
-        c_out = run_c_header(info.path, obs, cc=cc)
-    except FileNotFoundError as exc:
-        report.notes.append(f"policy.h written but not checked: {exc}")
-        log.warning("policy.h parity skipped: %s", exc)
-        return
-    with torch.no_grad():
-        ref = module(torch.from_numpy(obs))[0].numpy()
-    _parity("c_header", report, ParityReport(
-        reference="torch", candidate=f"policy.h ({cc})", n_observations=int(obs.shape[0]),
-        n_rollouts=0, rollout_len=0,
-        outputs=[OutputParity(name, max_abs_err(ref, c_out), tolerance)]))
-
-
-def _numpy_mlp(out_dir: Path, module: nn.Module, obs: np.ndarray, report: BundleReport,
-               name: str, tolerance: float) -> None:
-    """``policy_mlp.npz`` for the runtime's numpy backend, when the graph is a plain MLP."""
-    from edgerl.export.c_header import CHeaderError
-    from edgerl.export.numpy_mlp import NPZ_NAME, write_mlp_npz
-    from edgerl.runtime.inference import NumpyMLPBackend, load_mlp_npz
-
-    try:
-        path = write_mlp_npz(out_dir / "policy.onnx", out_dir / NPZ_NAME)
-    except CHeaderError as exc:
-        report.notes.append(f"no {NPZ_NAME} (numpy backend): {exc}")
-        return
-    backend = NumpyMLPBackend(load_mlp_npz(path))
-
-    def run(arrays: list[np.ndarray]) -> list[np.ndarray]:
-        backend.input[...] = arrays[0]
-        return [backend.infer().copy()]
-
-    _parity("numpy_mlp", report, check_parity(
-        torch_runner(module), run, obs, output_names=[name], tolerance=tolerance,
-        candidate_name="numpy backend"))
-
-
-def _file_hashes(out_dir: Path, names: list[str]) -> dict[str, str]:
-    return {n: sha256_file(out_dir / n) for n in names if (out_dir / n).is_file()}
 
 
 # --- the entry point ---------------------------------------------------------------------------
@@ -335,15 +181,15 @@ def _export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path, pari
     obs_probe = np.asarray(parity_inputs)
     if obs_probe.ndim != 2:
         raise ExportError(f"parity_inputs must be (N, D), got shape {obs_probe.shape}")
-    sig = _signature_for(actor, spec, int(obs_probe.shape[1]))
-    obs = _check_inputs(parity_inputs, sig.kind, rollout_len)
+    sig = signature_for(actor, spec, int(obs_probe.shape[1]))
+    obs = check_inputs(parity_inputs, sig.kind, rollout_len)
     config = OnnxExportConfig(opset=opset, exporter=exporter)
     report = BundleReport(out_dir=out_dir, spec=spec)
     module = PolicyModule(actor, len(sig.state_inputs)).eval()
     zero = [s.numpy() for s in sig.zero_state()]
 
     export_onnx(actor, out_dir / "policy.onnx", sig, config)
-    _parity("policy_onnx", report, check_parity(
+    record_parity("policy_onnx", report, check_parity(
         torch_runner(module), onnx_runner(out_dir / "policy.onnx", sig.input_names), obs,
         output_names=sig.output_names, zero_state=zero, tolerance=tolerance,
         rollout_len=rollout_len))
@@ -351,11 +197,11 @@ def _export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path, pari
     if not report.trt_compat.ok:
         report.notes.append("TensorRT compatibility: " + "; ".join(report.trt_compat.errors))
     if sig.kind == "none":
-        _numpy_mlp(out_dir, module, obs, report, sig.action_name, tolerance)
+        check_numpy_mlp(out_dir, module, obs, report, sig.action_name, tolerance)
     if fp16:
         half = _HalfModule(actor, len(sig.state_inputs))
         export_onnx(half, out_dir / "policy_fp16.onnx", sig, config)
-        _parity("policy_fp16_onnx", report, check_parity(
+        record_parity("policy_fp16_onnx", report, check_parity(
             torch_runner(module), onnx_runner(out_dir / "policy_fp16.onnx", sig.input_names),
             obs, output_names=sig.output_names, zero_state=zero, tolerance=FP16_TOL,
             rollout_len=rollout_len, candidate_name="onnxruntime-fp16"))
@@ -371,37 +217,18 @@ def _export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path, pari
             report.notes.append(f"planner {type(planner).__name__} is not a torch network; "
                                 "no planner.onnx written")
     if c_header:
-        _c_header(out_dir, module, obs, report, cc, sig.action_name, tolerance)
+        check_c_header(out_dir, module, obs, report, cc, sig.action_name, tolerance)
     if trt:
-        _trt(out_dir, sig, obs, zero, fp16, rollout_len, report)
+        check_tensorrt(out_dir, sig, obs, zero, fp16, rollout_len, report)
 
     report.seconds = time.perf_counter() - t_start
-    parity_doc = {k: v for k, v in report.to_dict().items() if k != "files"}
-    (out_dir / PARITY_NAME).write_text(json.dumps(finite(parity_doc), indent=2) + "\n")
+    write_parity(out_dir, report)
     if not report.ok:
         failures = [f"{name}: {'; '.join(p.failures())}" for name, p in report.parity.items()
                     if not p.ok]
         raise ExportError("parity over tolerance, bundle not written (see "
                           f"{out_dir / PARITY_NAME}): " + " | ".join(failures))
-
-    names = ["policy.onnx", "policy_mlp.npz", "policy_fp16.onnx", "planner.onnx",
-             "policy.engine", "policy.h", PARITY_NAME]
-    final = dataclasses.replace(
-        spec,
-        tensors=TensorSpec(inputs=sig.input_names, outputs=sig.output_names),
-        recurrent=RecurrentSpec(kind=sig.kind, state_inputs=list(sig.state_inputs),
-                                state_outputs=list(sig.state_outputs),
-                                state_shapes=[list(s) for s in sig.state_shapes]),
-        files=_file_hashes(out_dir, names),
-        edgerl_version=__version__,
-        extra={**spec.extra, "export": extra_export,
-               "parity_max_abs_err": {k: float(v.max_abs_err) for k, v in report.parity.items()},
-               "tensorrt_compatible": report.trt_compat.ok},
-    )
-    from edgerl.runtime.manifest_rules import check_manifest_values
-
-    check_manifest_values(final)  # refuse to write what the runtime would refuse
-    final.save(out_dir / MANIFEST_NAME)
+    final = write_manifest(out_dir, spec, sig, report, extra_export)
     report.spec = final
     log.info("bundle %s written in %.1f s: %s", out_dir, report.seconds, ", ".join(final.files))
     return report

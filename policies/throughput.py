@@ -93,10 +93,9 @@ def trainer_sps(cfg: TrainConfig) -> float:
                                 device=cfg.device, total_iterations=cfg.iterations,
                                 show_progress=False)
             scale_output_layer(runner.alg.get_policy().mlp, float(cfg.actor.output_scale))
-            elapsed = _learn_seconds(runner, cfg)
+            return _timed_learn(runner, cfg)
     finally:
         env.close()
-    return _env_steps(cfg) / elapsed
 
 
 def bare_sps(cfg: TrainConfig) -> float:
@@ -113,23 +112,18 @@ def bare_sps(cfg: TrainConfig) -> float:
         rsl_cfg = cfg.rsl_rl_cfg(["policy"])
         with contextlib.redirect_stdout(io.StringIO()):  # rsl_rl prints model summaries
             runner = OnPolicyRunner(env, rsl_cfg, log_dir=None, device=cfg.device)
-            elapsed = _learn_seconds(runner, cfg)
+            return _timed_learn(runner, cfg)
     finally:
         env.close()
-    return _env_steps(cfg) / elapsed
 
 
-def _learn_seconds(runner: Any, cfg: TrainConfig) -> float:
-    """Wall seconds of ``runner.learn(cfg.iterations)``, the device synchronised at the end."""
+def _timed_learn(runner: Any, cfg: TrainConfig) -> float:
+    """Env-steps/s of ``runner.learn(cfg.iterations)`` (the GPU synchronised before the stop)."""
     start = time.perf_counter()
     runner.learn(cfg.iterations)
-    _sync(cfg.device)
-    return time.perf_counter() - start
-
-
-def _sync(device: str) -> None:
-    if torch.device(device).type == "cuda":
+    if torch.device(cfg.device).type == "cuda":
         torch.cuda.synchronize()
+    return _env_steps(cfg) / (time.perf_counter() - start)
 
 
 def compare(tc: ThroughputCfg) -> dict[str, Any]:

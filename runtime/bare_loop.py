@@ -3,7 +3,7 @@
 :func:`run_bare_loop` runs the edit loop's scheduler with nothing in the tick: absolute
 deadlines ``start + n * period``, :meth:`MonotonicClock.sleep_until` (sleep, then spin the last
 ``spin_s``), the same skip rule and miss definition as
-:meth:`edgerl.runtime.edit_loop.EditLoop._loop_on_clock`, the same thread set-up
+:meth:`edgerl.runtime.loop_scheduler.LoopScheduler._loop_on_clock`, the same thread set-up
 (``SCHED_FIFO`` priority, ``gc.freeze``, ``sys.setswitchinterval``) and the same
 :class:`~edgerl.runtime.metrics.LoopMetrics`. Whatever jitter and misses it shows on a machine
 come from the OS and the other load, not from edgerl; ``edgerl bench spin`` reports the edit
@@ -94,7 +94,7 @@ def run_bare_loop(cfg: BareLoopConfig) -> dict[str, Any]:
     def main() -> None:
         applied = False
         if cfg.rt_priority:
-            from edgerl.runtime.edit_loop import set_fifo
+            from edgerl.runtime.loop_scheduler import set_fifo
 
             applied = set_fifo(cfg.rt_priority)
         result["rt_priority_applied"] = applied

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from edgerl.bundle_errors import BundleSignatureError
+from edgerl.bundle_files import read_capped
 
 __all__ = ["PRIVATE_KEY_FILE", "PUBLIC_KEY_FILE", "SIG_NAME", "generate_keypair",
            "sign_manifest", "verify_manifest", "verify_manifest_bytes"]
@@ -46,14 +47,7 @@ def _crypto() -> Any:
 
 
 def _read_small(path: Path, what: str) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(_MAX_KEY_BYTES + 1)
-    except OSError as exc:
-        raise BundleSignatureError(f"{path}: cannot read the {what} ({exc.strerror})") from None
-    if len(data) > _MAX_KEY_BYTES:
-        raise BundleSignatureError(f"{path}: too large for a {what}")
-    return data
+    return read_capped(path, _MAX_KEY_BYTES, what, BundleSignatureError)
 
 
 def _raw_public(public_key: Any) -> bytes:

@@ -15,29 +15,21 @@ steps). Fallback states (counted in :attr:`LoopMetrics.state_counts` and as safe
 interventions): no chunk yet, stale chunk, non-finite observation, non-finite network output,
 deadline overrun, e-stop; a sink that fails is counted as ``transport_down``.
 
-Scheduling uses absolute deadlines ``start + n * period`` and ``clock.sleep_until`` (sleep,
-then spin the last ``spin_s``). A tick that wakes more than a period late skips the missed
-deadlines (counted) and keeps the grid. The loop runs in its own thread
-(:meth:`EditLoop.start` / :meth:`EditLoop.stop`) or is stepped by hand (:meth:`EditLoop.tick`)
-with a :class:`~edgerl.clock.VirtualClock` for tests and sim-in-the-loop.
-
-With the ``state`` trigger (``LoopConfig.trigger`` or the manifest's ``timing.trigger``) the
-thread instead ticks as soon as each new observation is written to the
-:class:`ObservationSlot` (no wait for a grid point: the command follows the state it answers
-within the tick's compute time), and ticks on the clock after ``trigger_timeout_periods``
-periods without one (a silent sensor still gets its stale/hold fallbacks).
+The loop runs in its own thread (:meth:`EditLoop.start` / :meth:`EditLoop.stop`, from
+:class:`~edgerl.runtime.loop_scheduler.LoopScheduler`: a fixed-rate grid, or the ``state``
+trigger of ``LoopConfig.trigger`` / the manifest's ``timing.trigger``: tick on each new
+observation, on the clock after ``trigger_timeout_periods`` periods without one) or is stepped
+by hand (:meth:`EditLoop.tick`) with a :class:`~edgerl.clock.VirtualClock` for tests and
+sim-in-the-loop. Its ports (:class:`ObservationSlot`, :class:`CommandSink`) live in
+:mod:`edgerl.runtime.loop_io`, its options (:class:`LoopConfig`) in
+:mod:`edgerl.runtime.loop_config`.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
-import os
-import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
@@ -47,139 +39,27 @@ from edgerl.methods import CHUNK_METHODS
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.escalation import EscalationConfig
 from edgerl.runtime.inference import InferenceBackend
+from edgerl.runtime.loop_config import LoopConfig
+from edgerl.runtime.loop_io import CommandSink, ObservationSlot, TransportDown
+from edgerl.runtime.loop_scheduler import LoopScheduler
 from edgerl.runtime.metrics import STATES, LoopMetrics
-from edgerl.runtime.safety import SafetyConfig, SafetyFilter
+from edgerl.runtime.safety import SafetyFilter
 from edgerl.spec import PolicySpec
-from edgerl.timing import TRIGGERS
 
+# The loop's ports and options are part of its public API (defined beside it).
 __all__ = ["CHUNK_METHODS", "CommandSink", "EditLoop", "LoopConfig", "ObservationSlot",
-           "TransportDown", "set_fifo"]
+           "TransportDown"]
 
 log = logging.getLogger(__name__)
 
 _S = {name: i for i, name in enumerate(STATES)}
 
 
-class TransportDown(ConnectionError):
-    """Raised by a :class:`CommandSink` whose transport is not connected."""
-
-
-class CommandSink(Protocol):
-    """Where commands go (ROS 2 publisher, serial link...).
-
-    ``sink(command, t)``: ``command`` ``(A,)`` float32 is a reused buffer (copy it to keep
-    it); ``t`` is the tick time (monotonic s). Return ``False`` or raise
-    :class:`ConnectionError`/``OSError`` when the transport is down; the loop counts it and
-    goes on.
-    """
-
-    def __call__(self, command: np.ndarray, t: float) -> bool | None: ...
-
-
-class ObservationSlot:
-    """Latest-value slot for the robot observation: written by a sensor thread, read by the
-    loop and the planner client (copy under a short lock; no allocation).
-
-    Before the first :meth:`write` it holds NaN (the loop treats that as a non-finite input).
-    """
-
-    def __init__(self, dim: int) -> None:
-        self._buf = np.full(dim, np.nan, np.float32)
-        self._t = float("nan")
-        self.seq = 0
-        self._lock = threading.Lock()
-        self._new = threading.Condition(self._lock)  # a state-triggered loop waits on it
-
-    @property
-    def dim(self) -> int:
-        """Observation size O."""
-        return int(self._buf.shape[0])
-
-    def write(self, obs: np.ndarray, t: float) -> None:
-        """Store ``obs`` ``(O,)`` taken at monotonic time ``t``."""
-        with self._new:
-            np.copyto(self._buf, obs, casting="same_kind")
-            self._t = t
-            self.seq += 1
-            self._new.notify_all()
-
-    def wait_newer(self, seq: int, timeout: float) -> bool:
-        """Block until an observation newer than ``seq`` is written (True) or ``timeout``
-        seconds pass (False)."""
-        with self._new:
-            return self._new.wait_for(lambda: self.seq != seq, timeout)
-
-    @property
-    def last_t(self) -> float:
-        """Time (monotonic s) of the newest observation."""
-        return self._t
-
-    def read_into(self, out: np.ndarray) -> tuple[float, int]:
-        """Copy the newest observation into ``out``; returns ``(t, seq)``."""
-        with self._lock:
-            np.copyto(out, self._buf)
-            return self._t, self.seq
-
-
-@dataclass
-class LoopConfig:
-    """Scheduler and per-tick options.
-
-    Attributes:
-        rate_hz: Loop rate; ``None`` = the manifest's ``control_hz``.
-        spin_s: Busy-wait the last ``spin_s`` before each deadline (s).
-        row_mode: ``hold`` (the row whose interval contains ``t``) or ``interpolate``
-            (linear between it and the next row; for loops faster than the chunk's dt).
-        gc_freeze: ``gc.collect(); gc.freeze()`` at start so collections stay short.
-        switch_interval_s: ``sys.setswitchinterval`` while running (process-wide; restored
-            at stop): how long another Python thread may hold the GIL before the loop gets
-            it. ``None`` leaves it alone.
-        rt_priority: ``SCHED_FIFO`` priority (1-99) of the loop thread (Linux; needs
-            CAP_SYS_NICE or root); 0 = normal scheduling. If refused, a warning is logged
-            and the loop runs normally.
-        prewarm_s: This long before each deadline (inside the spin) the loop re-runs the
-            network on its last input and the edit-observation builder into a scratch buffer,
-            so weights and code are in cache when the tick starts (other processes evict
-            them while the loop sleeps). Skipped for recurrent backends; 0 disables it.
-        metrics_capacity: Ticks kept for percentiles.
-        safety: Fallback policies and latch thresholds.
-        trigger: ``clock`` (fixed-rate grid), ``state`` (tick on each new observation, with
-            a clock tick after the timing's ``trigger_timeout_s`` without one), or ``""``:
-            the manifest's ``timing.trigger`` (what training modelled).
-    """
-
-    rate_hz: float | None = None
-    spin_s: float = 300e-6
-    row_mode: str = "hold"
-    gc_freeze: bool = True
-    switch_interval_s: float | None = 2e-4
-    rt_priority: int = 0
-    prewarm_s: float = 150e-6
-    metrics_capacity: int = 1 << 16
-    safety: SafetyConfig = field(default_factory=SafetyConfig)
-    trigger: str = ""
-
-    def __post_init__(self) -> None:
-        if self.trigger not in ("", *TRIGGERS):
-            raise ValueError(f"trigger must be clock or state (or empty: the manifest's), got "
-                             f"{self.trigger!r}")
-        if self.row_mode not in ("hold", "interpolate"):
-            raise ValueError(f"row_mode must be hold or interpolate, got {self.row_mode!r}")
-        if self.rate_hz is not None and not self.rate_hz > 0:
-            raise ValueError(f"rate_hz must be > 0, got {self.rate_hz}")
-        if self.spin_s < 0:
-            raise ValueError("spin_s must be >= 0")
-        if self.prewarm_s < 0:
-            raise ValueError("prewarm_s must be >= 0")
-        if not 0 <= self.rt_priority <= 99:
-            raise ValueError(f"rt_priority must be 0..99, got {self.rt_priority}")
-
-
 def _null_sink(command: np.ndarray, t: float) -> bool:
     return True
 
 
-class EditLoop:
+class EditLoop(LoopScheduler):
     """The fast loop for one bundle.
 
     Args:
@@ -436,70 +316,6 @@ class EditLoop:
         boundary announced from another thread while the loop runs)."""
         self._reset_pending = True
 
-    # --- real-time thread --------------------------------------------------------------------
-    def run_for(self, seconds: float | None = None, ticks: int | None = None) -> None:
-        """Run the scheduler in the calling thread until ``seconds``/``ticks`` or stop()."""
-        self._stop.clear()
-        self._loop(seconds, ticks)
-
-    def _loop(self, seconds: float | None, ticks: int | None) -> None:
-        if self.trigger == "state":
-            self._loop_on_state(seconds, ticks)
-        else:
-            self._loop_on_clock(seconds, ticks)
-
-    def _loop_on_state(self, seconds: float | None, ticks: int | None) -> None:
-        """Tick as soon as each new observation is written (no prewarm, no grid); after
-        ``trigger_timeout_s`` without one, tick on the clock (counted in
-        :attr:`trigger_timeouts`). ``late`` records the observation's age at the tick."""
-        clock, metrics, slot = self.clock, self.metrics, self.obs
-        now = clock.now
-        end = float("inf") if seconds is None else now() + seconds
-        n_max = -1 if ticks is None else ticks
-        seq, n = slot.seq, 0
-        while not self._stop.is_set() and n != n_max:
-            got = slot.wait_newer(seq, min(self.trigger_timeout_s, max(end - now(), 0.0)))
-            woke = now()
-            if woke >= end:
-                break
-            seq = slot.seq
-            if not got:
-                self.trigger_timeouts += 1
-            state = self._step(woke, False)
-            done = now()
-            age = woke - slot.last_t if got else 0.0
-            metrics.record(age, done - woke, self.last_chunk_age_s, state,
-                           done - woke > self.period, self.last_send_s)
-            n += 1
-
-    def _loop_on_clock(self, seconds: float | None, ticks: int | None) -> None:
-        clock, period, metrics = self.clock, self.period, self.metrics
-        now = clock.now
-        start = clock.now() + period
-        end = float("inf") if seconds is None else start + seconds
-        n_max = -1 if ticks is None else ticks
-        deadline = start
-        n = 0
-        lead = self.cfg.prewarm_s if self._can_prewarm else 0.0
-        while not self._stop.is_set() and deadline < end and n != n_max:
-            if lead:
-                clock.sleep_until(deadline - lead)
-                self._prewarm()
-            clock.sleep_until(deadline)
-            woke = now()
-            late = woke - deadline
-            overrun = late > period
-            if overrun:  # woke after the next deadline: skip the missed ones, keep the grid
-                k = int(late // period)
-                metrics.record_skipped(k)
-                deadline += k * period
-            state = self._step(deadline, overrun)
-            done = now()
-            metrics.record(late, done - woke, self.last_chunk_age_s, state,
-                           done > deadline + period, self.last_send_s)
-            deadline += period
-            n += 1
-
     def prewarm(self) -> bool:
         """Warm the caches for an imminent tick (see ``LoopConfig.prewarm_s``) without side
         effects; for callers that schedule ticks themselves (a state-triggered node).
@@ -517,74 +333,6 @@ class EditLoop:
                        out=self._warm_x)
         self.backend.infer()  # type: ignore[union-attr]
 
-    def start(self) -> None:
-        """Run the loop in a daemon thread until :meth:`stop`."""
-        if self._thread is not None:
-            raise RuntimeError("loop already running")
-        if self.cfg.gc_freeze:
-            gc.collect()
-            gc.freeze()
-        if self.cfg.switch_interval_s is not None:
-            self._old_switch = sys.getswitchinterval()
-            sys.setswitchinterval(self.cfg.switch_interval_s)
-        self._stop.clear()
-        self._error = None
-        self._thread = threading.Thread(target=self._thread_main, name="edgerl-edit-loop",
-                                        daemon=True)
-        self._thread.start()
-
-    def _thread_main(self) -> None:
-        if self.cfg.rt_priority:
-            set_fifo(self.cfg.rt_priority)
-        try:
-            self._loop(None, None)
-        except BaseException as exc:  # surfaced by stop()
-            log.exception("edit loop crashed")
-            self._error = exc
-            self.safety.estop(f"loop crashed: {exc}")
-
-    def stop(self, timeout: float = 2.0) -> None:
-        """Stop the thread (re-raises an exception the loop died of)."""
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(timeout)
-            if thread.is_alive():
-                raise RuntimeError("edit loop thread did not stop")
-        if self._old_switch is not None:
-            sys.setswitchinterval(self._old_switch)
-            self._old_switch = None
-        if self.cfg.gc_freeze:
-            gc.unfreeze()
-        if self._error is not None:
-            err, self._error = self._error, None
-            raise RuntimeError(f"edit loop died: {err}") from err
-
-    @property
-    def running(self) -> bool:
-        """True while the loop thread runs."""
-        return self._thread is not None and self._thread.is_alive()
-
-    def __enter__(self) -> EditLoop:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def set_fifo(priority: int) -> bool:
-    """Make the calling thread SCHED_FIFO at ``priority`` (Linux); False (logged) if refused.
-
-    Give every thread that shares the GIL with the loop (sensor callbacks, the planner
-    client) a FIFO priority below the loop's: a normal thread preempted while it holds the GIL
-    stalls the loop for a whole scheduler slice.
-    """
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-    except (AttributeError, OSError) as exc:
-        log.warning("could not set SCHED_FIFO priority %d for thread %s (%s); running with "
-                    "normal scheduling", priority, threading.current_thread().name, exc)
-        return False
-    log.info("thread %s runs SCHED_FIFO priority %d", threading.current_thread().name, priority)
-    return True
+    def _on_crash(self, exc: BaseException) -> None:
+        """The loop thread died: latch the e-stop so nothing moves on a dead loop."""
+        self.safety.estop(f"loop crashed: {exc}")

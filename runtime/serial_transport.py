@@ -16,18 +16,25 @@ arbitrary chunks for ``rx_filter``) used by the HIL harness to inject faults.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import serial
 
+from edgerl.runtime.serial_port import SerialPort
+from edgerl.runtime.serial_types import (
+    ByteFilter,
+    HelloInfo,
+    LinkRefused,
+    SerialConfig,
+    StateSample,
+    TransportStats,
+    TransportTimeout,
+    host_us,
+)
 from edgerl.wire import (
     CLEAR_ESTOP_TOKEN,
     MAX_CHUNK_FLOATS,
@@ -41,6 +48,7 @@ from edgerl.wire import (
     schema_hash,
 )
 
+# The link's records and errors are part of this module's API (defined in serial_types).
 __all__ = [
     "HelloInfo",
     "LinkRefused",
@@ -54,111 +62,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ByteFilter = Callable[[bytes], bytes]
 
-
-class LinkRefused(ConnectionError):
-    """The firmware answered HELLO with a different schema hash or protocol version."""
-
-
-class TransportTimeout(TimeoutError):
-    """No answer from the firmware in time."""
-
-
-@dataclass
-class SerialConfig:
-    """Serial link options.
-
-    Attributes:
-        port: Device path (a pty slave printed by the host firmware, /dev/ttyACM0, ...).
-        baudrate: Ignored by ptys and USB-CDC; used by real UARTs.
-        hello_timeout_s: Wait for HELLO_ACK per attempt (s).
-        hello_attempts: HELLO attempts per connect.
-        reconnect: Reopen the port and redo the handshake after a failure.
-        reconnect_backoff_s: First / maximum wait between reconnect attempts (s).
-        read_timeout_s: Reader thread poll period (s); bounds close() latency.
-        rtt_capacity: Round-trip samples kept for percentiles.
-    """
-
-    port: str
-    baudrate: int = 1_000_000
-    hello_timeout_s: float = 0.3
-    hello_attempts: int = 5
-    reconnect: bool = True
-    reconnect_backoff_s: tuple[float, float] = (0.02, 0.5)
-    read_timeout_s: float = 0.02
-    rtt_capacity: int = 100_000
-
-    def __post_init__(self) -> None:
-        if not self.port:
-            raise ValueError("SerialConfig.port is empty")
-        if self.hello_timeout_s <= 0 or self.hello_attempts < 1:
-            raise ValueError("hello_timeout_s must be > 0 and hello_attempts >= 1")
-
-
-@dataclass(frozen=True)
-class HelloInfo:
-    """What the firmware said in HELLO_ACK."""
-
-    schema_hash: int
-    proto_version: int
-    mode: Mode
-    n_cmd: int
-    has_policy: bool
-    watchdog_ms: int
-
-
-@dataclass(frozen=True)
-class StateSample:
-    """One STATE from the firmware.
-
-    Attributes:
-        t_host: Host monotonic time when it was parsed (s).
-        fw_time_us: Firmware clock (us, wraps at 2^32).
-        setpoint_seq: Last applied setpoint.
-        mode: Firmware mode.
-        state: ``(n_state,)`` float32 plant state echo (observation units).
-        cmd: ``(n_cmd,)`` float32 command being applied (action units).
-        sensor_age_us: Age of ``state`` at send time (us).
-    """
-
-    t_host: float
-    fw_time_us: int
-    setpoint_seq: int
-    mode: Mode
-    state: np.ndarray
-    cmd: np.ndarray
-    sensor_age_us: int
-
-
-@dataclass
-class TransportStats:
-    """Link counters and round-trip percentiles (us)."""
-
-    connected: bool
-    connects: int
-    link_failures: int
-    tx_frames: int
-    rx_frames: int
-    bad_frames: int
-    lost_frames: int
-    setpoints_sent: int
-    setpoints_acked: int
-    rtt_samples: int
-    rtt_p50_us: float
-    rtt_p99_us: float
-    rtt_max_us: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def _host_us(t: float) -> int:
-    return int(t * 1e6) & 0xFFFFFFFF
-
-
-class SerialTransport:
-    """Host end of the firmware link. Thread-safe senders; one reader thread.
+class SerialTransport(SerialPort):
+    """Host end of the firmware link (protocol over a :class:`SerialPort`). Thread-safe
+    senders; one reader thread.
 
     Args:
         config: Port and timing options.
@@ -173,20 +80,12 @@ class SerialTransport:
                  rx_filter: ByteFilter | None = None,
                  on_state: Callable[[StateSample], None] | None = None,
                  on_message: Callable[[Msg, float], None] | None = None) -> None:
-        self.cfg = config
-        self.tx_filter = tx_filter
+        super().__init__(config, tx_filter)
         self.rx_filter = rx_filter
         self.on_state = on_state
         self.on_message = on_message
         self.parser = FrameParser()
         self.hello: HelloInfo | None = None
-        self._ser: serial.Serial | None = None
-        self._tx_lock = threading.RLock()
-        self._cv = threading.Condition()
-        self._reader: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._linked = False
-        self._unplugged = False
         self._tx_seq = 0
         self._setpoint_seq = 0
         self._state: StateSample | None = None
@@ -199,90 +98,19 @@ class SerialTransport:
         self._rtt_us: deque[int] = deque(maxlen=config.rtt_capacity)
         self._sent_t: deque[tuple[int, float]] = deque(maxlen=config.rtt_capacity)
         self.connects = 0
-        self.link_failures = 0
         self.tx_frames = 0
         self.setpoints_sent = 0
 
-    # --- connection ---------------------------------------------------------------------------
-    def connect(self) -> HelloInfo:
-        """Open the port and handshake. Raises LinkRefused, TransportTimeout or OSError."""
-        if self._reader is None:
-            self._stop.clear()
-            self._open()
-            self._reader = threading.Thread(target=self._read_loop, name="serial-reader",
-                                            daemon=True)
-            self._reader.start()
-        try:
-            return self._handshake()
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        """Stop the reader and close the port (idempotent)."""
-        self._stop.set()
-        if self._reader is not None and self._reader is not threading.current_thread():
-            self._reader.join(timeout=2.0)
-        self._reader = None
-        self._close_port()
-
-    def __enter__(self) -> SerialTransport:
-        self.connect()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def connected(self) -> bool:
-        """Port open and handshake accepted."""
-        return self._linked and self._ser is not None
-
-    def unplug(self) -> None:
-        """Close the port as if the cable were pulled (the reader will not reconnect until
-        :meth:`replug`)."""
-        with self._cv:
-            self._linked = False
-            self._unplugged = True
-        self._close_port()
-
-    def replug(self) -> HelloInfo:
-        """Reopen the port after :meth:`unplug` and redo the handshake."""
-        deadline = time.monotonic() + self.cfg.hello_timeout_s
-        while True:
-            try:
-                self._open()
-                break
-            except (OSError, serial.SerialException):
-                # the reader thread may still be in select() on the old fd, which keeps
-                # its exclusive lock for up to read_timeout_s
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(self.cfg.read_timeout_s / 2)
-        with self._cv:
-            self._unplugged = False
-        return self._handshake()
-
-    def _open(self) -> None:
-        ser = serial.Serial(self.cfg.port, self.cfg.baudrate, timeout=self.cfg.read_timeout_s,
-                            write_timeout=0.5, exclusive=True)
-        ser.reset_input_buffer()
+    # --- link (protocol side of the port) -------------------------------------------------
+    def _on_open(self) -> None:
         self.parser.reset()
-        self._ser = ser
-
-    def _close_port(self) -> None:
-        ser, self._ser = self._ser, None
-        self._linked = False
-        if ser is not None:
-            with contextlib.suppress(OSError, serial.SerialException):
-                ser.close()
 
     def _handshake(self) -> HelloInfo:
         for attempt in range(self.cfg.hello_attempts):
             with self._cv:
                 self._ack = None
             self._send("HELLO", schema_hash=schema_hash(), proto_version=PROTOCOL_VERSION,
-                       host_time_us=_host_us(time.perf_counter()))
+                       host_time_us=host_us(time.perf_counter()))
             with self._cv:
                 self._cv.wait_for(lambda: self._ack is not None, self.cfg.hello_timeout_s)
                 ack = self._ack
@@ -302,23 +130,6 @@ class SerialTransport:
             return self.hello
         raise TransportTimeout(f"no HELLO_ACK from {self.cfg.port} after "
                                f"{self.cfg.hello_attempts} attempts")
-
-    # --- sending ------------------------------------------------------------------------------
-    def _write(self, data: bytes, raw: bool = False) -> bool:
-        ser = self._ser
-        if ser is None:
-            return False
-        if not raw:
-            # a leading delimiter ends any line noise before the frame, so noise costs
-            # one bad frame of its own instead of also taking this frame with it
-            data = b"\x00" + (self.tx_filter(data) if self.tx_filter is not None else data)
-        try:
-            ser.write(data)
-        except (OSError, serial.SerialException, TypeError, AttributeError) as exc:
-            log.debug("serial write failed: %s", exc)
-            self._link_failed(ser)
-            return False
-        return True
 
     def _send(self, name: str, **fields: Any) -> bool:
         with self._tx_lock:
@@ -341,7 +152,7 @@ class SerialTransport:
             self._setpoint_seq += 1
             seq = self._setpoint_seq
         now = time.perf_counter()
-        stamp = _host_us(now)
+        stamp = host_us(now)
         ok = self._send("SETPOINT", seq=seq, host_time_us=stamp, n=q.shape[0], q=q.tolist())
         if ok:
             self.setpoints_sent += 1
@@ -357,7 +168,7 @@ class SerialTransport:
         return self._send("CLEAR_ESTOP", token=CLEAR_ESTOP_TOKEN)
 
     def heartbeat(self) -> bool:
-        return self._send("HEARTBEAT", time_us=_host_us(time.perf_counter()))
+        return self._send("HEARTBEAT", time_us=host_us(time.perf_counter()))
 
     def set_mode(self, mode: Mode) -> bool:
         return self._send("SET_MODE", mode=int(mode))
@@ -381,8 +192,8 @@ class SerialTransport:
                              f"message: (H, A) with H * A <= {MAX_CHUNK_FLOATS}, dt > 0")
         ref = t0 if not np.isfinite(obs_time) else obs_time
         return self._send("CHUNK", step0=int(step0) & 0xFFFFFFFF,
-                          host_time_us=_host_us(time.perf_counter()), t0_us=_host_us(t0),
-                          dt_us=max(1, round(dt * 1e6)), obs_time_us=_host_us(ref),
+                          host_time_us=host_us(time.perf_counter()), t0_us=host_us(t0),
+                          dt_us=max(1, round(dt * 1e6)), obs_time_us=host_us(ref),
                           horizon=a.shape[0], n=a.shape[1], actions=a.reshape(-1))
 
     def request_status(self, timeout_s: float = 0.2) -> dict[str, Any]:
@@ -428,54 +239,6 @@ class SerialTransport:
         with self._cv:
             return set(self._acked_seqs)
 
-    def _read_loop(self) -> None:
-        backoff = self.cfg.reconnect_backoff_s[0]
-        while not self._stop.is_set():
-            ser = self._ser
-            if ser is None:
-                if self._unplugged or not self.cfg.reconnect:
-                    time.sleep(self.cfg.read_timeout_s)
-                    continue
-                time.sleep(backoff)
-                backoff = min(backoff * 2, self.cfg.reconnect_backoff_s[1])
-                self._try_reconnect()
-                continue
-            try:
-                data = ser.read(max(1, ser.in_waiting))
-            except (OSError, serial.SerialException, TypeError, AttributeError) as exc:
-                # only a failure of the current port counts (not one closed by unplug())
-                if not self._stop.is_set() and ser is self._ser:
-                    log.warning("serial read failed on %s: %s", self.cfg.port, exc)
-                    self._link_failed(ser)
-                continue
-            if data:
-                backoff = self.cfg.reconnect_backoff_s[0]
-                self._on_bytes(data)
-
-    def _try_reconnect(self) -> None:
-        try:
-            self._open()
-        except (OSError, serial.SerialException) as exc:
-            log.debug("reconnect to %s failed: %s", self.cfg.port, exc)
-            return
-        threading.Thread(target=self._rehandshake, daemon=True).start()
-
-    def _rehandshake(self) -> None:
-        try:
-            self._handshake()
-            log.info("reconnected to %s", self.cfg.port)
-        except (ConnectionError, TimeoutError, OSError) as exc:
-            log.warning("re-handshake on %s failed: %s", self.cfg.port, exc)
-            self._link_failed(self._ser)
-
-    def _link_failed(self, ser: serial.Serial | None) -> None:
-        """Port ``ser`` failed: close it if it is still the current one."""
-        with self._tx_lock:
-            if ser is None or ser is not self._ser:
-                return
-            self.link_failures += 1
-            self._close_port()
-
     def _on_bytes(self, data: bytes) -> None:
         if self.rx_filter is not None:
             data = self.rx_filter(data)
@@ -499,7 +262,7 @@ class SerialTransport:
                 if f["setpoint_seq"] != self._last_acked and f["setpoint_seq"] > 0:
                     self._last_acked = f["setpoint_seq"]
                     self._acked_seqs.append(f["setpoint_seq"])
-                    self._rtt_us.append((_host_us(now) - f["host_time_us"]) & 0xFFFFFFFF)
+                    self._rtt_us.append((host_us(now) - f["host_time_us"]) & 0xFFFFFFFF)
                 self._state = sample
                 self._cv.notify_all()
             if self.on_state is not None:

@@ -86,7 +86,7 @@ def _sensor(slot, obs_dim: int, hz: float, stop: threading.Event, rt_priority: i
     import numpy as np
 
     if rt_priority:  # a thread that shares the GIL with the loop must not be preempted holding it
-        from edgerl.runtime.edit_loop import set_fifo
+        from edgerl.runtime.loop_scheduler import set_fifo
 
         set_fifo(max(1, rt_priority - 1))
 
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
             client.start()
             _wait_first_chunk(buffer, client, timeout=60.0)
         if args.rt_priority:  # the main thread shares the GIL too (see _wait_measured)
-            from edgerl.runtime.edit_loop import set_fifo
+            from edgerl.runtime.loop_scheduler import set_fifo
 
             set_fifo(max(1, args.rt_priority - 3))
         loop.start()

@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
     from edgerl.cli import CliError
     from edgerl.cli.output import print_json
-    from edgerl.demo.pipeline import DemoConfig, DemoError, run_demo
+    from edgerl.demo.config import DemoConfig, DemoError
+    from edgerl.demo.pipeline import run_demo
     from edgerl.demo.report import render_report
     from edgerl.sim.registry import get_task_info
 

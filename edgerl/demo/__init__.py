@@ -3,6 +3,7 @@ firmware-in-the-loop, with one report (see docs/demo.md)."""
 
 from __future__ import annotations
 
-from edgerl.demo.pipeline import DemoConfig, DemoError, run_demo
+from edgerl.demo.config import DemoConfig, DemoError
+from edgerl.demo.pipeline import run_demo
 
 __all__ = ["DemoConfig", "DemoError", "run_demo"]

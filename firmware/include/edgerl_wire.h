@@ -33,6 +33,11 @@ size_t edgerl_frame_encode(uint8_t id, uint16_t seq, const uint8_t *payload, siz
 size_t edgerl_msg_encode(uint8_t id, uint16_t seq, const uint8_t *payload, size_t len,
                          uint8_t *out);
 
+/* The ACTUATOR frame (fw->plant, HIL) for cmd[0..n-1] (zeros after n), stamped fw_time_us,
+ * into out (EDGERL_FRAME_BUF bytes); returns its length. Every HAL's hal_actuator_out. */
+size_t edgerl_actuator_encode(const float *cmd, uint8_t n, uint8_t mode, uint32_t fw_time_us,
+                              uint16_t seq, uint8_t *out);
+
 typedef struct {
     uint32_t frames_ok;
     uint32_t bad_frames; /* sum of the bad_* below */

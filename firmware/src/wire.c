@@ -110,6 +110,22 @@ size_t edgerl_msg_encode(uint8_t id, uint16_t seq, const uint8_t *payload, size_
     return edgerl_frame_encode(id, seq, payload, len, out);
 }
 
+size_t edgerl_actuator_encode(const float *cmd, uint8_t n, uint8_t mode, uint32_t fw_time_us,
+                              uint16_t seq, uint8_t *out)
+{
+    edgerl_actuator_t a;
+    uint8_t payload[EDGERL_MSG_ACTUATOR_SIZE];
+    int i;
+    a.fw_time_us = fw_time_us;
+    a.mode = mode;
+    a.n = n;
+    for (i = 0; i < EDGERL_MAX_CMD; ++i) {
+        a.cmd[i] = i < n ? cmd[i] : 0.0f;
+    }
+    edgerl_actuator_pack(&a, payload);
+    return edgerl_msg_encode(EDGERL_MSG_ACTUATOR_ID, seq, payload, sizeof payload, out);
+}
+
 void edgerl_parser_init(edgerl_parser_t *p, int check_schema)
 {
     memset(p, 0, sizeof *p);

@@ -204,7 +204,7 @@ class PlannerClient:
 
     def _main(self) -> None:
         if self.cfg.rt_priority:
-            from edgerl.runtime.edit_loop import set_fifo
+            from edgerl.runtime.loop_scheduler import set_fifo
 
             set_fifo(self.cfg.rt_priority)
         next_t = time.monotonic()

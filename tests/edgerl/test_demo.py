@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edgerl.demo.pipeline import MARKER, DemoConfig, DemoError, prepare_out, timing_table
+from edgerl.demo.config import DemoError
+from edgerl.demo.pipeline import MARKER, prepare_out, timing_table
 from edgerl.demo.report import timing_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,18 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 def _edgerl(*argv: str, timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "edgerl", "--log-level", "WARNING", *argv],
                           cwd=REPO, capture_output=True, text=True, timeout=timeout)
-
-
-def test_config_validation_names_the_field() -> None:
-    with pytest.raises(DemoError, match="hil_episodes"):
-        DemoConfig(hil_episodes=0).validate()
-    with pytest.raises(DemoError, match="stop_at_success"):
-        DemoConfig(stop_at_success=1.5).validate()
-    fast = DemoConfig.preset(True, iterations=7)
-    assert (fast.iterations, fast.hil_episodes, fast.deploy_s) == (7, 1, 8.0)
-    assert DemoConfig.preset(False).iterations == 400
-    # the default task is one where the planner matters: its goal is hidden from the fast loop
-    assert DemoConfig().task == "cartpole_goal"
 
 
 def test_out_dir_refuses_foreign_and_replaces_own(tmp_path: Path) -> None:

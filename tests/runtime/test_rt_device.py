@@ -10,6 +10,7 @@ onnxruntime then runs the model on CPU (and our code says so).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -148,3 +149,17 @@ def test_engine_status_reasons(mlp_bundle, make_bundle):
     spec = _add_engine(rec, b"x")
     assert engine_status(spec, rec) == (
         False, "policy.engine: recurrent policies run through onnxruntime")
+
+
+def test_device_choice(caplog):
+    cpu = "CPUExecutionProvider"
+    with caplog.at_level(logging.INFO, logger="edgerl.runtime.inference"):
+        assert choose_providers("auto", [cpu]) == [cpu]
+    assert "using CPU" in caplog.text
+    assert choose_providers("auto", ["CUDAExecutionProvider", cpu])[0] == "CUDAExecutionProvider"
+    assert choose_providers("auto", ["TensorrtExecutionProvider", "CUDAExecutionProvider",
+                                     cpu])[0][0] == "TensorrtExecutionProvider"
+    with pytest.raises(InferenceError, match="CUDAExecutionProvider, which this onnxruntime"):
+        choose_providers("cuda", [cpu])
+    with pytest.raises(InferenceError, match="unknown device 'gpu'"):
+        choose_providers("gpu", [cpu])

@@ -232,20 +232,9 @@ void hal_serial_write(const uint8_t *buf, size_t n)
 
 void hal_actuator_out(const float *cmd, uint8_t n, uint8_t mode)
 {
-    edgerl_actuator_t a;
-    uint8_t payload[EDGERL_MSG_ACTUATOR_SIZE];
     uint8_t out[EDGERL_FRAME_BUF];
     size_t len;
-    int i;
-    a.fw_time_us = hal_micros();
-    a.mode = mode;
-    a.n = n;
-    for (i = 0; i < EDGERL_MAX_CMD; ++i) {
-        a.cmd[i] = i < n ? cmd[i] : 0.0f;
-    }
-    edgerl_actuator_pack(&a, payload);
-    len = edgerl_msg_encode(EDGERL_MSG_ACTUATOR_ID, g_plant_seq++, payload, sizeof payload,
-                            out);
+    len = edgerl_actuator_encode(cmd, n, mode, hal_micros(), g_plant_seq++, out);
     uart_write(&g_plant, out, len);
 }
 

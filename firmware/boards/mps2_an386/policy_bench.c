@@ -8,51 +8,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "board.h"
+#include "edgerl_bench_io.h"
 #include "policy.h"
 
 int main(void);
-
-static uint8_t get_byte(void)
-{
-    while (!(REG32(UART0_BASE + UART_STATE) & UART_STATE_RXFULL)) {
-    }
-    return (uint8_t)REG32(UART0_BASE + UART_DATA);
-}
-
-static void put_byte(uint8_t b)
-{
-    while (REG32(UART0_BASE + UART_STATE) & UART_STATE_TXFULL) {
-    }
-    REG32(UART0_BASE + UART_DATA) = b;
-}
-
-static uint32_t get_u32(void)
-{
-    uint32_t v = 0;
-    int i;
-    for (i = 0; i < 4; ++i) {
-        v |= (uint32_t)get_byte() << (8 * i);
-    }
-    return v;
-}
-
-static void put_bytes(const void *p, size_t n)
-{
-    const uint8_t *b = (const uint8_t *)p;
-    size_t i;
-    for (i = 0; i < n; ++i) {
-        put_byte(b[i]);
-    }
-}
-
-static void semihosting_exit(void)
-{
-    /* SYS_EXIT (0x18) with ADP_Stopped_ApplicationExit: QEMU exits with status 0 */
-    register uint32_t op __asm("r0") = 0x18u;
-    register uint32_t arg __asm("r1") = 0x20026u;
-    __asm volatile("bkpt 0xAB" : : "r"(op), "r"(arg) : "memory");
-}
 
 int main(void)
 {
@@ -60,27 +19,20 @@ int main(void)
     float out[EDGERL_POLICY_OUT_DIM];
     uint32_t n;
     uint32_t k;
-    REG32(UART0_BASE + UART_BAUDDIV) = BOARD_SYSCLK_HZ / 1000000u;
-    REG32(UART0_BASE + UART_CTRL) = UART_CTRL_TX_EN | UART_CTRL_RX_EN;
-    REG32(SYST_RVR) = 0xFFFFFFu; /* free-running 24-bit down counter, no interrupt */
-    REG32(SYST_CVR) = 0u;
-    REG32(SYST_CSR) = 0x5u;
+    bench_init();
     n = get_u32();
     for (k = 0; k < n; ++k) {
         uint32_t t0;
         uint32_t t1;
         uint32_t ticks;
-        size_t i;
-        for (i = 0; i < sizeof in; ++i) {
-            ((uint8_t *)in)[i] = get_byte();
-        }
-        t0 = REG32(SYST_CVR);
+        get_bytes(in, sizeof in);
+        t0 = bench_clock();
         edgerl_policy_forward(in, out);
-        t1 = REG32(SYST_CVR);
-        ticks = (t0 - t1) & 0xFFFFFFu;
+        t1 = bench_clock();
+        ticks = bench_elapsed(t0, t1);
         put_bytes(out, sizeof out);
         put_bytes(&ticks, sizeof ticks);
     }
-    semihosting_exit();
+    bench_exit();
     return 0;
 }

@@ -1,0 +1,64 @@
+"""``LoopConfig``: the edit loop's scheduler and per-tick options (validated at build)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from edgerl.runtime.safety import SafetyConfig
+from edgerl.timing import TRIGGERS
+
+__all__ = ["LoopConfig"]
+
+
+@dataclass
+class LoopConfig:
+    """Scheduler and per-tick options.
+
+    Attributes:
+        rate_hz: Loop rate; ``None`` = the manifest's ``control_hz``.
+        spin_s: Busy-wait the last ``spin_s`` before each deadline (s).
+        row_mode: ``hold`` (the row whose interval contains ``t``) or ``interpolate``
+            (linear between it and the next row; for loops faster than the chunk's dt).
+        gc_freeze: ``gc.collect(); gc.freeze()`` at start so collections stay short.
+        switch_interval_s: ``sys.setswitchinterval`` while running (process-wide; restored
+            at stop): how long another Python thread may hold the GIL before the loop gets
+            it. ``None`` leaves it alone.
+        rt_priority: ``SCHED_FIFO`` priority (1-99) of the loop thread (Linux; needs
+            CAP_SYS_NICE or root); 0 = normal scheduling. If refused, a warning is logged
+            and the loop runs normally.
+        prewarm_s: This long before each deadline (inside the spin) the loop re-runs the
+            network on its last input and the edit-observation builder into a scratch buffer,
+            so weights and code are in cache when the tick starts (other processes evict
+            them while the loop sleeps). Skipped for recurrent backends; 0 disables it.
+        metrics_capacity: Ticks kept for percentiles.
+        safety: Fallback policies and latch thresholds.
+        trigger: ``clock`` (fixed-rate grid), ``state`` (tick on each new observation, with
+            a clock tick after the timing's ``trigger_timeout_s`` without one), or ``""``:
+            the manifest's ``timing.trigger`` (what training modelled).
+    """
+
+    rate_hz: float | None = None
+    spin_s: float = 300e-6
+    row_mode: str = "hold"
+    gc_freeze: bool = True
+    switch_interval_s: float | None = 2e-4
+    rt_priority: int = 0
+    prewarm_s: float = 150e-6
+    metrics_capacity: int = 1 << 16
+    safety: SafetyConfig = field(default_factory=SafetyConfig)
+    trigger: str = ""
+
+    def __post_init__(self) -> None:
+        if self.trigger not in ("", *TRIGGERS):
+            raise ValueError(f"trigger must be clock or state (or empty: the manifest's), got "
+                             f"{self.trigger!r}")
+        if self.row_mode not in ("hold", "interpolate"):
+            raise ValueError(f"row_mode must be hold or interpolate, got {self.row_mode!r}")
+        if self.rate_hz is not None and not self.rate_hz > 0:
+            raise ValueError(f"rate_hz must be > 0, got {self.rate_hz}")
+        if self.spin_s < 0:
+            raise ValueError("spin_s must be >= 0")
+        if self.prewarm_s < 0:
+            raise ValueError("prewarm_s must be >= 0")
+        if not 0 <= self.rt_priority <= 99:
+            raise ValueError(f"rt_priority must be 0..99, got {self.rt_priority}")
