@@ -9,11 +9,14 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.bundles import write_mlp_bundle
+from tests.helpers.edit_node_graph import Probe
 from tests.helpers.task_bundles import write_task_bundle
 
 
@@ -63,3 +66,49 @@ def rclpy_context(ros_domain):
     yield ctx
     ctx.try_shutdown()
 
+
+@pytest.fixture
+def graph(rclpy_context, session_bundle):
+    """(EditPolicyNode, Probe, executor) spinning in a background thread."""
+    from edgerl_ros.edit_policy_node import EditPolicyNode
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    node = EditPolicyNode(context=rclpy_context, parameter_overrides=[
+        Parameter("bundle", value=str(session_bundle)),
+        Parameter("diagnostics_period_s", value=0.2)])
+    probe = Probe(rclpy_context)
+    # single-threaded, as the node runs in production (run_node); under rclpy's
+    # MultiThreadedExecutor here the inline node received only 1-8 of ~40 states/s (its
+    # timers and subscription share one mutually exclusive callback group)
+    ex = SingleThreadedExecutor(context=rclpy_context)
+    ex.add_node(node)
+    ex.add_node(probe.node)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            ex.spin_once(timeout_sec=0.02)
+
+    def call(fn, *args):
+        """Run ``fn`` inside the executor (transitions destroy entities it waits on)."""
+        fut = ex.create_task(fn, *args)
+        t_end = time.monotonic() + 10
+        while not fut.done() and time.monotonic() < t_end:
+            time.sleep(0.005)
+        assert fut.done(), f"{fn} did not run"
+        return fut.result()
+
+    node.call = call
+
+    th = threading.Thread(target=spin, daemon=True)
+    th.start()
+    try:
+        yield node, probe
+    finally:
+        call(node.shutdown)
+        stop.set()
+        th.join(5)
+        ex.shutdown()
+        node.destroy_node()
+        probe.node.destroy_node()

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import numpy as np
 import pytest
 
 from edgerl.cli import main
+from tests.helpers.ros_spin import SpinThread
 
 pytestmark = pytest.mark.ros
 
@@ -40,7 +40,6 @@ def composed(rclpy_context, session_bundle):
     from edgerl_ros.composition import ComposedLink
     from edgerl_ros.edit_policy_node import EditPolicyNode
     from edgerl_ros.sim_robot_node import SimRobotNode
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.lifecycle import TransitionCallbackReturn
     from rclpy.parameter import Parameter
 
@@ -53,24 +52,13 @@ def composed(rclpy_context, session_bundle):
         Parameter("publish_expert", value=False)])
     link = ComposedLink(robot, edit)
     link.attach()
-    ex = SingleThreadedExecutor(context=rclpy_context)
-    ex.add_node(edit)
-    ex.add_node(robot)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            ex.spin_once(timeout_sec=0.02)
-
-    th = threading.Thread(target=spin, daemon=True)
-    th.start()
+    spin = SpinThread(rclpy_context, edit, robot)
 
     def quiesce() -> None:
         """Stop the robot's stepping and the executor: no callback or tick after this."""
         robot._stop.set()
         robot._thread.join(5)
-        stop.set()
-        th.join(5)
+        spin.stop()
 
     try:
         yield robot, edit, link, quiesce
@@ -79,7 +67,6 @@ def composed(rclpy_context, session_bundle):
         quiesce()
         robot.shutdown()
         edit.shutdown()
-        ex.shutdown()
         robot.destroy_node()
         edit.destroy_node()
 

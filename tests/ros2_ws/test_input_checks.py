@@ -4,12 +4,13 @@ parameters are applied at run time or refused with a reason."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 import pytest
-from test_edit_policy_node import OBS, _drive, _wait_for, graph  # noqa: F401 (fixture)
+
+from tests.helpers.edit_node_graph import OBS, drive, wait_for
+from tests.helpers.ros_spin import SpinThread
 
 pytestmark = pytest.mark.ros
 
@@ -25,7 +26,7 @@ def _chunk_msg(probe, rows, stamp_offset_s=0.0, value=0.1, dt=0.02):
 
 
 class TestEditNodeInputs:
-    def test_old_state_big_and_future_chunks_dropped_and_reported(self, graph):  # noqa: F811
+    def test_old_state_big_and_future_chunks_dropped_and_reported(self, graph):
         """main let a state stamped 10 s old drive the loop and accepted a 20,000-point chunk
         (horizon 10) and a chunk stamped 1 h ahead."""
         from edgerl_ros.messages import make_joint_state
@@ -34,13 +35,13 @@ class TestEditNodeInputs:
         node, probe = graph
         assert node.call(node.trigger_configure) == R.SUCCESS
         assert node.call(node.trigger_activate) == R.SUCCESS
-        _drive(probe, 0.5)
+        drive(probe, 0.5)
         seq0 = node._slot.seq
         old = make_joint_state(OBS, np.full(4, 0.5), time.time_ns() - 10**10)
         for _ in range(3):
             probe.state_pub.publish(old)
             time.sleep(0.05)
-        assert _wait_for(lambda: node.drops.by_key().get("robot/joint_states stale", 0) >= 1)
+        assert wait_for(lambda: node.drops.by_key().get("robot/joint_states stale", 0) >= 1)
         assert node._slot.seq == seq0  # never written into the loop's slot
         assert not np.any(node.loop._obs == 0.5)
 
@@ -49,7 +50,7 @@ class TestEditNodeInputs:
                           (_chunk_msg(probe, 10, stamp_offset_s=3600.0), "future")):
             n = node.drops.total
             probe.chunk_pub.publish(msg)
-            assert _wait_for(lambda n=n: node.drops.total > n), kind
+            assert wait_for(lambda n=n: node.drops.total > n), kind
             assert node.drops.by_key().get(f"planner/chunk {kind}") == 1, node.drops.by_key()
         assert node.loop.buffer.pushes == pushes
         time.sleep(0.5)
@@ -61,7 +62,7 @@ class TestEditNodeInputs:
         assert int(last["dropped robot/joint_states stale"]) >= 1
         assert last["escalation"] in ("ok", "hold", "decay", "estop")
 
-    def test_planner_silence_escalates_to_estop(self, graph):  # noqa: F811
+    def test_planner_silence_escalates_to_estop(self, graph):
         """main held the last command forever when the planner stopped (stale_policy hold)."""
         from rclpy.lifecycle import TransitionCallbackReturn as R
 
@@ -69,7 +70,7 @@ class TestEditNodeInputs:
         assert node.get_parameter("stale_policy").value == "escalate"
         assert node.call(node.trigger_configure) == R.SUCCESS
         assert node.call(node.trigger_activate) == R.SUCCESS
-        _drive(probe, 0.6)
+        drive(probe, 0.6)
         assert node.loop.state == "ok"
         t_end = time.perf_counter() + 3.0  # states keep coming, chunks stop
         while time.perf_counter() < t_end and node.loop.state != "estop":
@@ -80,7 +81,7 @@ class TestEditNodeInputs:
         assert entered["hold"] >= 1 and entered["decay"] >= 1 and entered["estop"] == 1
         assert node.values()["escalation estop"] == 1
 
-    def test_parameters_applied_live_or_refused(self, graph):  # noqa: F811
+    def test_parameters_applied_live_or_refused(self, graph):
         """main reported success for rate_hz/command_field/diagnostics_period_s while
         configured and changed nothing."""
         from rclpy.lifecycle import TransitionCallbackReturn as R
@@ -94,9 +95,9 @@ class TestEditNodeInputs:
         assert res.successful
         assert node._timer is not timer and node._timer.timer_period_ns == 500_000_000
         assert node.set_parameters([Parameter("command_field", value="position")])[0].successful
-        _drive(probe, 0.6)
+        drive(probe, 0.6)
         n = len(probe.commands)
-        _drive(probe, 0.3)
+        drive(probe, 0.3)
         new = [m for _, m in probe.commands[n:]]
         assert new and all(len(m.position) == 1 and not m.effort for m in new)
         res = node.set_parameters([Parameter("rate_hz", value=100.0)])[0]
@@ -111,7 +112,6 @@ def sim_robot(rclpy_context):
     import rclpy
     from edgerl_ros.common import COMMAND_QOS, STATE_QOS, TOPICS
     from edgerl_ros.sim_robot_node import SimRobotNode
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
 
@@ -121,24 +121,12 @@ def sim_robot(rclpy_context):
     probe.states = []
     probe.create_subscription(JointState, TOPICS["state"], probe.states.append, STATE_QOS)
     probe.cmd_pub = probe.create_publisher(JointState, TOPICS["command"], COMMAND_QOS)
-    ex = SingleThreadedExecutor(context=rclpy_context)
-    ex.add_node(node)
-    ex.add_node(probe)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            ex.spin_once(timeout_sec=0.02)
-
-    th = threading.Thread(target=spin, daemon=True)
-    th.start()
+    spin = SpinThread(rclpy_context, node, probe)
     try:
         yield node, probe
     finally:
-        stop.set()
-        th.join(5)
+        spin.stop()
         node.shutdown()
-        ex.shutdown()
         node.destroy_node()
         probe.destroy_node()
 

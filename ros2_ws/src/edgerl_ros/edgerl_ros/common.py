@@ -303,6 +303,27 @@ def process_realtime(env: dict[str, str] | None = None) -> dict[str, Any]:
     return out
 
 
+def declare_with_bundle(node: Any, specs: list[ParamSpec],
+                        on_change: Callable[[dict[str, Any]], str | None] | None,
+                        required: tuple[str, ...] = ("bundle",)) -> tuple[dict[str, Any], Any]:
+    """:func:`declare_validated`, then check that the ``required`` string parameters are set
+    and load the bundle's manifest (sha256-checked). Returns ``(params, PolicySpec)``.
+
+    Raises:
+        ValueError: a required parameter is empty (named, with the node's name).
+        BundleError: the manifest is missing or invalid.
+    """
+    from edgerl.spec import load_bundle_manifest
+
+    p = declare_validated(node, specs, on_change)
+    missing = [name for name in required if not p[name]]
+    if missing:
+        names = " and ".join(f"'{n}'" for n in missing)
+        raise ValueError(f"{node.get_name()}: parameter{'s' if len(missing) > 1 else ''} "
+                         f"{names} {'are' if len(missing) > 1 else 'is'} required")
+    return p, load_bundle_manifest(p["bundle"])
+
+
 def run_node(factory: Callable[[], Any], args: list[str] | None = None,
              after_create: Callable[[Any], None] | None = None) -> int:
     """Process main: ``rclpy.init``, build the node, spin until SIGINT/SIGTERM, clean up.

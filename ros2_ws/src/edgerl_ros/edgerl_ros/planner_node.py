@@ -51,7 +51,7 @@ from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.input_guard import InputGuard
 from edgerl.runtime.planners.delayed import DelayedPlanner
 from edgerl.runtime.planners.onnx import OnnxChunkPlanner
-from edgerl.spec import PolicySpec, load_bundle_manifest
+from edgerl.spec import PolicySpec
 from edgerl_ros.common import (
     CHUNK_QOS,
     DEVICE_PARAMS,
@@ -61,7 +61,7 @@ from edgerl_ros.common import (
     STATE_QOS,
     TOPICS,
     ParamSpec,
-    declare_validated,
+    declare_with_bundle,
     diag_array,
     diag_status,
     refuse_unless_live,
@@ -180,14 +180,11 @@ class PlannerNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("planner_node", **kwargs)
-        p = declare_validated(self, PARAMS, self._apply_params)
-        if not p["bundle"]:
-            raise ValueError("planner_node: parameter 'bundle' is required")
+        p, self.spec = declare_with_bundle(self, PARAMS, self._apply_params)
         from edgerl.runtime.edit_loop import ObservationSlot
         from edgerl.runtime.planners.client import PlannerClient, PlannerClientConfig
 
         bundle = Path(p["bundle"])
-        self.spec = load_bundle_manifest(bundle)
         mode = p["mode"]
         if mode == "auto":
             mode = "onnx" if (bundle / PLANNER_FILE).is_file() else "expert"

@@ -45,14 +45,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from edgerl.spec import load_bundle_manifest
 from edgerl_ros.common import (
     COMMAND_QOS,
     DIAG_QOS,
     STATE_QOS,
     TOPICS,
     ParamSpec,
-    declare_validated,
+    declare_with_bundle,
     diag_array,
     diag_status,
     refuse_unless_live,
@@ -172,12 +171,9 @@ class Ros2ControlBridgeNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("ros2_control_bridge_node", **kwargs)
-        p = declare_validated(self, PARAMS, self._apply_params)
-        if not p["bundle"]:
-            raise ValueError("ros2_control_bridge_node: parameter 'bundle' is required")
+        p, spec = declare_with_bundle(self, PARAMS, self._apply_params)
         from edgerl.runtime.input_guard import InputGuard
 
-        spec = load_bundle_manifest(p["bundle"])
         self.guard = InputGuard(spec)
         self.action_names = spec.action.names
         self.map = parse_observation_map(p["observation_map"], spec.observation.names)

@@ -32,14 +32,13 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
-from edgerl.spec import load_bundle_manifest
 from edgerl_ros.common import (
     COMMAND_QOS,
     DIAG_QOS,
     STATE_QOS,
     TOPICS,
     ParamSpec,
-    declare_validated,
+    declare_with_bundle,
     diag_array,
     diag_status,
     refuse_unless_live,
@@ -78,13 +77,11 @@ class SerialBridgeNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("serial_bridge_node", **kwargs)
-        p = declare_validated(self, PARAMS, self._apply_params)
-        if not p["port"] or not p["bundle"]:
-            raise ValueError("serial_bridge_node: parameters 'port' and 'bundle' are required")
+        p, spec = declare_with_bundle(self, PARAMS, self._apply_params,
+                                      required=("port", "bundle"))
         from edgerl.runtime.input_guard import InputGuard
         from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
 
-        spec = load_bundle_manifest(p["bundle"])
         self.guard = InputGuard(spec)
         self.obs_names = spec.observation.names
         self.action_names = spec.action.names

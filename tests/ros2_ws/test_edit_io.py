@@ -1,0 +1,141 @@
+"""edit_policy_node's inputs over real rclpy (``edgerl_ros.edit_io``): episode resets
+(stamped ahead: refused; chunks planned before a reset: not executed after it) and the
+operator's e-stop re-arm (fresh: released; replayed: refused)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from tests.helpers.edit_node_graph import drive, wait_for
+
+pytestmark = pytest.mark.ros
+
+
+class TestEpisodeReset:
+    def test_a_reset_stamped_an_hour_ahead_is_refused(self, graph):
+        """Fails on main before issue 18 (found by the soak): a robot/episode header stamped
+        1 h ahead was taken as the newest reset, so every chunk was "planned before the
+        reset" and dropped for an hour, and real resets were ignored as out of order."""
+        from edgerl_ros.common import EPISODE_QOS, TOPICS
+        from edgerl_ros.messages import ns_to_stamp
+        from rclpy.lifecycle import TransitionCallbackReturn as R
+        from std_msgs.msg import Header
+
+        node, probe = graph
+        assert node.call(node.trigger_configure) == R.SUCCESS
+        assert node.call(node.trigger_activate) == R.SUCCESS
+        episode_pub = probe.node.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
+        drive(probe, 0.3)
+        ahead = Header(frame_id="x", stamp=ns_to_stamp(time.time_ns() + 3600 * 10**9))
+        for _ in range(20):  # until discovery has happened and it was seen
+            episode_pub.publish(ahead)
+            if wait_for(lambda: node.drops.by_key().get("robot/episode future"), 0.2):
+                break
+        assert node.drops.by_key().get("robot/episode future", 0) >= 1
+        assert node.episode_resets == 0 and node.reset_stamp_ns == 0
+        real = Header(frame_id="1", stamp=ns_to_stamp(time.time_ns()))
+        episode_pub.publish(real)
+        assert wait_for(lambda: node.episode_resets == 1), "the real reset was ignored"
+        drive(probe, 0.5)  # chunks planned after the real reset are executed again
+        assert node.loop.state == "ok" and node.chunks_dropped_pre_reset == 0
+
+    def test_chunks_planned_before_a_reset_are_not_executed_after_it(self, graph):
+        from edgerl_ros.common import EPISODE_QOS, TOPICS
+        from edgerl_ros.messages import chunk_to_trajectory, ns_to_stamp
+        from rclpy.lifecycle import TransitionCallbackReturn as R
+        from std_msgs.msg import Header
+
+        from edgerl.chunk import ActionChunk
+
+        node, probe = graph
+        assert node.call(node.trigger_configure) == R.SUCCESS
+        assert node.call(node.trigger_activate) == R.SUCCESS
+        episode_pub = probe.node.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
+        states = list(node.loop.metrics.summary()["states"])
+        ok = states.index("ok")
+
+        horizon = node.spec.timing.horizon  # longer chunks are refused (too_long)
+
+        def old_chunk(value):  # planned from a state of the episode about to end
+            t_obs = time.perf_counter()
+            chunk = ActionChunk(np.full((horizon, 1), value), t0=t_obs, dt=0.02,
+                                obs_time=t_obs)
+            return chunk_to_trajectory(chunk, ["cart_force"], probe.tb)
+
+        drive(probe, 0.6)  # the old episode: states and fresh chunks, loop ok
+        assert node.loop.state == "ok"
+        # an in-flight chunk of the old episode, usable for (H + stale) steps: only the reset
+        # makes it unusable (without the reset the loop would execute it)
+        stale = old_chunk(0.7)
+        time.sleep(0.005)
+        reset = Header(frame_id="1")
+        reset.stamp = ns_to_stamp(time.time_ns())
+        episode_pub.publish(reset)
+        assert wait_for(lambda: node.episode_resets == 1), "reset not received"
+        assert node.loop.buffer.latest() is None  # the old episode's chunk is gone
+        probe.chunk_pub.publish(stale)  # arrives after the reset
+        assert wait_for(lambda: node.chunks_dropped_pre_reset == 1), "stale chunk not dropped"
+        probe.publish_state()
+        time.sleep(0.1)  # a few ticks: the loop has applied the reset
+        ok0, t_cut = node.loop.metrics.state_counts[ok], time.perf_counter()
+        for _ in range(25):  # the new episode's states, no new chunk yet
+            probe.publish_state()
+            time.sleep(0.02)
+        assert node.loop.buffer.latest() is None
+        assert node.loop.state == "no_chunk"
+        assert node.loop.metrics.state_counts[ok] == ok0  # never ran on the stale chunk
+        after = [m.effort[0] for t, m in probe.commands if t > t_cut]
+        assert len(after) >= 15
+        assert all(abs(v - 0.7) > 0.3 for v in after), after
+        assert node.values()["chunks_dropped_pre_reset"] == 1
+
+        # a chunk planned from a post-reset state is taken and executed
+        fresh = old_chunk(0.7)
+        probe.chunk_pub.publish(fresh)
+        assert wait_for(lambda: node.loop.state == "ok"), node.loop.state
+        t_new = time.perf_counter()
+        for _ in range(10):
+            probe.publish_state()
+            time.sleep(0.02)
+        followed = [m.effort[0] for t, m in probe.commands if t > t_new + 0.05]
+        assert followed and all(abs(v - 0.7) < 0.3 for v in followed), followed
+        assert node.chunks_dropped_pre_reset == 1
+
+
+class TestOperatorRearm:
+    def test_fresh_reset_releases_the_latch_a_replayed_one_is_refused(self, graph):
+        """``robot/estop_reset``: a fresh stamp re-arms (the ladder restarts at ok); a reset
+        stamped 10 s ago (a replay) is dropped and counted, the latch holds."""
+        from edgerl_ros.common import CHUNK_QOS, TOPICS
+        from edgerl_ros.messages import ns_to_stamp
+        from rclpy.lifecycle import TransitionCallbackReturn as R
+        from std_msgs.msg import Header
+
+        node, probe = graph
+        assert node.call(node.trigger_configure) == R.SUCCESS
+        assert node.call(node.trigger_activate) == R.SUCCESS
+        pub = probe.node.create_publisher(Header, TOPICS["estop_reset"], CHUNK_QOS)
+
+        def reset(age_s):
+            msg = Header()
+            msg.stamp = ns_to_stamp(time.time_ns() - int(age_s * 1e9))
+            pub.publish(msg)
+
+        t_end = time.monotonic() + 10.0  # discovery: until a reset gets through
+        node.loop.estop("test")
+        while node.estop_resets == 0 and time.monotonic() < t_end:
+            reset(0.0)
+            time.sleep(0.1)
+        assert node.estop_resets == 1 and not node.loop.safety.estopped
+        node.loop.estop("test again")
+        dropped = node.drops.total
+        reset(10.0)
+        t_end = time.monotonic() + 5.0
+        while node.drops.total == dropped and time.monotonic() < t_end:
+            time.sleep(0.05)
+        assert node.drops.total == dropped + 1 and node.loop.safety.estopped
+        assert node.estop_resets == 1
+        assert node.call(node.trigger_deactivate) == R.SUCCESS
