@@ -2,8 +2,9 @@
 # `edgerl deploy` state->command e2e at 50 and 200 Hz: the state trigger composed with the sim
 # robot in one process (--compose), the state trigger across processes with and without
 # SCHED_FIFO (--rt-priority), and the clock trigger; each followed by `edgerl bench loop` at
-# the same rate and priority with a planner process feeding chunks (the tick-compute
-# reference: the network runs on every tick, as in the graph), and per rate the bare rclpy
+# the same rate, priority and trigger (state: a sensor thread's states wake it) with a planner
+# process feeding chunks (the tick-compute reference: the network runs on every tick, as in
+# the graph), and per rate the bare rclpy
 # round trip between two processes at that pace (benchmarks/ros2_roundtrip.py: the transport
 # floor of the cross-process rows), all in the same minutes.
 # Usage: benchmarks/deploy_trigger.sh [OUT_DIR] [SECONDS]   (numbers: docs/ros2.md;
@@ -32,8 +33,11 @@ for hz in 50 200; do
     .venv/bin/python -m edgerl deploy --bundle "$B" --duration "$SECS" --trigger "$trig" \
       --rate-hz $hz --rt-priority "$rt" "${extra[@]}" --json > "$OUT/deploy_$tag.json" \
       || true  # exit 2: the untrained test bundle does not reach the task's success
+    sensor=()  # the reference ticks on the same trigger: a sensor thread's states
+    [ "$trig" = state ] && sensor=(--trigger state --sensor thread --sensor-hz $hz)
     .venv/bin/python -m edgerl bench loop --bundle "$B" --seconds 4 --rate $hz \
-      --planner burn --planner-process --rt-priority "$rt" --json > "$OUT/bench_$tag.json"
+      --planner burn --planner-process --rt-priority "$rt" "${sensor[@]}" --json \
+      > "$OUT/bench_$tag.json"
   done
 done
 .venv/bin/python benchmarks/deploy_trigger_table.py "$OUT"
