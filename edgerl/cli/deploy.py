@@ -65,9 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "task's success for the run to count as ok (default 1.0: all; the "
                         "report gives successes_of 'k/n' and success_rate either way)")
     p.add_argument("--compose", action="store_true",
-                   help="--robot sim: run the sim robot and the edit node in one process "
-                        "(edgerl_ros.container): states and commands pass by call instead of "
-                        "crossing the middleware; topics are still published")
+                   help="--robot sim|serial: run the robot node and the edit node in one "
+                        "process (edgerl_ros.container): states and commands pass by call "
+                        "instead of crossing the middleware; topics are still published")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -91,9 +91,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--rt-priority must be in 0..99, got {args.rt_priority}")
     if not 0.0 <= args.min_success <= 1.0:
         raise CliError(f"--min-success must be in 0..1, got {args.min_success}")
-    if args.compose and args.robot != "sim":
+    if args.compose and args.robot not in ("sim", "serial"):
         raise CliError(f"--compose runs the edit node inside the robot's process: it supports "
-                       f"--robot sim, not {args.robot}")
+                       f"--robot sim or serial, not {args.robot}")
     if not 1200 <= args.baud <= 20_000_000:
         raise CliError(f"--baud must be in 1200..20000000, got {args.baud}")
     record = args.record

@@ -25,12 +25,20 @@ def test_name_index_reorders_and_names_the_mismatch():
 
 
 def test_compose_refused_for_a_robot_it_cannot_host(session_bundle, capsys):
-    rc = main(["deploy", "--bundle", str(session_bundle), "--robot", "serial", "--port",
-               "/dev/null", "--compose"])
+    rc = main(["deploy", "--bundle", str(session_bundle), "--robot", "ros2_control",
+               "--compose"])
     assert rc == 1  # a usage error (CliError), before anything starts
     err = capsys.readouterr().err
     assert "--compose runs the edit node inside the robot's process" in err
-    assert "--robot sim, not serial" in err
+    assert "--robot sim or serial, not ros2_control" in err
+
+
+def test_container_refuses_an_unknown_robot_node():
+    from edgerl_ros.container import Composition
+
+    with pytest.raises(ValueError, match="cannot compose 'planner_node': choose one of "
+                                         "sim_robot_node, serial_bridge_node"):
+        Composition("planner_node")
 
 
 @pytest.fixture

@@ -82,6 +82,29 @@ def test_deploy_serial_graph_drives_the_firmware_without_torch(fed_firmware, tmp
     assert len(active) >= 50, [smp.mode for smp in fed_firmware.history[-5:]]
 
 
+def test_deploy_serial_composed_sends_each_setpoint_from_the_reader_thread(
+        fed_firmware, tmp_path, ros_domain, capsys):
+    """--compose: the serial bridge and the edit node in one process; each firmware state
+    ticks the edit node in the bridge's reader thread and its command goes out as a SETPOINT
+    by call (e2e: state stamp -> setpoint sent), still without torch."""
+    bundle = write_mlp_bundle(tmp_path / "bundle", obs_dim=4, action_dim=1, control_hz=50.0,
+                              horizon=10, period_s=0.05, planner=True, hidden=(16,))
+    rc = main(["deploy", "--bundle", str(bundle), "--robot", "serial", "--compose",
+               "--trigger", "state", "--port", fed_firmware.port, "--baud", "115200",
+               "--duration", "3", "--json", "--domain-id", str(ros_domain)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0, out
+    assert out["torch_loaded"] == {"serial_edit_container": False, "planner_node": False}
+    assert out["edit_trigger"] == "state" and out["edit_inline_tick"] is True
+    assert out["diagnostics_sources"] == ["edgerl: edit_policy_node", "edgerl: planner_node",
+                                          "edgerl: serial_bridge_node"]
+    assert out["serial_setpoints_acked"] >= 50
+    # the state's stamp is the firmware's sensor sample time (its reported sensor age, up to
+    # the 10 ms feed period here, is part of it): sample -> setpoint written
+    assert 0 < out["e2e_latency_p50_us"] < 15_000, out["e2e_latency_p50_us"]
+    assert out["edit_state_age_at_tick_p50_ms"] < 15
+
+
 def test_deploy_serial_needs_a_port(tmp_path, capsys):
     rc = main(["deploy", "--bundle", str(tmp_path), "--robot", "serial"])
     assert rc != 0

@@ -17,7 +17,11 @@ def test_plan_processes_puts_composed_nodes_in_one_container():
     assert plan_processes(nodes, compose=True) == {
         "robot_edit_container": ("sim_robot_node", "edit_policy_node"), "planner_node": None}
     serial = {"serial_bridge_node": {}, "planner_node": {}, "edit_policy_node": {}}
-    assert all(v is None for v in plan_processes(serial, compose=True).values())
+    assert plan_processes(serial, compose=True) == {
+        "serial_edit_container": ("serial_bridge_node", "edit_policy_node"),
+        "planner_node": None}
+    ros2c = {"ros2_control_bridge_node": {}, "planner_node": {}, "edit_policy_node": {}}
+    assert all(v is None for v in plan_processes(ros2c, compose=True).values())
 
 
 @pytest.mark.parametrize(("rate_hz", "every"), [(None, 1), (200.0, 5), (1000.0, 25)])

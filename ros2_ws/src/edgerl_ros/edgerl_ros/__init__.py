@@ -21,4 +21,6 @@ NODE_MODULES: dict[str, str] = {
 #: Processes that host several nodes (``edgerl deploy --compose``): module, nodes hosted.
 CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "robot_edit_container": ("edgerl_ros.container", ("sim_robot_node", "edit_policy_node")),
+    "serial_edit_container": ("edgerl_ros.container",
+                              ("serial_bridge_node", "edit_policy_node")),
 }

@@ -4,7 +4,7 @@ Across processes each state and each command crosses the middleware: on this mac
 rclpy ``JointState`` round trip between two processes costs 0.75-1.4 ms p50 at a 5 ms pace
 (``benchmarks/ros2_roundtrip.py``), more than the whole e2e budget of a fast loop. ROS 2's
 answer is composition: the fast path runs in the driver's process. :class:`ComposedLink`
-wires a robot node (``SimRobotNode`` today) to an :class:`EditPolicyNode` whose
+wires a robot node (``SimRobotNode``, ``SerialBridgeNode``) to an :class:`EditPolicyNode` whose
 ``state_source`` is ``in_process``:
 
 * the robot hands each state (``link.state``) and each episode reset (``link.episode``, before
@@ -46,8 +46,8 @@ class ComposedLink:
     """Calls between a robot node and a configured, ``in_process`` edit node.
 
     Args:
-        robot: Node with ``spec.obs_names``, ``spec.action_names``, a ``link`` attribute and
-            ``accept_command(values, stamp_ns)``.
+        robot: Node with ``obs_names``, ``action_names``, a ``link`` attribute and
+            ``accept_command(values, stamp_ns)`` (``SimRobotNode``, ``SerialBridgeNode``).
         edit: :class:`~edgerl_ros.edit_policy_node.EditPolicyNode`, configured.
 
     Raises:
@@ -63,9 +63,9 @@ class ComposedLink:
                                    "would also tick on the state topic)")
         self.robot, self.edit = robot, edit
         # robot order -> manifest order (states); manifest order -> robot order (commands)
-        self._obs_idx = _index(list(edit.spec.observation.names), list(robot.spec.obs_names),
+        self._obs_idx = _index(list(edit.spec.observation.names), list(robot.obs_names),
                                "observation")
-        self._act_idx = _index(list(robot.spec.action_names), list(edit.spec.action.names),
+        self._act_idx = _index(list(robot.action_names), list(edit.spec.action.names),
                                "action")
         self.states = self.commands = self.episodes = 0
 

@@ -1,11 +1,12 @@
-"""``edgerl_ros.container``: the sim robot and the edit policy composed in one process.
+"""``edgerl_ros.container``: a robot node and the edit policy composed in one process.
 
-``python -m edgerl_ros.container --ros-args --params-file FILE``: FILE holds both nodes'
-parameters under their names (``sim_robot_node``, ``edit_policy_node``), as
-``edgerl deploy --compose`` writes it. The edit node is created first, configured and
-activated with ``state_source: in_process`` (forced here), then the robot, then the
+``python -m edgerl_ros.container ROBOT_NODE --ros-args --params-file FILE``: ROBOT_NODE is
+``sim_robot_node`` (default) or ``serial_bridge_node``; FILE holds both nodes' parameters
+under their names, as ``edgerl deploy --compose`` writes it. The edit node is created first,
+configured and activated with ``state_source: in_process`` (forced here), then the robot, then the
 :class:`~edgerl_ros.composition.ComposedLink` between them; one executor spins both nodes
-(chunks, timers, diagnostics); the state -> command path runs in the robot's stepping thread.
+(chunks, timers, diagnostics); the state -> command path runs in the robot's thread (the sim's
+stepping thread, the serial bridge's reader thread).
 Shutdown detaches the link, stops the robot, then the edit node.
 """
 
@@ -17,21 +18,32 @@ from typing import Any
 from edgerl_ros.common import run_node
 from edgerl_ros.composition import ComposedLink
 
-__all__ = ["Composition", "main"]
+__all__ = ["ROBOT_CLASSES", "Composition", "main"]
 
 log = logging.getLogger(__name__)
+
+#: Robot nodes a container can host beside the edit node: node name -> (module, class).
+ROBOT_CLASSES = {"sim_robot_node": ("edgerl_ros.sim_robot_node", "SimRobotNode"),
+                 "serial_bridge_node": ("edgerl_ros.serial_bridge_node", "SerialBridgeNode")}
 
 
 class Composition:
     """The nodes of one process for :func:`~edgerl_ros.common.run_node` (``nodes``,
     ``failed``, ``shutdown``, ``destroy_node``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, robot_node: str = "sim_robot_node") -> None:
+        import importlib
+
         from rclpy.lifecycle import TransitionCallbackReturn
         from rclpy.parameter import Parameter
 
         from edgerl_ros.edit_policy_node import EditPolicyNode
-        from edgerl_ros.sim_robot_node import SimRobotNode
+
+        if robot_node not in ROBOT_CLASSES:
+            raise ValueError(f"cannot compose {robot_node!r}: choose one of "
+                             f"{', '.join(ROBOT_CLASSES)}")
+        module, cls = ROBOT_CLASSES[robot_node]
+        robot_cls = getattr(importlib.import_module(module), cls)
 
         self.edit = EditPolicyNode(parameter_overrides=[
             Parameter("state_source", Parameter.Type.STRING, "in_process")])
@@ -43,7 +55,7 @@ class Composition:
             self.nodes: list[Any] = [self.edit]
             return
         self.edit.trigger_activate()  # ticks from the first linked state on
-        self.robot = SimRobotNode()
+        self.robot = robot_cls()
         self.nodes = [self.edit, self.robot]
         self.link = ComposedLink(self.robot, self.edit)  # CompositionError: names differ
         self.link.attach()
@@ -65,7 +77,11 @@ class Composition:
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node(Composition, args)
+    import sys
+
+    argv = list(sys.argv[1:] if args is None else args)
+    robot = argv.pop(0) if argv and not argv[0].startswith("-") else "sim_robot_node"
+    return run_node(lambda: Composition(robot), argv)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,9 @@ __all__ = ["DEFAULT_CONFIG", "ROBOTS", "RT_NODES", "DeployConfig", "DeployError"
 
 log = logging.getLogger(__name__)
 
+#: Robot kinds whose node can host the edit node (``edgerl_ros.container``).
+COMPOSABLE_ROBOTS = ("sim", "serial")
+
 
 # --- deploy ----------------------------------------------------------------------------------
 @dataclass
@@ -86,7 +89,7 @@ class DeployConfig:
             for ``success`` (default 1.0: every one).
         rt_priority: SCHED_FIFO priority of the processes on the state -> command path
             (:data:`RT_NODES`; 0 = normal scheduling).
-        compose: Run the sim robot and the edit node in one process
+        compose: Run the robot node (``sim`` or ``serial``) and the edit node in one process
             (``edgerl_ros.container``): states and commands pass by call, not middleware.
     """
 
@@ -109,9 +112,10 @@ class DeployConfig:
     compose: bool = False
 
     def __post_init__(self) -> None:
-        if self.compose and self.robot != "sim":
+        if self.compose and self.robot not in COMPOSABLE_ROBOTS:
             raise DeployError(f"compose runs the edit node inside the robot's process; it "
-                              f"supports robot 'sim', not {self.robot!r}")
+                              f"supports robot {' or '.join(map(repr, COMPOSABLE_ROBOTS))}, "
+                              f"not {self.robot!r}")
         if not 0.0 <= float(self.min_success) <= 1.0:
             raise DeployError(f"min_success must be in [0, 1], got {self.min_success}")
         if not 0 <= int(self.rt_priority) <= 99:

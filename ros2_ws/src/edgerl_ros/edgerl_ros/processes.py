@@ -51,7 +51,8 @@ class GraphProcesses:
         params_path.write_text(yaml.safe_dump(
             {node: {"ros__parameters": values} for node, values in nodes.items()}))
         self.hosts.update({node: name for node in nodes})
-        return self._spawn(name, [sys.executable, "-m", CONTAINERS[name][0], "--ros-args",
+        module, hosted = CONTAINERS[name]
+        return self._spawn(name, [sys.executable, "-m", module, hosted[0], "--ros-args",
                                   "--params-file", str(params_path)], extra_env)
 
     def _spawn(self, name: str, cmd: list[str], extra_env: dict[str, str] | None

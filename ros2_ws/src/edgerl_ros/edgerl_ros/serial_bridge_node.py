@@ -19,6 +19,13 @@ CRC, schema-hash handshake, reconnect with backoff):
 refused with a reason.
 
 The same nodes as in simulation (planner + edit policy) then drive real firmware unchanged.
+
+Composed with the edit node in one process (``edgerl deploy --robot serial --compose``), a
+:class:`~edgerl_ros.composition.ComposedLink` set as :attr:`link` gets each firmware state in
+the reader thread before it is published, and the edit node's command comes back through
+:meth:`accept_command` (the same checks) straight into a SETPOINT: no middleware between the
+firmware's state and its next setpoint. ``e2e_latency_p50_us``/``p99`` on ``/diagnostics``:
+state stamp -> setpoint sent, first answer to each state (the edit node's commands only).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import logging
 import time
 from typing import Any
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -52,7 +60,8 @@ from edgerl_ros.messages import (
     make_joint_state,
     stamp_to_ns,
 )
-from edgerl_ros.stats import DropCounter
+from edgerl_ros.sources import PublisherFilter
+from edgerl_ros.stats import DropCounter, Samples
 
 __all__ = ["PARAMS", "SerialBridgeNode", "main"]
 
@@ -88,11 +97,17 @@ class SerialBridgeNode(Node):
         self.command_field = p["command_field"]
         self.drops = DropCounter()
         self.states_published = 0
+        self.latency = Samples()
+        self._answered_ns = 0
+        #: In-process edit node (composed): gets each state before it is published.
+        self.link: Any = None
         self.state_pub = self.create_publisher(JointState, TOPICS["state"], STATE_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
         self.transport = SerialTransport(SerialConfig(port=p["port"], baudrate=p["baudrate"]),
                                          on_state=self._on_fw_state)
         self.hello = self.transport.connect()
+        # the edit node's commands count in the e2e latency (anyone may publish on the topic)
+        self._edit_source = PublisherFilter(self, TOPICS["command"], "edit_policy_node")
         self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
         self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, 10)
         self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
@@ -119,28 +134,47 @@ class SerialBridgeNode(Node):
             return
         age_ns = int(sample.sensor_age_us) * 1000 + int((time.perf_counter() - sample.t_host)
                                                         * 1e9)
-        self.state_pub.publish(make_joint_state(self.obs_names, state, time.time_ns() - age_ns))
+        stamp = time.time_ns() - age_ns
+        if self.link is not None:  # the composed edit node ticks on it first
+            self.link.state(state, stamp)
+        self.state_pub.publish(make_joint_state(self.obs_names, state, stamp))
         self.states_published += 1
 
-    def _on_command(self, msg: JointState) -> None:
+    def _on_command(self, msg: JointState, info: Any) -> None:
+        from_edit = self._edit_source.accept(info)
+        if from_edit and self.link is not None:
+            return  # the composed edit node's command: already sent in process
         try:
             values = joint_state_values(msg, self.action_names, self.command_field)
         except BadMessage as exc:
             self.drops.drop(TOPICS["command"], str(exc))
             return
-        stamp = stamp_to_ns(msg.header.stamp)
-        reason = self.guard.check_command(values, stamp * 1e-9 if stamp > 0 else None,
-                                          time.time_ns() * 1e-9)
+        self.accept_command(values, stamp_to_ns(msg.header.stamp), from_edit=from_edit)
+
+    def accept_command(self, values: np.ndarray, stamp_ns: int, now_ns: int | None = None,
+                       from_edit: bool = True) -> bool:
+        """Send ``values`` (``(A,)``, the bundle's action order), computed from the state
+        stamped ``stamp_ns`` (ns, wall clock), as one SETPOINT after the guard's checks;
+        called by :meth:`_on_command` and by a composed edit node. Returns whether it was
+        sent (refusals and link errors are counted under their reason)."""
+        now_ns = time.time_ns() if now_ns is None else now_ns
+        reason = self.guard.check_command(values, stamp_ns * 1e-9 if stamp_ns > 0 else None,
+                                          now_ns * 1e-9)
         if reason is not None:  # never sent: the firmware watchdog stops instead
             self.drops.drop(TOPICS["command"], reason)
-            return
+            return False
         try:
             seq = self.transport.send_setpoint(values)
         except (OSError, ValueError, TypeError) as exc:
             self.drops.drop(TOPICS["command"], f"send_failed: {exc}")
-            return
+            return False
         if seq < 0:
             self.drops.drop(TOPICS["command"], "link_down: setpoint not sent")
+            return False
+        if from_edit and stamp_ns > self._answered_ns:  # first answer to this state
+            self._answered_ns = stamp_ns
+            self.latency.add((time.time_ns() - stamp_ns) * 1e-9)
+        return True
 
     def _on_estop(self, msg: Bool) -> None:
         if msg.data:
@@ -153,6 +187,8 @@ class SerialBridgeNode(Node):
     def values(self) -> dict[str, Any]:
         stats = self.transport.stats().as_dict()
         return {**stats, "states_published": self.states_published,
+                "e2e_latency_p50_us": self.latency.percentile(50) * 1e6,
+                "e2e_latency_p99_us": self.latency.percentile(99) * 1e6,
                 "dropped_bad_msgs": self.drops.total,
                 **{f"dropped {k}": v for k, v in self.drops.by_key().items()}}
 

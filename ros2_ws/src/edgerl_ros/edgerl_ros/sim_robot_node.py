@@ -187,6 +187,16 @@ class SimRobotNode(Node):
             self.get_logger().warning(f"{rt.error}; stepping at normal priority")
         self.get_logger().info(f"sim robot: task {p['task']} at {self.rate_hz:g} Hz")
 
+    @property
+    def obs_names(self) -> list[str]:
+        """The state's element names, in the order published."""
+        return list(self.spec.obs_names)
+
+    @property
+    def action_names(self) -> list[str]:
+        """The command's element names, in the order applied."""
+        return list(self.spec.action_names)
+
     def _apply_params(self, changed: dict[str, Any]) -> str | None:
         """Apply the :data:`LIVE_PARAMS` in ``changed``; refuse (with the reason) the rest."""
         reason = refuse_unless_live(changed, LIVE_PARAMS)

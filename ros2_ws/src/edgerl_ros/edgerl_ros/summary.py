@@ -61,8 +61,8 @@ def summarise(monitor: GraphMonitor, spec: Any, cfg: Any, t_first: float, t_end:
         "cmd_rate_hz": float(rate),
         "configured_rate_hz": float(spec.control_hz),
         # measured where the command lands: the robot process (state publish -> command in)
-        "e2e_latency_p50_us": _as_number(robot.get("e2e_latency_p50_us")),
-        "e2e_latency_p99_us": _as_number(robot.get("e2e_latency_p99_us")),
+        "e2e_latency_p50_us": _as_number((robot or serial).get("e2e_latency_p50_us")),
+        "e2e_latency_p99_us": _as_number((robot or serial).get("e2e_latency_p99_us")),
         "diagnostics_seen": int(n_diag),
         "dropped_bad_msgs": int(dropped),
         "monitor_latency_p50_us": _percentile_us(steady_lat, 50),
