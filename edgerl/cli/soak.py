@@ -23,41 +23,30 @@ ROWS = (
 )
 
 
+#: SoakConfig fields exposed as flags (help, types and defaults come from the config), and
+#: the flag names that differ from the field names.
+FLAG_FIELDS = ("minutes", "rate_hz", "rt_priority", "kill_every_s", "bad_hz", "rearm_after_s",
+               "serial", "serial_faults", "serial_steps", "domain_id", "log_dir")
+FLAG_NAMES = {"kill_every_s": "kill-every", "rearm_after_s": "rearm-after"}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from edgerl.cli.config_flags import add_dataclass_flags
+    from edgerl.soak.config import SoakConfig
+
     p.add_argument("--bundle", required=True, type=Path, help="bundle directory to deploy")
-    p.add_argument("--minutes", type=float, default=30.0, help="run length (default 30)")
-    p.add_argument("--rate-hz", type=float, default=500.0,
-                   help="robot and edit-loop rate (default 500)")
-    p.add_argument("--rt-priority", type=int, default=50,
-                   help="SCHED_FIFO priority where permitted (0: off; default 50)")
-    p.add_argument("--kill-every", type=float, default=60.0,
-                   help="SIGKILL + restart the planner every this many seconds (0: never)")
-    p.add_argument("--bad-hz", type=float, default=20.0,
-                   help="bad messages per second, rotating over every topic (default 20)")
-    p.add_argument("--rearm-after", type=float, default=5.0,
-                   help="operator re-arm: publish robot/estop_reset once the loop has been "
-                        "e-stopped this long (s; 0 = never)")
-    p.add_argument("--no-serial", action="store_true", help="skip the serial HIL path")
-    p.add_argument("--serial-faults", default="corrupt=0.005,corrupt_rx=0.001,garbage=2",
-                   help="edgerl hil --faults for each serial run (an unplug is added)")
-    p.add_argument("--serial-steps", type=int, default=300,
-                   help="control steps per serial HIL run (default 300)")
-    p.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default random)")
-    p.add_argument("--log-dir", type=Path, default=None, help="keep node logs here")
+    add_dataclass_flags(p, SoakConfig, FLAG_FIELDS, names=FLAG_NAMES)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
+    from edgerl.cli.config_flags import dataclass_flags, flag_values
     from edgerl.cli.output import print_json, print_table
     from edgerl.soak import SoakConfig, SoakError
     from edgerl.soak.run import run_soak
 
-    cfg = SoakConfig(bundle=args.bundle, minutes=args.minutes, rate_hz=args.rate_hz,
-                     rt_priority=args.rt_priority, kill_every_s=args.kill_every,
-                     bad_hz=args.bad_hz, serial=not args.no_serial,
-                     serial_faults=args.serial_faults, serial_steps=args.serial_steps,
-                     domain_id=args.domain_id, log_dir=args.log_dir,
-                     rearm_after_s=args.rearm_after)
+    values = flag_values(args, dataclass_flags(SoakConfig, FLAG_FIELDS, names=FLAG_NAMES))
+    cfg = SoakConfig(bundle=args.bundle, **values)
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         result = run_soak(cfg)

@@ -160,3 +160,29 @@ def test_untuned_defaults_in_the_help_are_the_task_baseline():
                                                                cfg.num_steps_per_env)
     assert (BASELINE.learning_rate, BASELINE.num_mini_batches) == (cfg.ppo.learning_rate,
                                                                    cfg.ppo.num_mini_batches)
+
+
+def test_soak_flags_come_from_soak_config(capsys):
+    """`edgerl soak`'s flags are SoakConfig's fields: every one in --help with the field's
+    docstring, and a parsed command line builds the config the old hand-written flags did."""
+    from pathlib import Path
+
+    from edgerl.cli.config_flags import dataclass_flags, field_docs, flag_values
+    from edgerl.cli.soak import FLAG_FIELDS, FLAG_NAMES
+    from edgerl.cli.soak import add_arguments as soak_arguments
+    from edgerl.soak.config import SoakConfig
+
+    parser = argparse.ArgumentParser(prog="edgerl soak")
+    soak_arguments(parser)
+    text = parser.format_help()
+    docs = field_docs(SoakConfig)
+    for name in FLAG_FIELDS:
+        flag = "--" + FLAG_NAMES.get(name, name.replace("_", "-"))
+        assert flag in text, flag
+        assert docs[name].split()[0] in text
+    args = parser.parse_args(["--bundle", "b", "--minutes", "0.5", "--kill-every", "3",
+                              "--rearm-after", "0", "--no-serial", "--domain-id", "7"])
+    values = flag_values(args, dataclass_flags(SoakConfig, FLAG_FIELDS, names=FLAG_NAMES))
+    cfg = SoakConfig(bundle=args.bundle, **values)
+    assert cfg == SoakConfig(bundle=Path("b"), minutes=0.5, kill_every_s=3.0,
+                             rearm_after_s=0.0, serial=False, domain_id=7)
