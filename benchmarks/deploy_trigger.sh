@@ -29,15 +29,16 @@ for hz in 50 200; do
     tag=${hz}_${trig}_rt${rt}_${mode}
     extra=()
     [ "$mode" = compose ] && extra=(--compose)
+    sensor=()  # the reference ticks on the same trigger: a sensor thread's states
+    [ "$trig" = state ] && sensor=(--trigger state --sensor thread --sensor-hz $hz)
+    bench=(.venv/bin/python -m edgerl bench loop --bundle "$B" --seconds 4 --rate $hz
+           --planner burn --planner-process --rt-priority "$rt" "${sensor[@]}" --json)
+    "${bench[@]}" > "$OUT/benchpre_$tag.json"  # before and after: the reference's own spread
     echo "== $tag, load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load_$tag.txt"
     .venv/bin/python -m edgerl deploy --bundle "$B" --duration "$SECS" --trigger "$trig" \
       --rate-hz $hz --rt-priority "$rt" "${extra[@]}" --json > "$OUT/deploy_$tag.json" \
       || true  # exit 2: the untrained test bundle does not reach the task's success
-    sensor=()  # the reference ticks on the same trigger: a sensor thread's states
-    [ "$trig" = state ] && sensor=(--trigger state --sensor thread --sensor-hz $hz)
-    .venv/bin/python -m edgerl bench loop --bundle "$B" --seconds 4 --rate $hz \
-      --planner burn --planner-process --rt-priority "$rt" "${sensor[@]}" --json \
-      > "$OUT/bench_$tag.json"
+    "${bench[@]}" > "$OUT/bench_$tag.json"
   done
 done
 .venv/bin/python benchmarks/deploy_trigger_table.py "$OUT"

@@ -1,6 +1,7 @@
 """Print the table of benchmarks/deploy_trigger.sh: deploy e2e beside the bare rclpy round
 trip at the same pace, and node tick compute beside `bench loop`'s tick compute from the same
-run (ratio), with the load each ran under.
+run (ratio; the reference runs before and after each deploy, so its own spread shows), with
+the load each ran under.
 
 Usage: python benchmarks/deploy_trigger_table.py OUT_DIR [--json]
 """
@@ -30,6 +31,8 @@ def rows(out: Path) -> list[dict]:
     for dep in sorted(out.glob("deploy_*.json")):
         tag = dep.stem[len("deploy_"):]
         bench = json.loads((out / f"bench_{tag}.json").read_text())
+        pre_file = out / f"benchpre_{tag}.json"
+        pre = json.loads(pre_file.read_text()) if pre_file.is_file() else {}
         d = json.loads(dep.read_text())
         load = (out / f"load_{tag}.txt").read_text().split("load:")[-1].split()
         b50 = bench.get("tick_compute_p50_us")
@@ -47,7 +50,10 @@ def rows(out: Path) -> list[dict]:
             "node_publish_p50_us": _round(d.get("edit_publish_p50_us")),
             "node_policy_p50_us": _round(d.get("edit_tick_policy_p50_us")),
             "bench_tick_p50_us": _round(b50),
+            "bench_before_p50_us": _round(pre.get("tick_compute_p50_us")),
             "node_over_bench": _ratio(d["edit_tick_compute_p50_us"], b50),
+            "node_over_bench_before": _ratio(d["edit_tick_compute_p50_us"],
+                                             pre.get("tick_compute_p50_us")),
             "policy_over_bench": _ratio(d.get("edit_tick_policy_p50_us"), b50),
             "rt_applied": d.get("edit_rt_priority_applied"),
             "inline": d.get("edit_inline_tick"),
