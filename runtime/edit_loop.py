@@ -176,7 +176,7 @@ class EditLoop(LoopScheduler):
         dt = self.period if self._last_t is None else t - self._last_t
         self._last_t = t
         safety = self.safety
-        self.obs.read_into(self._obs)
+        _, obs_seq = self.obs.read_into(self._obs)
         chunk = self.buffer.latest() if self.needs_chunk else None
         row = None if chunk is None else self.timing.row_at(t, chunk.t0, chunk.dt,
                                                             chunk.horizon)
@@ -196,7 +196,10 @@ class EditLoop(LoopScheduler):
             safety.fallback(pol.stale_policy, dt, cmd, reason=reason)
         elif not np.isfinite(self._obs, out=self._finite).all():
             state = _S["nonfinite_obs"]
-            safety.fallback(pol.nonfinite_policy, dt, cmd, nonfinite=True, reason="nonfinite_obs")
+            # no state yet at all (the robot still booting): the ladder ends at the safe
+            # action but does not latch, as before the first chunk
+            safety.fallback(pol.nonfinite_policy, dt, cmd, nonfinite=True, reason="nonfinite_obs",
+                            latch=obs_seq != 0)
         else:
             state = _S["ok"]
             if self.needs_chunk and row is None:  # stale_policy "policy": run as in training

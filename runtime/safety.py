@@ -198,12 +198,14 @@ class SafetyFilter:
         np.add(out, self.last, out=out)
 
     def fallback(self, policy: str, dt: float, out: np.ndarray, *, nonfinite: bool = False,
-                 reason: str = "") -> np.ndarray:
+                 reason: str = "", latch: bool = True) -> np.ndarray:
         """The command of fallback ``policy`` into ``out`` (and counted under ``reason`` if
-        given); records it as sent."""
+        given); records it as sent. ``latch=False`` (no input has ever arrived: the robot or
+        planner is still starting) never latches the e-stop: the ladder ends at the safe
+        action."""
         if reason:
             self.count(reason)
-        if nonfinite:
+        if nonfinite and latch:
             self._nonfinite_in_row += 1
             limit = self.cfg.max_consecutive_nonfinite
             if limit and self._nonfinite_in_row >= limit:
@@ -213,7 +215,7 @@ class SafetyFilter:
             np.copyto(out, self.safe)
         elif policy == "escalate":
             step = self.escalation.advance(dt, self.last, self.safe, out,
-                                           stop=reason != "no_chunk")
+                                           stop=latch and reason != "no_chunk")
             if step == "estop":
                 self.estop(f"escalation: no usable input for {self.escalation.bad_s:.3g} s "
                            f"({reason or 'nonfinite'})")

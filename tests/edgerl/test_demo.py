@@ -88,6 +88,9 @@ def test_demo_fast_end_to_end(tmp_path: Path) -> None:
                for row in rates.values())
     assert rep["delay_ms"] == pytest.approx(200.0)
     assert rep["deploy"]["planner_extra_latency_s"] == pytest.approx(0.2)
+    # the edit node never latched the e-stop (it did at start-up, before the robot's first
+    # state, and every deployed episode then failed)
+    assert rep["deploy"]["edit_estop_ticks"] == 0, rep["deploy"].get("edit_loop_state")
     lt = rep["loop_timing"]
     assert 0 < lt["tick_compute_p50_us"] <= lt["tick_compute_p99_us"] < 1e6
     assert lt["ticks"] > 50 and lt["hil_cmd_rtt_p50_us"] > 0

@@ -47,6 +47,7 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
     # half of the episodes (--min-success 0.5; 5 of 6 seen under load)
     assert out["success"] is True and out["successes"] >= 1 and out["success_rate"] >= 0.5
     assert out["configured_rate_hz"] == 50.0
+    assert out["edit_estop_ticks"] == 0 and out["edit_loop_state"] != "estop"
     assert abs(out["cmd_rate_hz"] - 50.0) / 50.0 < 0.02, out["cmd_rate_hz"]
     assert out["commands"] >= 0.98 * 50 * 9
     # diagnostics from all three nodes, about once a second each

@@ -133,6 +133,30 @@ class TestLoopEscalates:
         assert loop.safety.estopped and loop.state == "estop"
 
 
+    def test_no_state_yet_never_estops_and_the_first_state_drives(self):
+        """A robot still booting when the edit node activates: before the first state the
+        slot holds NaN and the ladder latched the e-stop after hold + decay (1.2 s), so
+        `make demo`'s deploy stage ran every episode e-stopped (0/16). Before any state the
+        ladder ends at the safe action without latching; the first state then drives."""
+        from edgerl.clock import VirtualClock
+        from edgerl.runtime.chunk_buffer import ChunkBuffer
+        from edgerl.runtime.edit_loop import EditLoop
+
+        loop = EditLoop(make_spec(method="planner"), None, ChunkBuffer(), clock=VirtualClock(0.0))
+        t = 0.0
+        for _ in range(300):  # 3 s > hold_s + decay_s without any state, planner alive
+            t = round(t + 0.01, 6)
+            loop.buffer.push(ramp_chunk(t0=t, n=10))
+            loop.tick(t)
+        assert loop.state == "nonfinite_obs" and not loop.safety.estopped
+        assert float(loop.command[0]) == 0.0  # the safe action
+        loop.obs.write(np.zeros(loop.spec.observation.dim, np.float32), t)
+        t = round(t + 0.01, 6)
+        loop.buffer.push(ramp_chunk(t0=t, n=10))
+        loop.tick(t)
+        assert loop.state == "ok"
+
+
 def test_manifest_bounds_reach_the_loop():
     spec = make_spec(method="planner")
     spec.timing.hold_s, spec.timing.decay_s = 0.05, 0.05

@@ -89,6 +89,10 @@ def summarise(monitor: GraphMonitor, spec: Any, cfg: Any, t_first: float, t_end:
         "edit_publish_p50_us": _as_number(edit.get("publish_p50_us")),
         "edit_publish_p99_us": _as_number(edit.get("publish_p99_us")),
         "edit_trigger": edit.get("trigger"),
+        # the loop's state at the end and the ticks it spent e-stopped (a latch at start-up,
+        # before the robot's first state, once ran every episode of `make demo` e-stopped)
+        "edit_loop_state": edit.get("state"),
+        "edit_estop_ticks": _as_number(edit.get("ticks estop")),
         "edit_inline_tick": edit.get("inline_tick") == "True",
         "rt_priority": int(cfg.rt_priority),
         "edit_rt_priority_applied": edit.get("rt_priority_applied") == "True",
