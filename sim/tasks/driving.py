@@ -264,16 +264,26 @@ class DrivingEnv(EdgeVecEnv):
         accel_n, steer_n = self._expert_controls(self.state, self._geo)
         return torch.stack((accel_n[:, 0], steer_n[:, 0]), dim=-1)
 
-    def expert_chunk(self, horizon: int, env_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Expert actions of the ego along the model rolled forward (all agents move)."""
+    def expert_chunk(self, horizon: int, env_ids: torch.Tensor | None = None,
+                     prefix: torch.Tensor | None = None) -> torch.Tensor:
+        """Expert actions of the ego along the model rolled forward (all agents move).
+
+        ``prefix`` (n, D, 2), optional: the ego's committed rows for the first steps (what
+        it executes while the planner thinks); NaN rows are the expert's. Rows ``< D`` of
+        the chunk are then the committed ones and the expert plans from where they lead.
+        """
         keep = (self.state, self.mu, self.lane, self.cruise, self.randomizer, self._offset)
         if env_ids is not None:
             self._select(env_ids)
         same_lane = self.lane[:, None, :] == self.lane[:, :, None]
         try:
             s, rows = self.state, []
-            for _ in range(int(horizon)):
+            for i in range(int(horizon)):
                 accel_n, steer_n = self._expert_controls(s, self._geometry(s, same_lane))
+                if prefix is not None and i < prefix.shape[1]:
+                    row = prefix[:, i].to(accel_n.device).clamp(-1.0, 1.0)
+                    accel_n[:, 0] = torch.where(row[:, 0].isnan(), accel_n[:, 0], row[:, 0])
+                    steer_n[:, 0] = torch.where(row[:, 1].isnan(), steer_n[:, 0], row[:, 1])
                 rows.append(torch.stack((accel_n[:, 0], steer_n[:, 0]), dim=-1))
                 s = self._apply(s, accel_n, steer_n)
             return torch.stack(rows, dim=1)

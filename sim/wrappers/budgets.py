@@ -8,7 +8,10 @@ budget's quality knobs, the stand-in for a planner with a size / refinement-step
 
 * ``horizon``: rows planned (a fast planner looks less far ahead);
 * ``hold``: every ``hold``-th row is planned and held (a coarser plan, fewer steps);
-* ``noise_std``: Gaussian noise on every row (action units; a less exact plan).
+* ``noise_std``: Gaussian noise on every row (action units; a less exact plan);
+* ``compensate``: the plan starts from where the rows the robot executes during the delay
+  (the committed prefix) lead, not from the state at the query (a delay-aware planner; the
+  task's ``expert_chunk`` must take ``prefix``).
 
 ``keep`` (:data:`KEEP`) asks for nothing: the current chunk keeps running, at no cost.
 """
@@ -16,6 +19,7 @@ budget's quality knobs, the stand-in for a planner with a size / refinement-step
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +48,7 @@ class PlanBudget:
         noise_std: Std of Gaussian noise added to every row (action units).
         cost: Reward subtracted each time this budget is chosen (compute price).
         keep: No new plan: the current chunk keeps running.
+        compensate: Plan from the committed prefix (see the module doc).
     """
 
     name: str
@@ -53,6 +58,7 @@ class PlanBudget:
     noise_std: float = 0.0
     cost: float = 0.0
     keep: bool = False
+    compensate: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.delay, Mapping):
@@ -125,12 +131,21 @@ class BudgetPlanner:
         if not hasattr(self.task, "expert_chunk"):
             raise TypeError(f"{type(self.task).__name__} has no expert_chunk(horizon, env_ids)")
         self.budgets = tuple(budgets)
+        if any(b.compensate for b in self.budgets) and (
+                "prefix" not in inspect.signature(self.task.expert_chunk).parameters):
+            raise TypeError(f"{type(self.task).__name__}.expert_chunk takes no prefix: it "
+                            f"cannot serve a compensate budget")
         self.horizon = max((b.horizon for b in self.budgets if not b.keep), default=1)
         self.generator = generator
 
-    def plan(self, budget: PlanBudget, env_ids: torch.Tensor) -> torch.Tensor:
-        """Chunks (n, H, A) of ``budget`` for ``env_ids``."""
-        rows = self.task.expert_chunk(budget.horizon, env_ids)
+    def plan(self, budget: PlanBudget, env_ids: torch.Tensor,
+             prefix: torch.Tensor | None = None) -> torch.Tensor:
+        """Chunks (n, H, A) of ``budget`` for ``env_ids``; ``prefix`` (n, D, A), NaN-padded:
+        the committed rows a ``compensate`` budget plans from (ignored by the others)."""
+        if budget.compensate and prefix is not None:
+            rows = self.task.expert_chunk(budget.horizon, env_ids, prefix=prefix)
+        else:
+            rows = self.task.expert_chunk(budget.horizon, env_ids)
         if budget.hold > 1:
             rows = rows[:, ::budget.hold].repeat_interleave(budget.hold, dim=1)
             rows = rows[:, :budget.horizon]

@@ -122,6 +122,7 @@ class GatedEnv(VecEnvWrapper):
                                   device=dev)
         self._rows = torch.tensor([b.horizon for b in self.budgets], device=dev)
         self._fly_rows = torch.zeros(n, self.scheduler.slots, dtype=torch.int64, device=dev)
+        self._next_delay = torch.zeros(n, dtype=torch.int64, device=dev)
         self.cur_rows = torch.zeros(n, dtype=torch.int64, device=dev)
         self.last_choice = torch.zeros(n, dtype=torch.int64, device=dev)
         spec = getattr(self.unwrapped, "spec", None)
@@ -150,19 +151,37 @@ class GatedEnv(VecEnvWrapper):
         for j, budget in enumerate(self.budgets):
             m = choice == j
             if not budget.keep and bool(m.any()):
-                out[m] = self.planner.plan(budget, env_ids[m]).to(out.dtype)
+                ids = env_ids[m]
+                prefix = self.committed_rows(ids) if budget.compensate else None
+                out[m] = self.planner.plan(budget, ids, prefix).to(out.dtype)
         return out
 
-    def _delays(self, env_ids: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        """Scheduler ``DelayFn``: each query's delay drawn from its budget's latency."""
-        choice = self.last_choice[env_ids]
-        out = torch.zeros(int(env_ids.numel()), dtype=torch.int64, device=self.device)
+    def _draw_delays(self, request: torch.Tensor) -> None:
+        """Draw each requesting env's delay from its chosen budget's latency (before the
+        query, so a delay-aware plan knows its committed prefix)."""
         for j, budget in enumerate(self.budgets):
-            m = choice == j
+            m = request & (self.last_choice == j)
             if not budget.keep and bool(m.any()):
                 d = sample_delays(budget.latency, int(m.sum()), self.generator)
-                out[m] = d.to(self.device)
-        return out
+                self._next_delay[m] = d.to(self.device)
+
+    def _delays(self, env_ids: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """Scheduler ``DelayFn``: the delays drawn for this decision."""
+        return self._next_delay[env_ids]
+
+    def committed_rows(self, env_ids: torch.Tensor) -> torch.Tensor:
+        """(n, D_max, A): the rows the current plan gives ``env_ids`` over their drawn delay
+        (zeros where it is stale or absent), NaN past each env's delay. A plan already in
+        flight that arrives meanwhile is not foreseen."""
+        s, d_max = self.scheduler, max(int(self.scheduler.max_delay), 1)
+        t, step0 = s.t[env_ids], s.cur_step0[env_ids]
+        rows = select_chunk_rows(s.cur[env_ids], t - step0, d_max)
+        offset = (t - step0)[:, None] + torch.arange(d_max, device=self.device)[None, :]
+        usable = s.cur_valid[env_ids, None] & chunk_usable(
+            offset, self.cur_rows[env_ids, None], self.gate_cfg.stale_steps)
+        rows = torch.where(usable[..., None], rows, torch.zeros_like(rows))
+        later = torch.arange(d_max, device=self.device)[None, :] >= self._next_delay[env_ids, None]
+        return rows.masked_fill(later[..., None], float("nan"))
 
     def _track_rows(self, queried: torch.Tensor, adopted: torch.Tensor) -> None:
         """Remember the budget horizon of each new query's slot and of adopted plans."""
@@ -223,6 +242,7 @@ class GatedEnv(VecEnvWrapper):
         seen = self._obs["robot"]
         for j in range(self.gate_cfg.decision_steps):
             if j == 0:
+                self._draw_delays(request)
                 adopted = s.tick(seen, self._plan, only=request)
                 self._track_rows(request, adopted)
             obs, rew, dones, extras = self.env.step(self._noisy(self._row_now()))

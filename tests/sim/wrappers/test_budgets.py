@@ -70,3 +70,6 @@ def test_budget_planner_degrades_and_pads():
     assert 0.1 < float((noisy - planner.plan(budgets[2], ids)).std()) < 1.0
     with pytest.raises(TypeError, match="expert_chunk"):
         BudgetPlanner(object(), budgets, torch.Generator())
+    with pytest.raises(TypeError, match="takes no prefix"):
+        BudgetPlanner(RampTask(), (PlanBudget("c", horizon=2, compensate=True),),
+                      torch.Generator())
