@@ -37,11 +37,11 @@ from edgerl.policies.gate_baselines import (
     random_policy,
 )
 from edgerl.sim.wrappers.base import VecEnvWrapper
-from edgerl.sim.wrappers.budgets import KEEP, PlanBudget
+from edgerl.sim.wrappers.budgets import KEEP, PlanBudget, load_budget_latencies
 from edgerl.sim.wrappers.gate import GateCfg, GatedEnv
 
 __all__ = ["GATE_NAME", "GateRunCfg", "ScoreActions", "compare_gate", "driving_gate_cfg",
-           "load_gate", "make_gate_env", "train_gate"]
+           "gate_with_latencies", "load_gate", "make_gate_env", "train_gate"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,15 @@ def driving_gate_cfg(seed: int = 0) -> GateCfg:
                PlanBudget("fast", delay=1, horizon=16, hold=4, noise_std=0.2, cost=0.02),
                PlanBudget("slow", delay=8, horizon=48, compensate=True, cost=0.02))
     return GateCfg(budgets=budgets, decision_steps=2, action_noise_std=0.1, seed=seed)
+
+
+def gate_with_latencies(files: dict[str, str | Path], seed: int = 0) -> dict[str, Any]:
+    """:func:`driving_gate_cfg` as a :attr:`GateRunCfg.gate` dict, the named budgets' delays
+    read from measured ``LatencyModel`` files (``edgerl bench planner
+    --write-latency-model``): ``{"slow": "slow.json"}``."""
+    base = driving_gate_cfg(seed)
+    base.budgets = load_budget_latencies(base.budgets, files)
+    return asdict(base)
 
 
 @dataclass

@@ -23,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     train.add_argument("--steps-per-env", type=int, default=32,
                        help="decisions per env per iteration (default 32)")
     train.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    train.add_argument("--budget-latency", action="append", default=[], metavar="NAME=FILE",
+                       help="take budget NAME's delay from a LatencyModel JSON (`edgerl bench "
+                            "planner --write-latency-model FILE`); repeatable")
     ev = sub.add_parser("eval", help="compare a trained gate with the baselines")
     ev.add_argument("run", help="run directory written by `edgerl gate train`")
     for q in (train, ev):
@@ -38,7 +41,13 @@ def run(args: argparse.Namespace) -> int:
 
     from edgerl.cli import CliError
     from edgerl.cli.output import print_json, print_table
-    from edgerl.policies.gate import GateRunCfg, compare_gate, load_gate, train_gate
+    from edgerl.policies.gate import (
+        GateRunCfg,
+        compare_gate,
+        gate_with_latencies,
+        load_gate,
+        train_gate,
+    )
 
     torch.set_num_threads(max(1, args.threads))
     if args.episodes < 0 or args.eval_envs < 1:
@@ -46,8 +55,16 @@ def run(args: argparse.Namespace) -> int:
     if args.gate_cmd == "train":
         if args.iterations < 1 or args.num_envs < 1 or args.steps_per_env < 1:
             raise CliError("--iterations, --num-envs and --steps-per-env must be >= 1")
+        pairs = [item.partition("=") for item in args.budget_latency]
+        if any(not name or not sep or not path for name, sep, path in pairs):
+            raise CliError("--budget-latency: expected NAME=FILE")
+        try:
+            gate = (gate_with_latencies({n: p for n, _, p in pairs}, args.seed) if pairs
+                    else {})
+        except (OSError, ValueError) as exc:
+            raise CliError(f"--budget-latency: {exc}") from exc
         cfg = GateRunCfg(num_envs=args.num_envs, iterations=args.iterations,
-                         steps_per_env=args.steps_per_env, seed=args.seed)
+                         steps_per_env=args.steps_per_env, seed=args.seed, gate=gate)
         gate, _ = train_gate(cfg, args.out, show_progress=not args.json)
     else:
         try:

@@ -29,3 +29,11 @@ def test_gate_eval_json_and_table(tmp_path, capsys):
 def test_gate_eval_refuses_a_non_run(tmp_path, capsys):
     assert main(["gate", "eval", str(tmp_path)]) == 1
     assert "not a gate run" in capsys.readouterr().err
+
+
+def test_gate_train_refuses_bad_budget_latencies(tmp_path, capsys):
+    assert main(["gate", "train", "--out", str(tmp_path / "r"), "--budget-latency", "slow"]) == 1
+    assert "expected NAME=FILE" in capsys.readouterr().err
+    assert main(["gate", "train", "--out", str(tmp_path / "r"), "--budget-latency",
+                 f"medium={tmp_path}/x.json"]) == 1
+    assert "no budget named medium" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from edgerl.policies.gate import (
     GateRunCfg,
     ScoreActions,
     compare_gate,
+    gate_with_latencies,
     load_gate,
     make_gate_env,
     train_gate,
@@ -57,3 +58,18 @@ def test_two_iteration_training_and_every_baseline(tmp_path):
         shares = [r[f"share_{b}"] for b in ("keep", "fast", "slow")]
         assert sum(shares) == pytest.approx(1.0, abs=1e-3)
     assert rows[1]["share_fast"] == 1.0
+
+
+def test_budget_latencies_from_a_measured_model(tmp_path):
+    from edgerl.runtime.planners.latency_model import save_latency_model
+    from edgerl.spec import LatencyModel
+
+    path = save_latency_model(LatencyModel(planner_delay_steps=3,
+                                           delay_distribution=[0.0, 0.5, 0.0, 0.5]),
+                              tmp_path / "slow.json")
+    cfg = tiny_cfg(gate=gate_with_latencies({"slow": path}))
+    budgets = cfg.gate_cfg(5).budgets
+    assert budgets[2].latency.delay_distribution == [0.0, 0.5, 0.0, 0.5]
+    assert budgets[2].compensate and budgets[1].latency.planner_delay_steps == 1
+    env = make_gate_env(cfg, 2, 0)
+    assert env.scheduler.max_delay == 3
