@@ -97,10 +97,9 @@ class DrivingEnv(EdgeVecEnv):
     # --- geometry -----------------------------------------------------------------------------
     def _frenet(self, s: VehicleState) -> tuple[torch.Tensor, torch.Tensor]:
         """Lateral error to each vehicle's lane centre (m) and heading error (rad)."""
-        kx = self.road.k * s.x
-        slope = (self.road.amp * self.road.k) * torch.cos(kx)
+        slope = self.road.slope(s.x)
         # cos(atan(slope)) = 1 / sqrt(1 + slope^2)
-        lat = (s.y - self.road.amp * torch.sin(kx)) * torch.rsqrt(1.0 + slope * slope)
+        lat = (s.y - self.road.y(s.x)) * torch.rsqrt(1.0 + slope * slope)
         return lat - self._offset, wrap_angle(s.yaw - torch.atan(slope))
 
     def _leads(self, s: VehicleState, same_lane: torch.Tensor
@@ -135,7 +134,7 @@ class DrivingEnv(EdgeVecEnv):
                  - torch.atan(0.8 * lat / v.clamp_min(2.0)) - 0.05 * s.r)
         safe = torch.where(torch.isfinite(gap), lead_v + 0.5 * (gap - 8.0), self.cruise)
         # Corner speed the surface allows: v^2 * kappa_max <= 0.7 mu g.
-        kmax = self.road.amp * self.road.k ** 2
+        kmax = self.road.max_curvature
         corner = torch.sqrt(0.7 * self.mu[:, None] * GRAVITY / kmax)
         v_des = torch.minimum(torch.minimum(self.cruise, safe), corner).clamp_min(0.0)
         accel = 1.5 * (v_des - v)
