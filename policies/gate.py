@@ -13,8 +13,8 @@ Run directory (``edgerl gate train --out DIR``)::
     model_{it}.pt   rsl_rl checkpoints (``actor_state_dict`` is the gate)
     metrics.jsonl   one line per PPO iteration
 
-The scenario (:func:`driving_gate_cfg`): driving on a road with sharper curves (amplitude
-6 m, wavelength 70 m) with process noise on both controls (std 0.1, the planner cannot
+The scenario (:func:`driving_gate_cfg`): driving on one of the :data:`ROADS` (sharper than
+the task's default) with process noise on both controls (std 0.1, the planner cannot
 foresee it). ``fast`` = delay 1 step, 16 rows planned every 4th row, noise 0.2; ``slow`` =
 delay 8 steps, 48 exact rows from the committed prefix. Open-loop plans drift as they age.
 """
@@ -40,12 +40,19 @@ from edgerl.sim.wrappers.base import VecEnvWrapper
 from edgerl.sim.wrappers.budgets import KEEP, PlanBudget, load_budget_latencies
 from edgerl.sim.wrappers.gate import GateCfg, GatedEnv
 
-__all__ = ["GATE_NAME", "GateRunCfg", "ScoreActions", "compare_gate", "driving_gate_cfg",
+__all__ = ["GATE_NAME", "ROADS", "GateRunCfg", "ScoreActions", "compare_gate", "driving_gate_cfg",
            "gate_with_latencies", "load_gate", "make_gate_env", "train_gate"]
 
 log = logging.getLogger(__name__)
 
 GATE_NAME = "gate.json"
+#: Driving roads the gate is compared on (``GateRunCfg.task_kwargs``): ``curves`` a sine road
+#: curved almost everywhere; ``straights`` near-straight stretches between sharp crests
+#: (curvature 0.071 1/m), where an old plan fails but a fresh one holds the lane.
+ROADS: dict[str, dict[str, Any]] = {
+    "curves": {"road_amp": 6.0, "road_wavelength": 70.0},
+    "straights": {"road_amp": 6.0, "road_wavelength": 100.0, "road_shape": "straights"},
+}
 #: Chunk-age thresholds (steps) the heuristic baseline is tuned over.
 HEURISTIC_AGES = (2, 4, 8, 12, 16, 24)
 
@@ -80,8 +87,7 @@ class GateRunCfg:
     """
 
     task: str = "driving"
-    task_kwargs: dict[str, Any] = field(
-        default_factory=lambda: {"road_amp": 6.0, "road_wavelength": 70.0})
+    task_kwargs: dict[str, Any] = field(default_factory=lambda: dict(ROADS["curves"]))
     num_envs: int = 32
     iterations: int = 40
     steps_per_env: int = 32

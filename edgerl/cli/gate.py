@@ -23,6 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     train.add_argument("--steps-per-env", type=int, default=32,
                        help="decisions per env per iteration (default 32)")
     train.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    train.add_argument("--road", default="curves", choices=("curves", "straights"),
+                       help="driving road (edgerl.policies.gate.ROADS; default curves)")
     train.add_argument("--budget-latency", action="append", default=[], metavar="NAME=FILE",
                        help="take budget NAME's delay from a LatencyModel JSON (`edgerl bench "
                             "planner --write-latency-model FILE`); repeatable")
@@ -42,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.cli import CliError
     from edgerl.cli.output import print_json, print_table
     from edgerl.policies.gate import (
+        ROADS,
         GateRunCfg,
         compare_gate,
         gate_with_latencies,
@@ -64,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             raise CliError(f"--budget-latency: {exc}") from exc
         cfg = GateRunCfg(num_envs=args.num_envs, iterations=args.iterations,
-                         steps_per_env=args.steps_per_env, seed=args.seed, gate=gate)
+                         steps_per_env=args.steps_per_env, seed=args.seed, gate=gate,
+                         task_kwargs=dict(ROADS[args.road]))
         gate, _ = train_gate(cfg, args.out, show_progress=not args.json)
     else:
         try:
