@@ -43,6 +43,7 @@ VERBS: dict[str, str] = {
     "serve-planner": "edgerl.cli.serve_planner",
     "language-planner": "edgerl.cli.language_planner",
     "demo": "edgerl.cli.demo",
+    "gate": "edgerl.cli.gate",
 }
 
 

@@ -97,10 +97,9 @@ class DrivingEnv(EdgeVecEnv):
     # --- geometry -----------------------------------------------------------------------------
     def _frenet(self, s: VehicleState) -> tuple[torch.Tensor, torch.Tensor]:
         """Lateral error to each vehicle's lane centre (m) and heading error (rad)."""
-        kx = self.road.k * s.x
-        slope = (self.road.amp * self.road.k) * torch.cos(kx)
+        slope = self.road.slope(s.x)
         # cos(atan(slope)) = 1 / sqrt(1 + slope^2)
-        lat = (s.y - self.road.amp * torch.sin(kx)) * torch.rsqrt(1.0 + slope * slope)
+        lat = (s.y - self.road.y(s.x)) * torch.rsqrt(1.0 + slope * slope)
         return lat - self._offset, wrap_angle(s.yaw - torch.atan(slope))
 
     def _leads(self, s: VehicleState, same_lane: torch.Tensor
@@ -135,7 +134,7 @@ class DrivingEnv(EdgeVecEnv):
                  - torch.atan(0.8 * lat / v.clamp_min(2.0)) - 0.05 * s.r)
         safe = torch.where(torch.isfinite(gap), lead_v + 0.5 * (gap - 8.0), self.cruise)
         # Corner speed the surface allows: v^2 * kappa_max <= 0.7 mu g.
-        kmax = self.road.amp * self.road.k ** 2
+        kmax = self.road.max_curvature
         corner = torch.sqrt(0.7 * self.mu[:, None] * GRAVITY / kmax)
         v_des = torch.minimum(torch.minimum(self.cruise, safe), corner).clamp_min(0.0)
         accel = 1.5 * (v_des - v)
@@ -264,16 +263,26 @@ class DrivingEnv(EdgeVecEnv):
         accel_n, steer_n = self._expert_controls(self.state, self._geo)
         return torch.stack((accel_n[:, 0], steer_n[:, 0]), dim=-1)
 
-    def expert_chunk(self, horizon: int, env_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Expert actions of the ego along the model rolled forward (all agents move)."""
+    def expert_chunk(self, horizon: int, env_ids: torch.Tensor | None = None,
+                     prefix: torch.Tensor | None = None) -> torch.Tensor:
+        """Expert actions of the ego along the model rolled forward (all agents move).
+
+        ``prefix`` (n, D, 2), optional: the ego's committed rows for the first steps (what
+        it executes while the planner thinks); NaN rows are the expert's. Rows ``< D`` of
+        the chunk are then the committed ones and the expert plans from where they lead.
+        """
         keep = (self.state, self.mu, self.lane, self.cruise, self.randomizer, self._offset)
         if env_ids is not None:
             self._select(env_ids)
         same_lane = self.lane[:, None, :] == self.lane[:, :, None]
         try:
             s, rows = self.state, []
-            for _ in range(int(horizon)):
+            for i in range(int(horizon)):
                 accel_n, steer_n = self._expert_controls(s, self._geometry(s, same_lane))
+                if prefix is not None and i < prefix.shape[1]:
+                    row = prefix[:, i].to(accel_n.device).clamp(-1.0, 1.0)
+                    accel_n[:, 0] = torch.where(row[:, 0].isnan(), accel_n[:, 0], row[:, 0])
+                    steer_n[:, 0] = torch.where(row[:, 1].isnan(), steer_n[:, 0], row[:, 1])
                 rows.append(torch.stack((accel_n[:, 0], steer_n[:, 0]), dim=-1))
                 s = self._apply(s, accel_n, steer_n)
             return torch.stack(rows, dim=1)

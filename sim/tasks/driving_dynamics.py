@@ -25,9 +25,12 @@ import torch
 
 from edgerl.sim.randomization import DomainRandConfig
 
-__all__ = ["GRAVITY", "SURFACE_MU", "DrivingCfg", "Road", "VehicleState", "bicycle_step",
+__all__ = ["GRAVITY", "ROAD_SHAPES", "SURFACE_MU", "DrivingCfg", "Road", "VehicleState",
+           "bicycle_step",
            "wrap_angle"]
 
+#: Centerline shapes (:class:`Road`).
+ROAD_SHAPES = ("sine", "straights")
 SURFACE_MU = {"dry": 1.0, "wet": 0.6, "ice": 0.15}
 GRAVITY = 9.81
 
@@ -41,6 +44,9 @@ class DrivingCfg:
         max_episode_steps: Time-out (control steps). goal_distance: m to drive for success.
         n_agents: Vehicles per world (agent 0 = ego). n_lanes / lane_width (m).
         road_amp / road_wavelength: Centerline sinusoid (m).
+        road_shape: ``"sine"`` (``y = A sin(k x)``, curved almost everywhere) or
+            ``"straights"`` (``y = A sin^3(k x)``: near-straight stretches around the zero
+            crossings and curves 3x sharper at the crests).
         model: ``"kinematic"`` or ``"dynamic"``. surface: dry / wet / ice / mixed.
         cruise_speed: Ego target speed (m/s); others cruise at U(other_speed) x cruise_speed.
         accel_max (m/s^2) / steer_max (rad): Action scales.
@@ -58,6 +64,7 @@ class DrivingCfg:
     lane_width: float = 3.5
     road_amp: float = 4.0
     road_wavelength: float = 120.0
+    road_shape: str = "sine"
     model: str = "dynamic"
     surface: str = "dry"
     cruise_speed: float = 15.0
@@ -79,6 +86,9 @@ class DrivingCfg:
         if self.surface not in (*SURFACE_MU, "mixed"):
             raise ValueError(f"driving.surface must be one of {', '.join(SURFACE_MU)} or "
                              f"'mixed', got {self.surface!r}")
+        if self.road_shape not in ROAD_SHAPES:
+            raise ValueError(f"driving.road_shape must be one of {', '.join(ROAD_SHAPES)}, got "
+                             f"{self.road_shape!r}")
         if self.n_agents < 1 or self.n_lanes < 1 or self.substeps < 1:
             raise ValueError("driving: n_agents, n_lanes and substeps must be >= 1")
         self.randomization = DomainRandConfig.coerce(self.randomization)
@@ -86,21 +96,39 @@ class DrivingCfg:
 
 
 class Road:
-    """Centerline ``y = A sin(k x)`` and its heading / curvature (elementwise on tensors)."""
+    """Centerline ``y = A sin(k x)`` (``"sine"``) or ``y = A sin^3(k x)`` (``"straights"``)
+    and its slope / heading / curvature (elementwise on tensors)."""
 
     def __init__(self, cfg: DrivingCfg) -> None:
         self.amp = cfg.road_amp
         self.k = 2.0 * math.pi / cfg.road_wavelength
+        self.cubed = cfg.road_shape == "straights"
+        #: Largest curvature (1/m), at the crests.
+        self.max_curvature = (3.0 if self.cubed else 1.0) * self.amp * self.k ** 2
 
     def y(self, x: torch.Tensor) -> torch.Tensor:
+        if self.cubed:
+            return self.amp * torch.sin(self.k * x) ** 3
         return self.amp * torch.sin(self.k * x)
 
+    def slope(self, x: torch.Tensor) -> torch.Tensor:
+        """dy/dx."""
+        if self.cubed:
+            sin = torch.sin(self.k * x)
+            return (3.0 * self.amp * self.k) * sin * sin * torch.cos(self.k * x)
+        return self.amp * self.k * torch.cos(self.k * x)
+
     def heading(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.atan(self.amp * self.k * torch.cos(self.k * x))
+        return torch.atan(self.slope(x))
 
     def curvature(self, x: torch.Tensor) -> torch.Tensor:
-        slope = self.amp * self.k * torch.cos(self.k * x)
-        return -self.amp * self.k * self.k * torch.sin(self.k * x) / (1.0 + slope * slope) ** 1.5
+        slope = self.slope(x)
+        sin = torch.sin(self.k * x)
+        if self.cubed:
+            cos = torch.cos(self.k * x)
+            d2 = (3.0 * self.amp * self.k * self.k) * sin * (2.0 * cos * cos - sin * sin)
+            return d2 / (1.0 + slope * slope) ** 1.5
+        return -self.amp * self.k * self.k * sin / (1.0 + slope * slope) ** 1.5
 
 
 def wrap_angle(angle: torch.Tensor) -> torch.Tensor:

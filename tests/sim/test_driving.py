@@ -76,6 +76,21 @@ def test_expert_chunk_leaves_state_and_latency_matters():
     assert fast[1] == 0 and slow[1] > fast[1]
 
 
+def test_expert_chunk_plans_from_the_committed_prefix():
+    env = make_task("driving", num_envs=4, seed=2)
+    ids = torch.tensor([1, 2])
+    before = env.state.as_tensor().clone()
+    free = env.expert_chunk(8, ids)
+    assert torch.equal(env.expert_chunk(8, ids, prefix=torch.full((2, 3, 2), float("nan"))),
+                       free)
+    prefix = torch.tensor([[[0.0, 0.3]] * 3, [[0.0, 0.3]] * 3])
+    prefix[1, 2] = float("nan")  # env 2 commits two rows only
+    chunk = env.expert_chunk(8, ids, prefix=prefix)
+    assert torch.equal(chunk[0, :3], prefix[0]) and torch.equal(chunk[1, :2], prefix[1, :2])
+    assert not torch.equal(chunk[:, 3:], free[:, 3:])
+    assert torch.equal(env.state.as_tensor(), before)
+
+
 def test_bad_input():
     env = make_task("driving", num_envs=3)
     with pytest.raises(ValueError, match="lanes must be in"):

@@ -41,6 +41,23 @@ def test_road_heading_and_curvature_follow_the_sinusoid():
     assert road.curvature(x)[1].item() == pytest.approx(-2.0 * k * k, rel=1e-5)  # crest
 
 
+def test_straights_road_is_flat_at_crossings_and_sharp_at_crests():
+    road = Road(DrivingCfg(road_amp=2.0, road_wavelength=40.0, road_shape="straights"))
+    k = 2.0 * math.pi / 40.0
+    x = torch.linspace(0.0, 40.0, 81, dtype=torch.float64)
+    torch.testing.assert_close(road.y(x), 2.0 * torch.sin(k * x) ** 3)
+    h = 1e-4
+    torch.testing.assert_close(road.slope(x), (road.y(x + h) - road.y(x - h)) / (2 * h))
+    d2 = (road.y(x + h) - 2 * road.y(x) + road.y(x - h)) / h**2
+    torch.testing.assert_close(road.curvature(x), d2 / (1 + road.slope(x) ** 2) ** 1.5,
+                               atol=1e-4, rtol=1e-3)
+    assert road.curvature(torch.tensor([10.0])).item() == pytest.approx(-3 * 2.0 * k * k)
+    assert road.max_curvature == pytest.approx(3 * 2.0 * k * k)
+    assert road.curvature(torch.tensor([0.0])).item() == 0.0 and road.slope(x)[0] == 0.0
+    with pytest.raises(ValueError, match="road_shape"):
+        DrivingCfg(road_shape="zigzag")
+
+
 def test_wrap_angle_maps_into_minus_pi_pi():
     wrapped = wrap_angle(torch.tensor([0.5, 2.25 * math.pi, -3.5 * math.pi]))
     torch.testing.assert_close(wrapped, torch.tensor([0.5, 0.25 * math.pi, 0.5 * math.pi]))

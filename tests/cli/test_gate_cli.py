@@ -1,0 +1,39 @@
+"""``edgerl gate eval`` on a tiny trained run: every row, JSON and table; bad run dirs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from edgerl.cli import main
+from edgerl.policies.gate import train_gate
+from tests.policies.test_gate_policy import tiny_cfg
+
+pytestmark = pytest.mark.slow
+
+
+def test_gate_eval_json_and_table(tmp_path, capsys):
+    train_gate(tiny_cfg(), tmp_path / "run")
+    assert main(["gate", "eval", str(tmp_path / "run"), "--episodes", "2", "--eval-envs", "2",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["policy"] for r in rows][:3] == ["gate", "fixed:fast", "fixed:slow"]
+    assert rows[-1]["policy"] == "random" and len(rows) == 5
+    assert main(["gate", "eval", str(tmp_path / "run"), "--episodes", "1", "--eval-envs",
+                 "1"]) == 0
+    out = capsys.readouterr().out
+    assert "edgerl gate (driving, seed 0)" in out and "random" in out
+
+
+def test_gate_eval_refuses_a_non_run(tmp_path, capsys):
+    assert main(["gate", "eval", str(tmp_path)]) == 1
+    assert "not a gate run" in capsys.readouterr().err
+
+
+def test_gate_train_refuses_bad_budget_latencies(tmp_path, capsys):
+    assert main(["gate", "train", "--out", str(tmp_path / "r"), "--budget-latency", "slow"]) == 1
+    assert "expected NAME=FILE" in capsys.readouterr().err
+    assert main(["gate", "train", "--out", str(tmp_path / "r"), "--budget-latency",
+                 f"medium={tmp_path}/x.json"]) == 1
+    assert "no budget named medium" in capsys.readouterr().err

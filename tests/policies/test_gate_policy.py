@@ -1,0 +1,75 @@
+"""The gate's PPO training (tiny) and its comparison with every baseline."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from edgerl.policies.gate import (
+    GATE_NAME,
+    GateRunCfg,
+    ScoreActions,
+    compare_gate,
+    gate_with_latencies,
+    load_gate,
+    make_gate_env,
+    train_gate,
+)
+
+pytestmark = pytest.mark.slow
+
+#: Short driving episodes (a 20 m goal) so a whole comparison takes seconds.
+TINY = {"road_amp": 6.0, "road_wavelength": 70.0, "goal_distance": 20.0,
+        "max_episode_steps": 60}
+
+
+def tiny_cfg(**kwargs):
+    return GateRunCfg(task_kwargs=dict(TINY), num_envs=4, iterations=2, steps_per_env=4,
+                      hidden=[8], **kwargs)
+
+
+def test_score_actions_runs_the_best_scored_budget():
+    env = ScoreActions(make_gate_env(tiny_cfg(), 2, 0))
+    assert env.num_actions == env.env.num_budgets == 3
+    env.step(torch.tensor([[0.0, 0.0, 1.0], [0.0, 2.0, -1.0]]))
+    assert env.env.last_choice.tolist() == [2, 1]
+
+
+def test_two_iteration_training_and_every_baseline(tmp_path):
+    torch.set_num_threads(1)
+    cfg = tiny_cfg()
+    gate, history = train_gate(cfg, tmp_path)
+    assert len(history) == 2 and (tmp_path / GATE_NAME).is_file()
+    assert list(tmp_path.glob("model_*.pt"))
+    env = make_gate_env(cfg, 3, 1)
+    choice = gate(env, env.get_observations())
+    assert choice.shape == (3,) and choice.dtype == torch.int64
+    assert bool(((choice >= 0) & (choice < 3)).all())
+    loaded_cfg, loaded = load_gate(tmp_path)
+    assert loaded_cfg == cfg
+    assert torch.equal(loaded(env, env.get_observations()), choice)
+    rows = compare_gate(cfg, loaded, episodes=2, num_envs=2)
+    names = [r["policy"] for r in rows]
+    assert names[:3] == ["gate", "fixed:fast", "fixed:slow"]
+    assert names[3].startswith("heuristic(age>") and names[3].endswith(":slow)")
+    assert names[4] == "random"
+    for r in rows:
+        assert r["episodes"] == 2 and 0.0 <= r["success_rate"] <= 1.0
+        shares = [r[f"share_{b}"] for b in ("keep", "fast", "slow")]
+        assert sum(shares) == pytest.approx(1.0, abs=1e-3)
+    assert rows[1]["share_fast"] == 1.0
+
+
+def test_budget_latencies_from_a_measured_model(tmp_path):
+    from edgerl.runtime.planners.latency_model import save_latency_model
+    from edgerl.spec import LatencyModel
+
+    path = save_latency_model(LatencyModel(planner_delay_steps=3,
+                                           delay_distribution=[0.0, 0.5, 0.0, 0.5]),
+                              tmp_path / "slow.json")
+    cfg = tiny_cfg(gate=gate_with_latencies({"slow": path}))
+    budgets = cfg.gate_cfg(5).budgets
+    assert budgets[2].latency.delay_distribution == [0.0, 0.5, 0.0, 0.5]
+    assert budgets[2].compensate and budgets[1].latency.planner_delay_steps == 1
+    env = make_gate_env(cfg, 2, 0)
+    assert env.scheduler.max_delay == 3

@@ -1,0 +1,98 @@
+"""The gated environment: budget delays to the step, keep, resets, shapes, bad indices."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from edgerl.sim.vec_env import ActionError
+from edgerl.sim.wrappers.budgets import KEEP, PlanBudget
+from edgerl.sim.wrappers.gate import GATE_EXTRA_OBS, GateCfg, GatedEnv
+from edgerl.spec import LatencyModel
+from tests.helpers.gate_env import BUDGETS, StampTask
+
+
+def make(num_envs=2, length=1000, **kwargs):
+    inner = StampTask(num_envs, length)
+    return GatedEnv(inner, GateCfg(budgets=BUDGETS, **kwargs)), inner
+
+
+def drive(env, choices):
+    """Step with each env choosing ``choices[t]``; the applied commands (T_inner, N)."""
+    for c in choices:
+        env.step(torch.full((env.num_envs, 1), float(c)))
+    return torch.stack(env.unwrapped.applied)[:, :, 0]
+
+
+def test_plan_starts_at_query_plus_delay_and_keep_keeps_it():
+    env, _ = make()
+    # t=0: slow (D=3) -> adopted at t=3, row 3; t=5: fast (D=1) -> adopted at t=6, row 1
+    applied = drive(env, [2, 0, 0, 0, 0, 1, 0, 0, 0])
+    expected = [0, 0, 0, 1003, 1004, 1005, 6001, 6002, 6003]
+    assert applied[:, 0].tolist() == expected
+    assert applied[:, 1].tolist() == expected
+    # the fast plan has 4 rows: past them (stale_steps = 0) the command is zero
+    applied = drive(env, [0])
+    assert applied[-1, 0].item() == 0.0
+    assert not bool(env.has_plan().any())
+
+
+def test_measured_delay_distribution_and_decision_steps():
+    budgets = (KEEP, PlanBudget("m", delay=LatencyModel(delay_distribution=[0.0, 0.0, 1.0]),
+                                horizon=8))
+    env = GatedEnv(StampTask(1), GateCfg(budgets=budgets, decision_steps=3))
+    _, _, _, extras = env.step(torch.tensor([[1.0]]))
+    env.step(torch.tensor([[0.0]]))
+    applied = torch.stack(env.unwrapped.applied)[:, 0, 0].tolist()
+    assert applied == [0, 0, 1002, 1003, 1004, 1005]  # D = 2, k = 3 control steps a decision
+    assert env.max_episode_length == 334
+    assert extras["log"]["/gate/replan_rate"] == 1.0
+
+
+def test_observation_reward_and_shapes():
+    env, inner = make(num_envs=3)
+    obs = env.get_observations()
+    assert env.num_actions == 1 and env.num_budgets == 3
+    assert obs["policy"].shape == (3, 2 + len(GATE_EXTRA_OBS)) == (3, env.policy_obs_dim)
+    assert obs["critic"].shape == (3, env.policy_obs_dim + 2)
+    obs, rew, dones, extras = env.step(torch.tensor([1, 0, 2]))
+    assert rew.tolist() == [-0.5, 0.0, 0.0]  # the fast budget's cost
+    assert dones.shape == (3,) and extras["time_outs"].shape == (3,)
+    obs, *_ = env.step(torch.zeros(3))
+    # env 0: fast plan adopted at t=1, now t=2: age 2, rows left 4 - 2, has plan, none flying
+    assert obs["policy"][0, 2:].tolist() == pytest.approx([2 / 20, 2 / 20, 1.0, 0.0])
+    # env 2: slow plan still in flight
+    assert obs["policy"][2, 2:].tolist() == [0.0, 0.0, 0.0, 1.0]
+    env_no_cost = GatedEnv(StampTask(1), GateCfg(budgets=BUDGETS, use_cost=False))
+    assert env_no_cost.step(torch.tensor([1]))[1].tolist() == [0.0]
+
+
+def test_episode_end_and_reset_clear_plans():
+    env, inner = make(num_envs=1, length=4)
+    dones = [bool(env.step(torch.tensor([c]))[2][0]) for c in (2, 0, 0, 0)]
+    assert dones == [False, False, False, True]
+    assert not bool(env.has_plan().any()) and env.cur_rows.tolist() == [0]
+    env.step(torch.tensor([2]))  # in flight now
+    obs = env.reset()
+    assert obs["policy"][0, 2:].tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert drive(env, [0, 0, 0, 0])[-4:, 0].tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("bad, match", [
+    (torch.tensor([3, 0]), "budget index 3 out of range; budgets: 0=keep, 1=fast, 2=slow"),
+    (torch.tensor([-1, 0]), "out of range"),
+    (torch.tensor([0.5, 0.0]), "whole budget indices"),
+    (torch.zeros(2, 3), "shape"),
+    ([0, 1], "torch.Tensor"),
+])
+def test_bad_budget_index_is_a_clear_error(bad, match):
+    env, _ = make()
+    with pytest.raises(ActionError, match=match):
+        env.step(bad)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="unique"):
+        GateCfg(budgets=(KEEP, KEEP))
+    with pytest.raises(ValueError, match="decision_steps"):
+        GateCfg(decision_steps=0)
