@@ -23,7 +23,10 @@ def test_print_json_is_strict(capsys):
 
 
 def test_print_table_plain_text(capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "rich", None)  # the fallback without rich
+    # the fallback without rich: block the submodules too (an earlier test may have imported
+    # them, and a cached `rich.console` is found without its parent)
+    for name in ("rich", "rich.console", "rich.table"):
+        monkeypatch.setitem(sys.modules, name, None)
     print_table([{"task": "cartpole", "rate": 1234.5678}, {"task": "arm", "rate": 2.0}],
                 title="bench")
     assert capsys.readouterr().out.splitlines() == [
