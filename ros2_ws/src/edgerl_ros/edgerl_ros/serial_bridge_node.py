@@ -61,7 +61,7 @@ from edgerl_ros.messages import (
     stamp_to_ns,
 )
 from edgerl_ros.sources import PublisherFilter
-from edgerl_ros.stats import DropCounter, Samples
+from edgerl_ros.stats import AnswerLatency, DropCounter
 
 __all__ = ["PARAMS", "SerialBridgeNode", "main"]
 
@@ -97,8 +97,7 @@ class SerialBridgeNode(Node):
         self.command_field = p["command_field"]
         self.drops = DropCounter()
         self.states_published = 0
-        self.latency = Samples()
-        self._answered_ns = 0
+        self.latency = AnswerLatency()  # e2e, first answer to each state
         #: In-process edit node (composed): gets each state before it is published.
         self.link: Any = None
         self.state_pub = self.create_publisher(JointState, TOPICS["state"], STATE_QOS)
@@ -171,9 +170,8 @@ class SerialBridgeNode(Node):
         if seq < 0:
             self.drops.drop(TOPICS["command"], "link_down: setpoint not sent")
             return False
-        if from_edit and stamp_ns > self._answered_ns:  # first answer to this state
-            self._answered_ns = stamp_ns
-            self.latency.add((time.time_ns() - stamp_ns) * 1e-9)
+        if from_edit:
+            self.latency.answer(stamp_ns, time.time_ns())
         return True
 
     def _on_estop(self, msg: Bool) -> None:

@@ -84,7 +84,7 @@ from edgerl_ros.messages import (
     stamp_to_ns,
 )
 from edgerl_ros.sources import PublisherFilter
-from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
+from edgerl_ros.stats import AnswerLatency, DropCounter, IntervalMeter
 
 __all__ = ["LIVE_PARAMS", "PARAMS", "SimRobotNode", "main"]
 
@@ -156,7 +156,7 @@ class SimRobotNode(Node):
         self._command: np.ndarray | None = None
         self._command_time = -1.0
         self.drops = DropCounter()
-        self.latency = Samples()
+        self.latency = AnswerLatency()  # e2e, first answer to each state
         self.steps = IntervalMeter(1.0 / self.rate_hz)
         self.episodes = 0
         self.successes = 0
@@ -164,8 +164,6 @@ class SimRobotNode(Node):
         self.watchdog_trips = 0
         self.late_steps = 0
         self.resyncs = 0
-        self._answered_ns = 0  # newest state stamp answered by an edit command
-        self.commands_repeat_state = 0
         #: In-process edit node (composed): gets states and resets before they are published.
         self.link: Any = None
 
@@ -186,6 +184,11 @@ class SimRobotNode(Node):
         if rt.error:
             self.get_logger().warning(f"{rt.error}; stepping at normal priority")
         self.get_logger().info(f"sim robot: task {p['task']} at {self.rate_hz:g} Hz")
+
+    @property
+    def commands_repeat_state(self) -> int:
+        """Edit commands re-answering a state already answered (not in the e2e latency)."""
+        return self.latency.repeats
 
     @property
     def obs_names(self) -> list[str]:
@@ -249,11 +252,7 @@ class SimRobotNode(Node):
             self.drops.drop(TOPICS["command"], reason)
             return False
         if from_edit:
-            if stamp_ns > self._answered_ns:  # the first answer to this state
-                self._answered_ns = stamp_ns
-                self.latency.add((now_ns - stamp_ns) * 1e-9)
-            else:  # a clock-fallback tick re-answering an old state (the robot stalled)
-                self.commands_repeat_state += 1
+            self.latency.answer(stamp_ns, now_ns)
         with self._lock:
             self._command = values
             self._command_time = time.perf_counter()

@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 
-__all__ = ["DropCounter", "IntervalMeter", "Samples"]
+__all__ = ["AnswerLatency", "DropCounter", "IntervalMeter", "Samples"]
 
 
 class Samples:
@@ -43,6 +43,28 @@ class Samples:
         """``q``-th percentile (0..100) of the kept samples; NaN when empty."""
         vals = self.values()
         return float(np.percentile(vals, q)) if vals.size else float("nan")
+
+
+class AnswerLatency(Samples):
+    """State stamp -> command latency samples (s), counting only the first command that
+    answers each state: a later one for the same or an older stamp (the edit node's clock
+    fallback re-answering while the robot stalled) is counted in :attr:`repeats` instead.
+    Called from one thread (the robot's command path)."""
+
+    def __init__(self, capacity: int = 20000) -> None:
+        super().__init__(capacity)
+        self._answered_ns = 0  # newest state stamp answered
+        self.repeats = 0
+
+    def answer(self, stamp_ns: int, now_ns: int) -> bool:
+        """Record a command for the state stamped ``stamp_ns`` arriving at ``now_ns`` (ns);
+        returns whether it was the first answer to that state."""
+        if stamp_ns > self._answered_ns:
+            self._answered_ns = stamp_ns
+            self.add((now_ns - stamp_ns) * 1e-9)
+            return True
+        self.repeats += 1
+        return False
 
 
 class IntervalMeter:
