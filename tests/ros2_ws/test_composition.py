@@ -8,9 +8,9 @@ import time
 
 import numpy as np
 import pytest
+from edgerl_ros.session import SpinThread
 
 from edgerl.cli import main
-from tests.helpers.ros_spin import SpinThread
 
 pytestmark = pytest.mark.ros
 
@@ -60,7 +60,7 @@ def composed(rclpy_context, session_bundle):
         Parameter("publish_expert", value=False)])
     link = ComposedLink(robot, edit)
     link.attach()
-    spin = SpinThread(rclpy_context, edit, robot)
+    spin = SpinThread(rclpy_context, edit, robot, timeout_s=0.02)
 
     def quiesce() -> None:
         """Stop the robot's stepping and the executor: no callback or tick after this."""

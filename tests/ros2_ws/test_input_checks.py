@@ -8,9 +8,9 @@ import time
 
 import numpy as np
 import pytest
+from edgerl_ros.session import SpinThread
 
 from tests.helpers.edit_node_graph import OBS, drive, wait_for
-from tests.helpers.ros_spin import SpinThread
 
 pytestmark = pytest.mark.ros
 
@@ -121,7 +121,7 @@ def sim_robot(rclpy_context):
     probe.states = []
     probe.create_subscription(JointState, TOPICS["state"], probe.states.append, STATE_QOS)
     probe.cmd_pub = probe.create_publisher(JointState, TOPICS["command"], COMMAND_QOS)
-    spin = SpinThread(rclpy_context, node, probe)
+    spin = SpinThread(rclpy_context, node, probe, timeout_s=0.02)
     try:
         yield node, probe
     finally:

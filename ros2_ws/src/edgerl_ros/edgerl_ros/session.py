@@ -9,7 +9,7 @@ import os
 import threading
 from typing import Any
 
-__all__ = ["ROS_ENV_KEYS", "MonitorSession", "qos_kwargs"]
+__all__ = ["ROS_ENV_KEYS", "MonitorSession", "SpinThread", "qos_kwargs"]
 
 #: The variables that put this process in the graph's domain (see ``graph_config.ros_env``).
 ROS_ENV_KEYS = ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "RMW_IMPLEMENTATION")
@@ -19,6 +19,35 @@ def qos_kwargs(profile: Any) -> dict[str, Any]:
     """A ``QoSProfile``'s settings as keyword arguments (to copy it with another depth)."""
     return {"reliability": profile.reliability, "history": profile.history,
             "depth": profile.depth, "durability": profile.durability}
+
+
+class SpinThread:
+    """Spin ``nodes`` with a ``SingleThreadedExecutor`` on ``context`` in a daemon thread
+    until :meth:`stop` (idempotent; no callback runs after it returns, and the executor is
+    shut down)."""
+
+    def __init__(self, context: Any, *nodes: Any, timeout_s: float = 0.05,
+                 name: str = "spin") -> None:
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.executor = SingleThreadedExecutor(context=context)
+        for node in nodes:
+            self.executor.add_node(node)
+        self._context = context
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, args=(timeout_s,), name=name,
+                                        daemon=True)
+        self._thread.start()
+
+    def _spin(self, timeout_s: float) -> None:
+        while not self._stop.is_set() and self._context.ok():
+            self.executor.spin_once(timeout_sec=timeout_s)
+
+    def stop(self) -> None:
+        if not self._stop.is_set():
+            self._stop.set()
+            self._thread.join(timeout=5.0)
+            self.executor.shutdown()
 
 
 class MonitorSession:
@@ -35,9 +64,7 @@ class MonitorSession:
         self.env, self.node_name = env, node_name
         self.context: Any = None
         self.node: Any = None
-        self._executor: Any = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._spin: SpinThread | None = None
         self._saved: dict[str, str | None] = {}
 
     def __enter__(self) -> MonitorSession:
@@ -56,28 +83,12 @@ class MonitorSession:
 
     def spin(self) -> None:
         """Start spinning the node in a daemon thread (after its entities are created)."""
-        from rclpy.executors import SingleThreadedExecutor
-
-        self._executor = SingleThreadedExecutor(context=self.context)
-        self._executor.add_node(self.node)
-        context, executor, stop = self.context, self._executor, self._stop
-
-        def spin() -> None:
-            while not stop.is_set() and context.ok():
-                executor.spin_once(timeout_sec=0.05)
-
-        self._thread = threading.Thread(target=spin, name=self.node_name, daemon=True)
-        self._thread.start()
+        self._spin = SpinThread(self.context, self.node, name=self.node_name)
 
     def stop_spinning(self) -> None:
         """Stop the spin thread (no callback runs after this returns); idempotent."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
-            self._thread = None
-        if self._executor is not None:
-            self._executor.shutdown()
-            self._executor = None
+        if self._spin is not None:
+            self._spin.stop()
 
     def __exit__(self, *exc: Any) -> None:
         self.stop_spinning()
