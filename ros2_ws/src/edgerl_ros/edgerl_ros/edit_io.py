@@ -70,8 +70,8 @@ class EditNodeIO:
         inline = self._inline
         if inline is not None:
             inline.on_state(t)
-            if not self._reset_timers_per_state:  # composed
-                self._flush_publish()
+            self._flush_publish()  # composed: the command the robot already has
+            if not self._reset_timers_per_state:  # composed: a periodic fallback check
                 return True
             for timer in (self._fallback_timer, self._prewarm_timer):
                 if timer is not None:  # None/destroyed: deactivated meanwhile (composed robot)
