@@ -75,7 +75,13 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.cli.output import print_json, print_table
 
     try:
-        from edgerl_ros.graph import DEFAULT_CONFIG, DeployConfig, DeployError, deploy
+        from edgerl_ros.graph import (
+            COMPOSABLE_ROBOTS,
+            DEFAULT_CONFIG,
+            DeployConfig,
+            DeployError,
+            deploy,
+        )
     except ImportError as exc:
         raise CliError(f"ROS 2 support is not installed ({exc}); install edgerl[ros] and "
                        "ros2_ws/src/edgerl_ros (make venv)") from exc
@@ -91,9 +97,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--rt-priority must be in 0..99, got {args.rt_priority}")
     if not 0.0 <= args.min_success <= 1.0:
         raise CliError(f"--min-success must be in 0..1, got {args.min_success}")
-    if args.compose and args.robot not in ("sim", "serial"):
+    if args.compose and args.robot not in COMPOSABLE_ROBOTS:
         raise CliError(f"--compose runs the edit node inside the robot's process: it supports "
-                       f"--robot sim or serial, not {args.robot}")
+                       f"--robot {' or '.join(COMPOSABLE_ROBOTS)}, not {args.robot}")
     if not 1200 <= args.baud <= 20_000_000:
         raise CliError(f"--baud must be in 1200..20000000, got {args.baud}")
     record = args.record

@@ -52,9 +52,9 @@ from edgerl_ros.session import MonitorSession
 from edgerl_ros.summary import summarise
 from edgerl_ros.verdict import DEFAULT_MIN_SUCCESS
 
-__all__ = ["DEFAULT_CONFIG", "ROBOTS", "RT_NODES", "DeployConfig", "DeployError",
-           "GraphProcesses", "deploy", "load_params_yaml", "plan_processes", "robot_nodes",
-           "ros_env", "rt_env", "to_ros_args", "torch_mapped"]
+__all__ = ["COMPOSABLE_ROBOTS", "DEFAULT_CONFIG", "ROBOTS", "RT_NODES", "DeployConfig",
+           "DeployError", "GraphProcesses", "deploy", "load_params_yaml", "plan_processes",
+           "robot_nodes", "ros_env", "rt_env", "to_ros_args", "torch_mapped"]
 
 log = logging.getLogger(__name__)
 
