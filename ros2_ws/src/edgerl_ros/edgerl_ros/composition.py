@@ -1,7 +1,7 @@
 """In-process composition: a robot node and the edit node in one process, linked by calls.
 
 Across processes each state and each command crosses the middleware: on this machine a bare
-rclpy ``JointState`` round trip between two processes costs 0.75-1.4 ms p50 at a 5 ms pace
+rclpy ``JointState`` round trip between two processes costs 0.8-1.6 ms p50 at a 5-20 ms pace
 (``benchmarks/ros2_roundtrip.py``), more than the whole e2e budget of a fast loop. ROS 2's
 answer is composition: the fast path runs in the driver's process. :class:`ComposedLink`
 wires a robot node (``SimRobotNode``, ``SerialBridgeNode``) to an :class:`EditPolicyNode` whose
@@ -14,8 +14,8 @@ wires a robot node (``SimRobotNode``, ``SerialBridgeNode``) to an :class:`EditPo
 
 Topics are still published (the planner, recorders, monitors see the same graph); the robot
 ignores the composed edit node's own command messages (already applied). Names are matched
-once, at :meth:`ComposedLink.attach`: the manifest's observation and action names must be
-the robot's, in any order.
+once, when the link is built: the manifest's observation and action names must be the
+robot's, in any order.
 """
 
 from __future__ import annotations
