@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,21 +41,30 @@ from edgerl.sim.wrappers.base import VecEnvWrapper
 from edgerl.sim.wrappers.budgets import KEEP, PlanBudget, load_budget_latencies
 from edgerl.sim.wrappers.gate import GateCfg, GatedEnv
 
-__all__ = ["GATE_NAME", "ROADS", "GateRunCfg", "ScoreActions", "compare_gate", "driving_gate_cfg",
-           "gate_with_latencies", "load_gate", "make_gate_env", "train_gate"]
+__all__ = ["EVAL_SEED_OFFSET", "GATE_NAME", "HEURISTIC_AGES", "ROADS", "ROAD_GATES",
+           "TUNE_SEED_OFFSET", "GateRunCfg", "ScoreActions", "chicanes_gate_cfg", "compare_gate",
+           "driving_gate_cfg", "gate_with_latencies", "load_gate", "make_gate_env",
+           "road_gate_cfg", "train_gate", "tune_heuristic"]
 
 log = logging.getLogger(__name__)
 
 GATE_NAME = "gate.json"
 #: Driving roads the gate is compared on (``GateRunCfg.task_kwargs``): ``curves`` a sine road
 #: curved almost everywhere; ``straights`` near-straight stretches between sharp crests
-#: (curvature 0.071 1/m), where an old plan fails but a fresh one holds the lane.
+#: (curvature 0.071 1/m), where an old plan fails but a fresh one holds the lane;
+#: ``chicanes`` a straight road with a one-lane swerve every 75 m (apex curvature 0.074 1/m at
+#: 37.5 m and 112.5 m; calm below 0.01 1/m over about half the road), driven with
+#: :func:`chicanes_gate_cfg`.
 ROADS: dict[str, dict[str, Any]] = {
     "curves": {"road_amp": 6.0, "road_wavelength": 70.0},
     "straights": {"road_amp": 6.0, "road_wavelength": 100.0, "road_shape": "straights"},
+    "chicanes": {"road_amp": 3.5, "road_wavelength": 75.0, "road_shape": "chicanes",
+                 "road_sharpness": 3.0},
 }
 #: Chunk-age thresholds (steps) the heuristic baseline is tuned over.
-HEURISTIC_AGES = (2, 4, 8, 12, 16, 24)
+HEURISTIC_AGES = (2, 4, 8, 12, 16, 24, 32, 48)
+#: Seed offsets of the evaluation and of the heuristic's tuning episodes (from the run seed).
+EVAL_SEED_OFFSET, TUNE_SEED_OFFSET = 1000, 2000
 
 
 def driving_gate_cfg(seed: int = 0) -> GateCfg:
@@ -65,11 +75,35 @@ def driving_gate_cfg(seed: int = 0) -> GateCfg:
     return GateCfg(budgets=budgets, decision_steps=2, action_noise_std=0.1, seed=seed)
 
 
-def gate_with_latencies(files: dict[str, str | Path], seed: int = 0) -> dict[str, Any]:
-    """:func:`driving_gate_cfg` as a :attr:`GateRunCfg.gate` dict, the named budgets' delays
-    read from measured ``LatencyModel`` files (``edgerl bench planner
+def chicanes_gate_cfg(seed: int = 0) -> GateCfg:
+    """The ``chicanes`` scenario: every planner call has a compute price (0.4, about 1/160
+    of an episode's return per call), ``fast`` = delay 1, 16 rows every 4th planned, noise
+    0.2; ``slow`` = delay 16 steps (0.8 s), 64 exact rows from the committed prefix; process
+    noise 0.1; the gate also sees the current plan's rows 8, 16, 24 and 32 steps ahead."""
+    budgets = (KEEP,
+               PlanBudget("fast", delay=1, horizon=16, hold=4, noise_std=0.2, cost=0.4),
+               PlanBudget("slow", delay=16, horizon=64, compensate=True, cost=0.4))
+    return GateCfg(budgets=budgets, decision_steps=2, action_noise_std=0.1,
+                   preview_steps=(8, 16, 24, 32), seed=seed)
+
+
+#: The :class:`GateCfg` of each road (default :func:`driving_gate_cfg`).
+ROAD_GATES: dict[str, Callable[[int], GateCfg]] = {"chicanes": chicanes_gate_cfg}
+
+
+def road_gate_cfg(road: str, seed: int = 0) -> GateCfg:
+    """The :class:`GateCfg` the gate is trained with on ``road`` (one of :data:`ROADS`)."""
+    if road not in ROADS:
+        raise ValueError(f"unknown road {road!r}; roads: {', '.join(ROADS)}")
+    return ROAD_GATES.get(road, driving_gate_cfg)(seed)
+
+
+def gate_with_latencies(files: dict[str, str | Path], seed: int = 0,
+                        road: str = "curves") -> dict[str, Any]:
+    """The ``road``'s gate config as a :attr:`GateRunCfg.gate` dict, the named budgets'
+    delays read from measured ``LatencyModel`` files (``edgerl bench planner
     --write-latency-model``): ``{"slow": "slow.json"}``."""
-    base = driving_gate_cfg(seed)
+    base = road_gate_cfg(road, seed)
     base.budgets = load_budget_latencies(base.budgets, files)
     return asdict(base)
 
@@ -82,7 +116,8 @@ class GateRunCfg:
         task / task_kwargs: Registered task and its factory arguments.
         num_envs / iterations / steps_per_env: PPO rollout (decisions per env per iteration).
         hidden: Actor and critic hidden sizes (a tiny MLP).
-        seed: Torch / env / wrapper seed (eval uses ``seed + 1000``).
+        seed: Torch / env / wrapper seed (eval and heuristic tuning use ``seed +``
+            :data:`EVAL_SEED_OFFSET` / :data:`TUNE_SEED_OFFSET`).
         gate: The :class:`GateCfg` as a dict (budgets as dicts); empty = the driving one.
     """
 
@@ -101,6 +136,9 @@ class GateRunCfg:
             return driving_gate_cfg(seed)
         data = dict(self.gate)
         data["budgets"] = tuple(PlanBudget(**b) for b in data.get("budgets", ()))
+        for key in ("preview_steps", "noise_dims"):
+            if key in data:
+                data[key] = tuple(data[key])
         data["seed"] = seed
         return GateCfg(**data)
 
@@ -191,12 +229,36 @@ def load_gate(run_dir: str | Path) -> tuple[GateRunCfg, GatePolicy]:
     return cfg, greedy_policy(actor)
 
 
+def tune_heuristic(cfg: GateRunCfg, episodes: int, num_envs: int, seed: int
+                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The chunk-age heuristic tuned on the episodes of ``seed``: every plan budget j and
+    X in :data:`HEURISTIC_AGES`, best return (then success). Returns the best row (``budget``
+    = j, ``x``) and every tried row."""
+    budgets = cfg.gate_cfg(seed).budgets
+
+    def make() -> GatedEnv:
+        return make_gate_env(cfg, num_envs, seed)
+
+    tried = [{"budget": j, "x": x, "policy": f"age>{x}:{b.name}",
+              **evaluate_gate(make, age_heuristic(j, x), episodes)}
+             for j, b in enumerate(budgets) if not b.keep for x in HEURISTIC_AGES]
+    return max(tried, key=lambda r: (r["return_mean"], r["success_rate"])), tried
+
+
 def compare_gate(cfg: GateRunCfg, gate: GatePolicy | None, episodes: int,
-                 num_envs: int = 16, seed: int | None = None) -> list[dict[str, Any]]:
-    """Rows of the comparison on the same episodes (eval seed ``cfg.seed + 1000``): the gate
-    (when given), each fixed budget, the chunk-age heuristic for the slowest budget tuned
-    over :data:`HEURISTIC_AGES` (best return; its X reported) and random choices."""
-    seed = cfg.seed + 1000 if seed is None else seed
+                 num_envs: int = 16, seed: int | None = None,
+                 tune_seed: int | None = None) -> list[dict[str, Any]]:
+    """Rows of the comparison on the same evaluation episodes (seed ``cfg.seed +``
+    :data:`EVAL_SEED_OFFSET`): the gate (when given), each fixed budget, the chunk-age
+    heuristic and random choices. The heuristic's budget and X are tuned
+    (:func:`tune_heuristic`) on other episodes (seed ``cfg.seed +``
+    :data:`TUNE_SEED_OFFSET`), then evaluated on the evaluation ones; its row holds
+    ``tuned_x``, ``tune_seed`` and ``tune_return``."""
+    seed = cfg.seed + EVAL_SEED_OFFSET if seed is None else seed
+    tune_seed = cfg.seed + TUNE_SEED_OFFSET if tune_seed is None else tune_seed
+    if tune_seed == seed:
+        raise ValueError(f"the heuristic must be tuned on other episodes than the evaluation "
+                         f"ones (both seed {seed})")
 
     def make() -> GatedEnv:
         return make_gate_env(cfg, num_envs, seed)
@@ -209,12 +271,11 @@ def compare_gate(cfg: GateRunCfg, gate: GatePolicy | None, episodes: int,
         if not b.keep:
             rows.append({"policy": f"fixed:{b.name}", **evaluate_gate(make, fixed_policy(j),
                                                                       episodes)})
-    plans = [(j, b) for j, b in enumerate(budgets) if not b.keep]
-    if any(b.keep for b in budgets) and plans:
-        j = max(plans, key=lambda jb: jb[1].latency.planner_delay_steps)[0]
-        tuned = [{"policy": f"age>{x}:{budgets[j].name}",
-                  **evaluate_gate(make, age_heuristic(j, x), episodes)} for x in HEURISTIC_AGES]
-        best = max(tuned, key=lambda r: (r["return_mean"], r["success_rate"]))
-        rows.append({**best, "policy": f"heuristic({best['policy']})"})
+    if any(b.keep for b in budgets) and any(not b.keep for b in budgets):
+        best, _ = tune_heuristic(cfg, episodes, num_envs, tune_seed)
+        rows.append({"policy": f"heuristic({best['policy']})",
+                     **evaluate_gate(make, age_heuristic(best["budget"], best["x"]), episodes),
+                     "tuned_x": best["x"], "tune_seed": tune_seed,
+                     "tune_return": best["return_mean"]})
     rows.append({"policy": "random", **evaluate_gate(make, random_policy(seed), episodes)})
     return rows

@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     train.add_argument("--steps-per-env", type=int, default=32,
                        help="decisions per env per iteration (default 32)")
     train.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    train.add_argument("--road", default="curves", choices=("curves", "straights"),
+    train.add_argument("--road", default="curves", choices=("curves", "straights", "chicanes"),
                        help="driving road (edgerl.policies.gate.ROADS; default curves)")
     train.add_argument("--budget-latency", action="append", default=[], metavar="NAME=FILE",
                        help="take budget NAME's delay from a LatencyModel JSON (`edgerl bench "
@@ -39,6 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
     import torch
 
     from edgerl.cli import CliError
@@ -49,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         compare_gate,
         gate_with_latencies,
         load_gate,
+        road_gate_cfg,
         train_gate,
     )
 
@@ -62,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
         if any(not name or not sep or not path for name, sep, path in pairs):
             raise CliError("--budget-latency: expected NAME=FILE")
         try:
-            gate = (gate_with_latencies({n: p for n, _, p in pairs}, args.seed) if pairs
-                    else {})
+            gate = (gate_with_latencies({n: p for n, _, p in pairs}, args.seed, args.road)
+                    if pairs else asdict(road_gate_cfg(args.road, args.seed)))
         except (OSError, ValueError) as exc:
             raise CliError(f"--budget-latency: {exc}") from exc
         cfg = GateRunCfg(num_envs=args.num_envs, iterations=args.iterations,

@@ -1,6 +1,6 @@
 """The driving task's world: its config, the road and the vehicle models (torch, SI units).
 
-The road's centerline is ``y = amp * sin(2 pi x / wavelength)`` (:class:`Road`); every vehicle
+The road's centerline is a sine, a cubed sine or chicanes (:class:`Road`); every vehicle
 state is a ``(num_envs, n_agents)`` tensor (:class:`VehicleState`) advanced by the pure
 :func:`bicycle_step`.
 
@@ -30,7 +30,7 @@ __all__ = ["GRAVITY", "ROAD_SHAPES", "SURFACE_MU", "DrivingCfg", "Road", "Vehicl
            "wrap_angle"]
 
 #: Centerline shapes (:class:`Road`).
-ROAD_SHAPES = ("sine", "straights")
+ROAD_SHAPES = ("sine", "straights", "chicanes")
 SURFACE_MU = {"dry": 1.0, "wet": 0.6, "ice": 0.15}
 GRAVITY = 9.81
 
@@ -46,7 +46,11 @@ class DrivingCfg:
         road_amp / road_wavelength: Centerline sinusoid (m).
         road_shape: ``"sine"`` (``y = A sin(k x)``, curved almost everywhere) or
             ``"straights"`` (``y = A sin^3(k x)``: near-straight stretches around the zero
-            crossings and curves 3x sharper at the crests).
+            crossings and curves 3x sharper at the crests) or ``"chicanes"`` (``y = A
+            exp(-c (1 + cos(k x)))``, ``c`` = ``road_sharpness``: straight road with one
+            lateral swerve of ``A`` per wavelength, at ``x = wavelength / 2 + n wavelength``,
+            about ``2 / (k sqrt(c))`` m wide each side).
+        road_sharpness: ``c`` of the ``"chicanes"`` road (> 0; peak curvature ``A c k^2``).
         model: ``"kinematic"`` or ``"dynamic"``. surface: dry / wet / ice / mixed.
         cruise_speed: Ego target speed (m/s); others cruise at U(other_speed) x cruise_speed.
         accel_max (m/s^2) / steer_max (rad): Action scales.
@@ -65,6 +69,7 @@ class DrivingCfg:
     road_amp: float = 4.0
     road_wavelength: float = 120.0
     road_shape: str = "sine"
+    road_sharpness: float = 5.0
     model: str = "dynamic"
     surface: str = "dry"
     cruise_speed: float = 15.0
@@ -89,6 +94,8 @@ class DrivingCfg:
         if self.road_shape not in ROAD_SHAPES:
             raise ValueError(f"driving.road_shape must be one of {', '.join(ROAD_SHAPES)}, got "
                              f"{self.road_shape!r}")
+        if self.road_sharpness <= 0:
+            raise ValueError(f"driving.road_sharpness must be > 0, got {self.road_sharpness}")
         if self.n_agents < 1 or self.n_lanes < 1 or self.substeps < 1:
             raise ValueError("driving: n_agents, n_lanes and substeps must be >= 1")
         self.randomization = DomainRandConfig.coerce(self.randomization)
@@ -96,26 +103,38 @@ class DrivingCfg:
 
 
 class Road:
-    """Centerline ``y = A sin(k x)`` (``"sine"``) or ``y = A sin^3(k x)`` (``"straights"``)
-    and its slope / heading / curvature (elementwise on tensors)."""
+    """Centerline ``y = A sin(k x)`` (``"sine"``), ``y = A sin^3(k x)`` (``"straights"``) or
+    ``y = A exp(-c (1 + cos(k x)))`` (``"chicanes"``) and its slope / heading / curvature
+    (elementwise on tensors)."""
 
     def __init__(self, cfg: DrivingCfg) -> None:
         self.amp = cfg.road_amp
         self.k = 2.0 * math.pi / cfg.road_wavelength
-        self.cubed = cfg.road_shape == "straights"
-        #: Largest curvature (1/m), at the crests.
-        self.max_curvature = (3.0 if self.cubed else 1.0) * self.amp * self.k ** 2
+        self.shape = cfg.road_shape
+        self.sharpness = cfg.road_sharpness
+        #: Largest curvature (1/m): at the crests (sine, straights), at the swerve's apex
+        #: (chicanes; the flanks are below it for c >= 1).
+        gain = {"sine": 1.0, "straights": 3.0, "chicanes": self.sharpness}[self.shape]
+        self.max_curvature = gain * abs(self.amp) * self.k ** 2
+
+    def _bump(self, x: torch.Tensor) -> torch.Tensor:
+        """``exp(-c (1 + cos(k x)))`` of the chicanes road."""
+        return torch.exp(-self.sharpness * (1.0 + torch.cos(self.k * x)))
 
     def y(self, x: torch.Tensor) -> torch.Tensor:
-        if self.cubed:
+        if self.shape == "straights":
             return self.amp * torch.sin(self.k * x) ** 3
+        if self.shape == "chicanes":
+            return self.amp * self._bump(x)
         return self.amp * torch.sin(self.k * x)
 
     def slope(self, x: torch.Tensor) -> torch.Tensor:
         """dy/dx."""
-        if self.cubed:
-            sin = torch.sin(self.k * x)
+        sin = torch.sin(self.k * x)
+        if self.shape == "straights":
             return (3.0 * self.amp * self.k) * sin * sin * torch.cos(self.k * x)
+        if self.shape == "chicanes":
+            return (self.amp * self.sharpness * self.k) * sin * self._bump(x)
         return self.amp * self.k * torch.cos(self.k * x)
 
     def heading(self, x: torch.Tensor) -> torch.Tensor:
@@ -123,12 +142,15 @@ class Road:
 
     def curvature(self, x: torch.Tensor) -> torch.Tensor:
         slope = self.slope(x)
-        sin = torch.sin(self.k * x)
-        if self.cubed:
-            cos = torch.cos(self.k * x)
+        sin, cos = torch.sin(self.k * x), torch.cos(self.k * x)
+        if self.shape == "straights":
             d2 = (3.0 * self.amp * self.k * self.k) * sin * (2.0 * cos * cos - sin * sin)
-            return d2 / (1.0 + slope * slope) ** 1.5
-        return -self.amp * self.k * self.k * sin / (1.0 + slope * slope) ** 1.5
+        elif self.shape == "chicanes":
+            c = self.sharpness
+            d2 = (self.amp * c * self.k * self.k) * self._bump(x) * (cos + c * sin * sin)
+        else:
+            d2 = -self.amp * self.k * self.k * sin
+        return d2 / (1.0 + slope * slope) ** 1.5
 
 
 def wrap_angle(angle: torch.Tensor) -> torch.Tensor:

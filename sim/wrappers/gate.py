@@ -15,10 +15,13 @@ One ``step`` = ``decision_steps`` control steps of the inner env:
   chosen budget's ``cost``;
 * done: the episode ended during these steps (with ``decision_steps > 1`` the env's
   remaining steps already run its new episode, without a plan);
-* ``"policy"`` observation (N, F + 4): the task's fast observation (``TaskSpec``'s
-  non-planner-only elements), then chunk age (steps since the plan's observation) and rows
-  left in the current plan (both divided by ``GateCfg.age_scale``), has-chunk and
-  plan-in-flight flags; ``"critic"``: the policy group plus the full robot observation.
+* ``"policy"`` observation (N, F + 4 + P*A), built by :func:`edgerl.gate_obs.build_gate_obs`
+  (the runtime gate builds it with the same function): the task's fast observation
+  (``TaskSpec``'s non-planner-only elements), then chunk age (steps since the plan's
+  observation) and rows left in the current plan (both divided by ``GateCfg.age_scale``),
+  has-chunk and plan-in-flight flags, and the current plan's rows ``GateCfg.preview_steps``
+  steps ahead (``plan_preview``); ``"critic"``: the policy group plus the full robot
+  observation.
 
 ``GateCfg.action_noise_std`` adds Gaussian process noise to the executed row (what the
 planner cannot foresee), so an open-loop plan drifts from the world as it ages.
@@ -34,6 +37,7 @@ import torch
 from tensordict import TensorDict
 
 from edgerl.edit_obs import select_chunk_rows
+from edgerl.gate_obs import GATE_EXTRA_OBS, GateObsConfig, build_gate_obs
 from edgerl.sim.vec_env import ActionError
 from edgerl.sim.wrappers.base import VecEnvWrapper, done_ids
 from edgerl.sim.wrappers.budgets import BudgetPlanner, PlanBudget, default_budgets
@@ -43,9 +47,6 @@ from edgerl.timing import chunk_usable, max_planner_delay
 
 __all__ = ["GATE_EXTRA_OBS", "GateCfg", "GatedEnv"]
 
-#: Observation elements the gate adds after the fast observation.
-GATE_EXTRA_OBS = ("chunk_age", "rows_left", "has_chunk", "in_flight")
-
 
 @dataclass
 class GateCfg:
@@ -54,26 +55,33 @@ class GateCfg:
     Attributes:
         budgets: The choices, index = action (:func:`default_budgets`).
         decision_steps: Control steps per decision (k >= 1).
-        action_noise_std: Std of Gaussian noise on the executed row (action units).
+        action_noise_std: Std of Gaussian noise on the executed row (action units): one
+            for every element, or one per action element.
         noise_dims: Action elements the noise applies to (empty = all).
         use_cost: Subtract each chosen budget's ``cost`` from the reward.
         stale_steps: Steps past a plan's last row (its budget's horizon) before it is
             dropped (command zeros).
         age_scale: Chunk age and rows left are divided by this (steps).
+        preview_steps: Offsets (steps from now) of the current plan's rows in the
+            observation (``plan_preview``; empty = none).
         seed: Seed of the wrapper's generator (delays, plan noise, process noise).
     """
 
     budgets: tuple[PlanBudget, ...] = field(default_factory=default_budgets)
     decision_steps: int = 1
-    action_noise_std: float = 0.0
+    action_noise_std: float | tuple[float, ...] = 0.0
     noise_dims: tuple[int, ...] = ()
     use_cost: bool = True
     stale_steps: int = 0
     age_scale: float = 20.0
+    preview_steps: tuple[int, ...] = ()
     seed: int = 0
 
     def __post_init__(self) -> None:
         self.budgets = tuple(self.budgets)
+        self.preview_steps = tuple(int(o) for o in self.preview_steps)
+        if any(o < 0 for o in self.preview_steps):
+            raise ValueError(f"GateCfg.preview_steps must be >= 0, got {self.preview_steps}")
         if not self.budgets:
             raise ValueError("GateCfg.budgets: give at least one budget")
         names = [b.name for b in self.budgets]
@@ -81,8 +89,14 @@ class GateCfg:
             raise ValueError(f"GateCfg.budgets: names must be unique, got {names}")
         if self.decision_steps < 1 or self.stale_steps < 0 or self.age_scale <= 0:
             raise ValueError("decision_steps must be >= 1, stale_steps >= 0, age_scale > 0")
-        if self.action_noise_std < 0:
+        if isinstance(self.action_noise_std, (list, tuple)):
+            self.action_noise_std = tuple(float(v) for v in self.action_noise_std)
+        if min(self._noise_stds(), default=0.0) < 0:
             raise ValueError(f"action_noise_std must be >= 0, got {self.action_noise_std}")
+
+    def _noise_stds(self) -> tuple[float, ...]:
+        std = self.action_noise_std
+        return std if isinstance(std, tuple) else (float(std),)
 
 
 class GatedEnv(VecEnvWrapper):
@@ -131,9 +145,16 @@ class GatedEnv(VecEnvWrapper):
         self._fast = (list(spec.fast_obs_indices) if spec is not None
                       else list(range(self.obs_dim)))
         dims = list(cfg.noise_dims) or list(range(a))
-        self._noise_mask = torch.zeros(a, device=dev)
-        self._noise_mask[dims] = 1.0
-        self.policy_obs_dim = len(self._fast) + len(GATE_EXTRA_OBS)
+        std = cfg.action_noise_std
+        if isinstance(std, tuple) and len(std) != a:
+            raise ValueError(f"GateCfg.action_noise_std: {len(std)} stds for {a} action "
+                             f"elements")
+        self._noise_std = torch.zeros(a, device=dev)
+        self._noise_std[dims] = torch.as_tensor(std, dtype=torch.float32, device=dev)[dims] \
+            if isinstance(std, tuple) else float(std)
+        self.obs_cfg = GateObsConfig(len(self._fast), a, cfg.age_scale, cfg.stale_steps,
+                                     cfg.preview_steps)
+        self.policy_obs_dim = self.obs_cfg.dim
         self.scheduler.reset(torch.arange(n, device=dev))
         self._obs = self._observe(obs0)
 
@@ -170,18 +191,32 @@ class GatedEnv(VecEnvWrapper):
         return self._next_delay[env_ids]
 
     def committed_rows(self, env_ids: torch.Tensor) -> torch.Tensor:
-        """(n, D_max, A): the rows the current plan gives ``env_ids`` over their drawn delay
-        (zeros where it is stale or absent), NaN past each env's delay. A plan already in
-        flight that arrives meanwhile is not foreseen."""
+        """(n, D_max, A): the rows ``env_ids`` will execute over their drawn delay, NaN past
+        each env's delay: at each step the newest plan (largest step0) among the current one
+        and those in flight that have arrived by then (the scheduler's adoption rule), zeros
+        where that plan is past its budget's horizon + stale steps or there is none."""
         s, d_max = self.scheduler, max(int(self.scheduler.max_delay), 1)
-        t, step0 = s.t[env_ids], s.cur_step0[env_ids]
-        rows = select_chunk_rows(s.cur[env_ids], t - step0, d_max)
-        offset = (t - step0)[:, None] + torch.arange(d_max, device=self.device)[None, :]
-        usable = s.cur_valid[env_ids, None] & chunk_usable(
-            offset, self.cur_rows[env_ids, None], self.gate_cfg.stale_steps)
-        rows = torch.where(usable[..., None], rows, torch.zeros_like(rows))
-        later = torch.arange(d_max, device=self.device)[None, :] >= self._next_delay[env_ids, None]
-        return rows.masked_fill(later[..., None], float("nan"))
+        dev = self.device
+        t = s.t[env_ids]
+        plans = torch.cat((s.cur[env_ids, None], s.fly[env_ids]), dim=1)  # (n, 1+M, H, A)
+        step0 = torch.cat((s.cur_step0[env_ids, None], s.fly_step0[env_ids]), dim=1)
+        arrive = torch.cat((t[:, None], s.fly_arrive[env_ids]), dim=1)
+        valid = torch.cat((s.cur_valid[env_ids, None], s.fly_valid[env_ids]), dim=1)
+        rows_of = torch.cat((self.cur_rows[env_ids, None], self._fly_rows[env_ids]), dim=1)
+        n = int(env_ids.numel())
+        out = torch.zeros(n, d_max, self.inner_actions, device=dev)
+        ar = torch.arange(n, device=dev)
+        for j in range(d_max):
+            key = torch.where(valid & (arrive <= (t + j)[:, None]), step0,
+                              torch.full_like(step0, -1))
+            best = key.argmax(dim=1)
+            offset = t + j - step0[ar, best]
+            row = select_chunk_rows(plans[ar, best], offset, 1)[:, 0]
+            usable = (key[ar, best] >= 0) & chunk_usable(offset, rows_of[ar, best],
+                                                           self.gate_cfg.stale_steps)
+            out[:, j] = torch.where(usable[:, None], row, torch.zeros_like(row))
+        later = torch.arange(d_max, device=dev)[None, :] >= self._next_delay[env_ids, None]
+        return out.masked_fill(later[..., None], float("nan"))
 
     def _track_rows(self, queried: torch.Tensor, adopted: torch.Tensor) -> None:
         """Remember the budget horizon of each new query's slot and of adopted plans."""
@@ -267,23 +302,18 @@ class GatedEnv(VecEnvWrapper):
         return self._obs, reward, ended, {**flags, "log": logs}
 
     def _noisy(self, command: torch.Tensor) -> torch.Tensor:
-        std = self.gate_cfg.action_noise_std
-        if std == 0:
+        if not bool((self._noise_std > 0).any()):
             return command
         noise = torch.randn(command.shape, generator=self.generator, dtype=command.dtype)
-        return command + std * noise.to(command.device) * self._noise_mask
+        return command + noise.to(command.device) * self._noise_std
 
     def _observe(self, inner: TensorDict) -> TensorDict:
         """The gate's observation groups from the inner observation."""
-        s, scale = self.scheduler, float(self.gate_cfg.age_scale)
+        s = self.scheduler
         robot = inner["policy"]
-        has = self.has_plan()
-        age = torch.where(has, s.age_steps(), torch.zeros_like(s.t)).float() / scale
-        left = torch.where(has, (self.cur_rows - s.row_index()).clamp_min(0),
-                           torch.zeros_like(s.t)).float() / scale
-        flying = s.fly_valid.any(dim=1).float()
-        policy = torch.cat((robot[:, self._fast], age[:, None], left[:, None],
-                            has.float()[:, None], flying[:, None]), dim=-1)
+        policy = build_gate_obs(robot[:, self._fast], s.cur, s.row_index(), self.cur_rows,
+                                s.age_steps(), self.has_plan(), s.fly_valid.any(dim=1),
+                                self.obs_cfg)
         groups = {k: v for k, v in inner.items() if k != "policy"}
         groups.update(policy=policy, robot=robot, critic=torch.cat((policy, robot), dim=-1))
         return TensorDict(groups, batch_size=[self.num_envs], device=self.device)

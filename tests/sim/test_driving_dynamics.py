@@ -58,6 +58,34 @@ def test_straights_road_is_flat_at_crossings_and_sharp_at_crests():
         DrivingCfg(road_shape="zigzag")
 
 
+def test_chicanes_road_alternates_calm_stretches_and_sharp_swerves():
+    cfg = DrivingCfg(road_amp=3.5, road_wavelength=75.0, road_shape="chicanes",
+                     road_sharpness=3.0)
+    road = Road(cfg)
+    k, c = 2.0 * math.pi / 75.0, 3.0
+    x = torch.linspace(0.0, 150.0, 1501, dtype=torch.float64)
+    torch.testing.assert_close(road.y(x), 3.5 * torch.exp(-c * (1 + torch.cos(k * x))))
+    h = 1e-4
+    torch.testing.assert_close(road.slope(x), (road.y(x + h) - road.y(x - h)) / (2 * h))
+    d2 = (road.y(x + h) - 2 * road.y(x) + road.y(x - h)) / h**2
+    torch.testing.assert_close(road.curvature(x), d2 / (1 + road.slope(x) ** 2) ** 1.5,
+                               atol=1e-4, rtol=1e-3)
+    kappa = road.curvature(x).abs()
+    apex = road.curvature(torch.tensor([37.5, 112.5], dtype=torch.float64))
+    assert apex.tolist() == pytest.approx([-3.5 * c * k * k] * 2)
+    assert float(kappa.max()) == pytest.approx(road.max_curvature) == pytest.approx(0.0737, 1e-3)
+    # calm (|kappa| < 0.01 1/m) at the start, between the swerves and at the end; sharp at both
+    # apexes: the profile alternates calm -> sharp -> calm -> sharp -> calm along 150 m
+    sharp = (kappa > 0.01).int()
+    runs = [int(v) for v in torch.unique_consecutive(sharp)]
+    assert runs[0] == 0 and runs[-1] == 0
+    assert 0.3 < float((kappa < 0.01).double().mean()) < 0.7
+    for lo, hi in ((0.0, 10.0), (65.0, 85.0), (140.0, 150.0)):
+        assert float(kappa[(x >= lo) & (x <= hi)].max()) < 0.01
+    with pytest.raises(ValueError, match="road_sharpness"):
+        DrivingCfg(road_shape="chicanes", road_sharpness=0.0)
+
+
 def test_wrap_angle_maps_into_minus_pi_pi():
     wrapped = wrap_angle(torch.tensor([0.5, 2.25 * math.pi, -3.5 * math.pi]))
     torch.testing.assert_close(wrapped, torch.tensor([0.5, 0.25 * math.pi, 0.5 * math.pi]))

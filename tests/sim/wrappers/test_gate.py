@@ -53,7 +53,8 @@ def test_observation_reward_and_shapes():
     env, inner = make(num_envs=3)
     obs = env.get_observations()
     assert env.num_actions == 1 and env.num_budgets == 3
-    assert obs["policy"].shape == (3, 2 + len(GATE_EXTRA_OBS)) == (3, env.policy_obs_dim)
+    assert GATE_EXTRA_OBS[:4] == ("chunk_age", "rows_left", "has_chunk", "in_flight")
+    assert obs["policy"].shape == (3, 2 + 4) == (3, env.policy_obs_dim)  # no preview
     assert obs["critic"].shape == (3, env.policy_obs_dim + 2)
     obs, rew, dones, extras = env.step(torch.tensor([1, 0, 2]))
     assert rew.tolist() == [-0.5, 0.0, 0.0]  # the fast budget's cost
@@ -96,3 +97,33 @@ def test_config_validation():
         GateCfg(budgets=(KEEP, KEEP))
     with pytest.raises(ValueError, match="decision_steps"):
         GateCfg(decision_steps=0)
+
+
+def test_committed_rows_foresee_plans_in_flight():
+    env, _ = make(num_envs=1)
+    env.step(torch.tensor([1]))  # t=0: fast (D=1, 4 rows, step0 0), running from t=1
+    env.step(torch.tensor([2]))  # t=1: slow (D=3, 12 rows, step0 1) arrives at t=4
+    env._next_delay[:] = 3  # a query at t=2 with delay 3 commits the rows of t = 2, 3, 4
+    rows = env.committed_rows(torch.tensor([0]))[0, :, 0]
+    # the fast plan's rows 2, 3, then the slow plan (arrived at t=4) from its row 3
+    assert rows.tolist() == [1002.0, 1003.0, 2003.0]
+    env._next_delay[:] = 1
+    rows = env.committed_rows(torch.tensor([0]))[0, :, 0]
+    assert rows[0].item() == 1002.0 and bool(rows[1:].isnan().all())
+
+
+def test_plan_preview_and_per_element_noise():
+    env, _ = make(num_envs=1, preview_steps=(0, 1, 2))
+    assert env.policy_obs_dim == 2 + 4 + 3 and GATE_EXTRA_OBS[-1] == "plan_preview"
+    assert env.get_observations()["policy"][0, 6:].tolist() == [0.0, 0.0, 0.0]
+    env.step(torch.tensor([1]))  # fast: 4 rows from t=1 (row i = 1000 + i)
+    obs, *_ = env.step(torch.tensor([0]))  # now t=2: rows 2, 3 planned, row 4 past the plan
+    assert obs["policy"][0, 6:].tolist() == [1002.0, 1003.0, 0.0]
+    noisy = GatedEnv(StampTask(2), GateCfg(budgets=BUDGETS, action_noise_std=(0.5,)))
+    drive(noisy, [0] * 50)
+    applied = torch.stack(noisy.unwrapped.applied)
+    assert 0.3 < float(applied.std()) < 0.7
+    with pytest.raises(ValueError, match="2 stds for 1 action"):
+        GatedEnv(StampTask(1), GateCfg(budgets=BUDGETS, action_noise_std=(0.1, 0.2)))
+    with pytest.raises(ValueError, match="preview_steps"):
+        GateCfg(preview_steps=(-1,))
