@@ -17,6 +17,12 @@ The scenario (:func:`driving_gate_cfg`): driving on one of the :data:`ROADS` (sh
 the task's default) with process noise on both controls (std 0.1, the planner cannot
 foresee it). ``fast`` = delay 1 step, 16 rows planned every 4th row, noise 0.2; ``slow`` =
 delay 8 steps, 48 exact rows from the committed prefix. Open-loop plans drift as they age.
+The ``chicanes`` road has its own scenario (:func:`chicanes_gate_cfg`: a compute price per
+planner call, a 0.8 s slow planner, and the current plan's upcoming rows in the gate's
+observation); :func:`road_gate_cfg` picks the one of a road.
+
+:func:`compare_gate` tunes the chunk-age heuristic's budget and X on other episodes than the
+evaluation ones (:func:`tune_heuristic`).
 """
 
 from __future__ import annotations

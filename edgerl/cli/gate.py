@@ -2,7 +2,8 @@
 
 ``train`` fits the gate with PPO (:mod:`edgerl.policies.gate`) into ``--out`` and, unless
 ``--episodes 0``, compares it; ``eval`` compares a trained gate on the same episodes with each
-fixed budget, the chunk-age heuristic (tuned X) and random choices. Both print a table
+fixed budget, the chunk-age heuristic (budget and X tuned on other episodes) and random
+choices. Both print a table
 (``--json``: a JSON list of rows: policy, episodes, success_rate, return_mean, length_mean,
 share_<budget>).
 """
