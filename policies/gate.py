@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -235,10 +235,11 @@ def load_gate(run_dir: str | Path) -> tuple[GateRunCfg, GatePolicy]:
     return cfg, greedy_policy(actor)
 
 
-def tune_heuristic(cfg: GateRunCfg, episodes: int, num_envs: int, seed: int
+def tune_heuristic(cfg: GateRunCfg, episodes: int, num_envs: int, seed: int,
+                   ages: Sequence[int] = HEURISTIC_AGES
                    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The chunk-age heuristic tuned on the episodes of ``seed``: every plan budget j and
-    X in :data:`HEURISTIC_AGES`, best return (then success). Returns the best row (``budget``
+    X in ``ages`` (steps), best return (then success). Returns the best row (``budget``
     = j, ``x``) and every tried row."""
     budgets = cfg.gate_cfg(seed).budgets
 
@@ -247,19 +248,19 @@ def tune_heuristic(cfg: GateRunCfg, episodes: int, num_envs: int, seed: int
 
     tried = [{"budget": j, "x": x, "policy": f"age>{x}:{b.name}",
               **evaluate_gate(make, age_heuristic(j, x), episodes)}
-             for j, b in enumerate(budgets) if not b.keep for x in HEURISTIC_AGES]
+             for j, b in enumerate(budgets) if not b.keep for x in ages]
     return max(tried, key=lambda r: (r["return_mean"], r["success_rate"])), tried
 
 
 def compare_gate(cfg: GateRunCfg, gate: GatePolicy | None, episodes: int,
-                 num_envs: int = 16, seed: int | None = None,
-                 tune_seed: int | None = None) -> list[dict[str, Any]]:
+                 num_envs: int = 16, seed: int | None = None, tune_seed: int | None = None,
+                 ages: Sequence[int] = HEURISTIC_AGES) -> list[dict[str, Any]]:
     """Rows of the comparison on the same evaluation episodes (seed ``cfg.seed +``
     :data:`EVAL_SEED_OFFSET`): the gate (when given), each fixed budget, the chunk-age
     heuristic and random choices. The heuristic's budget and X are tuned
     (:func:`tune_heuristic`) on other episodes (seed ``cfg.seed +``
     :data:`TUNE_SEED_OFFSET`), then evaluated on the evaluation ones; its row holds
-    ``tuned_x``, ``tune_seed`` and ``tune_return``."""
+    ``tuned_x``, ``tune_seed`` and ``tune_return``. ``ages``: the X tried (steps)."""
     seed = cfg.seed + EVAL_SEED_OFFSET if seed is None else seed
     tune_seed = cfg.seed + TUNE_SEED_OFFSET if tune_seed is None else tune_seed
     if tune_seed == seed:
@@ -278,7 +279,7 @@ def compare_gate(cfg: GateRunCfg, gate: GatePolicy | None, episodes: int,
             rows.append({"policy": f"fixed:{b.name}", **evaluate_gate(make, fixed_policy(j),
                                                                       episodes)})
     if any(b.keep for b in budgets) and any(not b.keep for b in budgets):
-        best, _ = tune_heuristic(cfg, episodes, num_envs, tune_seed)
+        best, _ = tune_heuristic(cfg, episodes, num_envs, tune_seed, ages)
         rows.append({"policy": f"heuristic({best['policy']})",
                      **evaluate_gate(make, age_heuristic(best["budget"], best["x"]), episodes),
                      "tuned_x": best["x"], "tune_seed": tune_seed,

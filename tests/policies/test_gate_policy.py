@@ -7,7 +7,6 @@ import torch
 
 from edgerl.policies.gate import (
     GATE_NAME,
-    HEURISTIC_AGES,
     ROADS,
     GateRunCfg,
     ScoreActions,
@@ -53,12 +52,12 @@ def test_two_iteration_training_and_every_baseline(tmp_path):
     loaded_cfg, loaded = load_gate(tmp_path)
     assert loaded_cfg == cfg
     assert torch.equal(loaded(env, env.get_observations()), choice)
-    rows = compare_gate(cfg, loaded, episodes=2, num_envs=2)
+    rows = compare_gate(cfg, loaded, episodes=2, num_envs=2, ages=(4, 16))
     names = [r["policy"] for r in rows]
     assert names[:3] == ["gate", "fixed:fast", "fixed:slow"]
     assert names[3].startswith("heuristic(age>") and names[3].endswith((":slow)", ":fast)"))
     assert names[4] == "random"
-    assert rows[3]["tuned_x"] in HEURISTIC_AGES and rows[3]["tune_seed"] == cfg.seed + 2000
+    assert rows[3]["tuned_x"] in (4, 16) and rows[3]["tune_seed"] == cfg.seed + 2000
     for r in rows:
         assert r["episodes"] == 2 and 0.0 <= r["success_rate"] <= 1.0
         shares = [r[f"share_{b}"] for b in ("keep", "fast", "slow")]
@@ -84,10 +83,11 @@ def test_budget_latencies_from_a_measured_model(tmp_path):
 def test_heuristic_is_tuned_on_other_episodes_than_the_evaluation():
     torch.set_num_threads(1)
     cfg = tiny_cfg(seed=3)
-    best, tried = tune_heuristic(cfg, episodes=2, num_envs=2, seed=7)
-    assert len(tried) == 2 * len(HEURISTIC_AGES)  # both plan budgets x every X
+    best, tried = tune_heuristic(cfg, episodes=2, num_envs=2, seed=7, ages=(2, 8, 32))
+    assert len(tried) == 2 * 3  # both plan budgets x every X
+    assert {(r["budget"], r["x"]) for r in tried} == {(j, x) for j in (1, 2) for x in (2, 8, 32)}
     assert best["return_mean"] == max(r["return_mean"] for r in tried)
-    rows = compare_gate(cfg, None, episodes=2, num_envs=2, seed=5, tune_seed=7)
+    rows = compare_gate(cfg, None, episodes=2, num_envs=2, seed=5, tune_seed=7, ages=(2, 8, 32))
     heur = next(r for r in rows if r["policy"].startswith("heuristic("))
     assert (heur["tuned_x"], heur["tune_seed"]) == (best["x"], 7)
     assert heur["tune_return"] == best["return_mean"]
@@ -96,7 +96,7 @@ def test_heuristic_is_tuned_on_other_episodes_than_the_evaluation():
                             age_heuristic(best["budget"], best["x"]), 2)
     assert heur["return_mean"] == on_eval["return_mean"]
     with pytest.raises(ValueError, match="other episodes"):
-        compare_gate(cfg, None, episodes=2, num_envs=2, seed=5, tune_seed=5)
+        compare_gate(cfg, None, episodes=2, num_envs=2, seed=5, tune_seed=5, ages=(2,))
 
 
 def test_chicanes_scenario_budgets_and_preview():
