@@ -82,8 +82,8 @@ def driving_gate_cfg(seed: int = 0) -> GateCfg:
 
 
 def chicanes_gate_cfg(seed: int = 0) -> GateCfg:
-    """The ``chicanes`` scenario: every planner call has a compute price (0.4, about 1/160
-    of an episode's return per call), ``fast`` = delay 1, 16 rows every 4th planned, noise
+    """The ``chicanes`` scenario: every planner call has a compute price (0.4; an episode has
+    about 160 decisions), ``fast`` = delay 1, 16 rows every 4th planned, noise
     0.2; ``slow`` = delay 16 steps (0.8 s), 64 exact rows from the committed prefix; process
     noise 0.1; the gate also sees the current plan's rows 8, 16, 24 and 32 steps ahead."""
     budgets = (KEEP,
