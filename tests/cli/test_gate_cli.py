@@ -37,3 +37,18 @@ def test_gate_train_refuses_bad_budget_latencies(tmp_path, capsys):
     assert main(["gate", "train", "--out", str(tmp_path / "r"), "--budget-latency",
                  f"medium={tmp_path}/x.json"]) == 1
     assert "no budget named medium" in capsys.readouterr().err
+
+
+def test_gate_train_on_the_chicanes_road_round_trips_its_scenario(tmp_path):
+    from edgerl.policies.gate import load_gate, make_gate_env
+
+    assert main(["gate", "train", "--out", str(tmp_path / "ch"), "--road", "chicanes",
+                 "--iterations", "1", "--num-envs", "2", "--steps-per-env", "2",
+                 "--episodes", "0", "--json"]) == 0
+    cfg, gate = load_gate(tmp_path / "ch")
+    assert cfg.task_kwargs["road_shape"] == "chicanes"
+    gcfg = cfg.gate_cfg(0)
+    assert gcfg.preview_steps == (8, 16, 24, 32) and gcfg.budgets[2].delay == 16
+    env = make_gate_env(cfg, 2, 0)
+    assert env.policy_obs_dim == 3 + 4 + 8
+    assert gate(env, env.get_observations()).shape == (2,)
