@@ -35,6 +35,12 @@ class TaskDefaults:
         learning_rate: PPO's initial learning rate (adaptive schedule).
         num_mini_batches: Minibatches per PPO epoch.
         num_learning_epochs: Passes over each rollout.
+        hidden_dims: Hidden sizes of the actor and the critic MLPs; ``None`` keeps the
+            config's (:class:`~edgerl.policies.config.ModelConfig`, 128 x 128).
+        desired_kl: Target KL of the adaptive learning-rate schedule; ``None`` keeps the
+            config's (0.01).
+        gamma: Discount per control step; ``None`` keeps the config's (0.99). An algorithm
+            setting only: the reward and the success definition stay the task's.
     """
 
     num_envs: int = 64
@@ -42,6 +48,23 @@ class TaskDefaults:
     learning_rate: float = 1e-3
     num_mini_batches: int = 4
     num_learning_epochs: int = 5
+    hidden_dims: tuple[int, ...] | None = None
+    desired_kl: float | None = None
+    gamma: float | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("num_envs", "num_steps_per_env", "num_mini_batches", "num_learning_epochs"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"TaskDefaults.{key}: must be >= 1, got {getattr(self, key)}")
+        if self.learning_rate <= 0 or (self.desired_kl is not None and self.desired_kl <= 0):
+            raise ValueError(f"TaskDefaults: learning_rate and desired_kl must be > 0, got "
+                             f"{self.learning_rate} and {self.desired_kl}")
+        if self.gamma is not None and not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"TaskDefaults.gamma: must be in (0, 1], got {self.gamma}")
+        if self.hidden_dims is not None and (not self.hidden_dims
+                                             or min(self.hidden_dims) < 1):
+            raise ValueError(f"TaskDefaults.hidden_dims: need one or more sizes >= 1, got "
+                             f"{self.hidden_dims}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,9 +103,16 @@ def apply_task_defaults(cfg: TrainConfig, defaults: TaskDefaults | None = None,
                         keep: tuple[str, ...] = ()) -> TrainConfig:
     """A copy of ``cfg`` with the task's defaults (or ``defaults``) in every field except
     those named in ``keep`` (``num_envs``, ``num_steps_per_env``, ``learning_rate``,
-    ``num_mini_batches``, ``num_learning_epochs``), which keep ``cfg``'s values."""
+    ``num_mini_batches``, ``num_learning_epochs``, ``hidden_dims``, ``desired_kl``, ``gamma``),
+    which keep ``cfg``'s values; a default of ``None`` also keeps ``cfg``'s."""
     d = defaults or task_defaults(cfg.task, cfg.device)
     top = {k: getattr(d, k) for k in ("num_envs", "num_steps_per_env") if k not in keep}
-    ppo = {k: getattr(d, k) for k in ("learning_rate", "num_mini_batches", "num_learning_epochs")
-           if k not in keep}
-    return replace(cfg, **top, ppo=replace(cfg.ppo, **ppo))
+    ppo = {k: getattr(d, k) for k in ("learning_rate", "num_mini_batches", "num_learning_epochs",
+                                      "desired_kl", "gamma")
+           if k not in keep and getattr(d, k) is not None}
+    models = {}
+    if d.hidden_dims is not None and "hidden_dims" not in keep:
+        dims = list(d.hidden_dims)
+        models = {role: replace(getattr(cfg, role), hidden_dims=dims)
+                  for role in ("actor", "critic")}
+    return replace(cfg, **top, ppo=replace(cfg.ppo, **ppo), **models)
