@@ -30,6 +30,12 @@ def test_lookup_by_task_and_device():
     assert task_defaults("arm_reach") == BASELINE  # untuned task on the CPU
     assert task_defaults("cartpole", "cuda") == GPU_DEFAULTS["*"]
     assert GPU_DEFAULTS["*"].num_envs >= 4096
+    # a tuned CPU network size never reaches the GPU defaults (the config's 128 x 128 stays)
+    assert task_defaults("ball_balance") == CPU_DEFAULTS["ball_balance"]
+    gpu = apply_task_defaults(TrainConfig(task="ball_balance", method="nodelay",
+                                          device="cuda"))
+    assert gpu.actor.hidden_dims == [128, 128] and gpu.ppo.gamma == 0.99
+    assert gpu.num_envs == GPU_DEFAULTS["*"].num_envs
 
 
 def test_apply_keeps_the_named_fields():
