@@ -1,7 +1,9 @@
 """Per-task training defaults: env count, rollout length and PPO settings by device.
 
 ``edgerl train TASK`` fills every flag the user did not give (``--num-envs``,
-``--steps-per-env``, ``--learning-rate``, ``--mini-batches``) from :func:`task_defaults`.
+``--steps-per-env``, ``--learning-rate``, ``--mini-batches``) from :func:`task_defaults`, and
+takes the epochs and, where a task sets them, the MLP sizes, ``gamma`` and ``desired_kl``
+(which have no flags) from it too.
 
 On the CPU the fastest time to a solved task comes from fewer env steps and cheaper updates:
 the PPO update (epochs x minibatches of backward passes through two MLPs) costs more than
