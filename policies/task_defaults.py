@@ -79,8 +79,9 @@ BASELINE = TaskDefaults()
 
 #: Tuned for the time to 0.95 training success on a 2-core CPU (``--threads 1``).
 CPU_DEFAULTS: dict[str, TaskDefaults] = {
-    # fewer, larger updates; gamma 0.95 (an episode is 100 steps) makes them robust across
-    # seeds: without it seed 3 needed 311k env steps and seed 0 160k. Grid (2026-12-01,
+    # fewer, larger updates; gamma 0.95 (an episode is 100 steps) makes slow seeds rarer
+    # (without it seed 3 needed 311k env steps and seed 0 160k; with it held-out seed 32 still
+    # needed 190k, docs/benchmarks.md). Grid (2026-12-01,
     # process CPU s to 0.95, seeds 4/5/0/1/2, load 7-9): BASELINE 3.9 / 9.6 / 5.7 / 7.5 / 6.0,
     # this 2.8 / 6.0 / 3.5 / 2.9 / 3.0 (2 epochs: 3.6 / 4.5 / 3.2 / 2.5 / 4.4).
     "cartpole": TaskDefaults(num_envs=128, num_steps_per_env=16, learning_rate=3e-3,
