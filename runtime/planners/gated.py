@@ -1,0 +1,264 @@
+"""``GatedPlannerClient``: the planner client that asks what the gate chooses, when it chooses.
+
+Every ``decision_steps`` control steps the client takes the newest observation, lets the
+:class:`~edgerl.runtime.gate.BudgetGate` pick a budget and honours it:
+
+* a ``keep`` budget sends no request (the current chunk keeps running);
+* any other budget asks the :class:`BudgetedPlanner` for that budget's plan, from the
+  observation's stamp ``t_obs``; the chunk (``t0 = obs_time = t_obs``, the budget's rows) is
+  pushed into the :class:`~edgerl.runtime.chunk_buffer.ChunkBuffer` at ``t_obs + D * dt``,
+  ``D`` drawn from the budget's latency model: the contract's arrival rule (a plan queried at
+  step t with delay D is adopted at t + D and runs from its row D, since rows are
+  time-aligned). A planner slower than that delivers when it returns (late).
+  A ``compensate`` budget gets the committed prefix: the rows the current chunk gives over
+  the next ``D`` steps (zeros where it is stale or absent), as the sim's ``GatedEnv`` does.
+
+Requests in flight are tracked (the gate's ``in_flight`` input); a newer plan replaces an
+older one at arrival, an older one arriving later is dropped by the buffer (``is_newer``).
+Counters: decisions and requests per budget, chunks delivered, late deliveries, errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from edgerl.chunk import ActionChunk
+from edgerl.clock import Clock, MonotonicClock
+from edgerl.gate_obs import GateBudgetSpec
+from edgerl.planner import PlannerHealth
+from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.runtime.gate import BudgetGate, plan_state, steps_between
+from edgerl.runtime.loop_io import ObservationSlot
+from edgerl.runtime.metrics import LoopMetrics
+from edgerl.timing_rules import LatencyModel, chunk_row, chunk_usable
+
+__all__ = ["BudgetedPlanner", "GatedPlannerClient", "committed_prefix", "draw_delay_steps"]
+
+log = logging.getLogger(__name__)
+
+
+class BudgetedPlanner(Protocol):
+    """A planner with discrete budgets.
+
+    ``plan(budget, observation (O,), now, prefix)`` returns the budget's chunk: ``budget.horizon``
+    rows, ``t0 = obs_time = now``; ``prefix`` ``(D, A)`` (``compensate`` budgets only, else
+    ``None``) holds the rows the robot executes while the plan is computed.
+    """
+
+    def plan(self, budget: GateBudgetSpec, observation: np.ndarray, now: float,
+             prefix: np.ndarray | None) -> ActionChunk: ...
+
+
+def draw_delay_steps(latency: LatencyModel, rng: np.random.Generator) -> int:
+    """One delay in whole control steps: ``delay_distribution`` (probabilities over 0, 1,
+    2...) or ``planner_delay_steps``, plus ``U(-j, j)`` jitter rounded up, never below 0 (the
+    rule of the sim's ``sample_delays``)."""
+    if latency.delay_distribution:
+        p = np.asarray(latency.delay_distribution, np.float64)
+        base = int(rng.choice(p.size, p=p / p.sum()))
+    else:
+        base = int(latency.planner_delay_steps)
+    j = float(latency.delay_jitter_steps)
+    if j > 0:
+        return int(math.ceil(max(base + rng.uniform(-j, j), 0.0) - 1e-9))
+    return base
+
+
+def committed_prefix(chunk: ActionChunk | None, t: float, steps: int, dt: float,
+                     stale_steps: int, action_dim: int) -> np.ndarray:
+    """(steps, A) float32: the rows ``chunk`` gives at ``t, t + dt, ...`` (zeros where it is
+    stale or there is none)."""
+    out = np.zeros((steps, action_dim), np.float32)
+    if chunk is None or steps == 0:
+        return out
+    off = steps_between(t, chunk.t0, dt) + np.arange(steps)
+    usable = chunk_usable(off, chunk.horizon, stale_steps)
+    rows = chunk.actions[chunk_row(off, chunk.horizon)]
+    return np.where(usable[:, None], rows, out).astype(np.float32)
+
+
+@dataclass(order=True)
+class _Pending:
+    due: float
+    serial: int
+    chunk: ActionChunk
+    budget: str
+
+
+class GatedPlannerClient:
+    """Decides a budget every ``decision_steps`` steps and runs the budgeted planner.
+
+    Args:
+        gate: The bundle's :class:`BudgetGate`.
+        planner: The :class:`BudgetedPlanner`.
+        buffer: Where chunks go (its ``action_dim`` set). obs: The loop's observation slot.
+        clock: Time source (the observation stamps' clock).
+        metrics: Optional loop metrics; each delivery's observation -> push time is appended.
+        seed: Seed of the delay draws.
+    """
+
+    def __init__(self, gate: BudgetGate, planner: BudgetedPlanner, buffer: ChunkBuffer,
+                 obs: ObservationSlot, *, clock: Clock | None = None,
+                 metrics: LoopMetrics | None = None, seed: int = 0) -> None:
+        if buffer.action_dim is None:
+            raise ValueError("the gated client needs a ChunkBuffer with its action_dim set")
+        self.gate, self.planner, self.buffer, self.obs = gate, planner, buffer, obs
+        self.action_dim = int(buffer.action_dim)
+        self.clock: Clock = clock or MonotonicClock()
+        self.metrics = metrics
+        self.dt = gate.dt
+        self.period_s = gate.gate.decision_steps * self.dt
+        self.rng = np.random.default_rng(seed)
+        self._obs = np.zeros(obs.dim, np.float32)
+        self._pending: list[_Pending] = []
+        self._serial = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.requests = {b.name: 0 for b in gate.budgets}
+        self.counters = {k: 0 for k in ("decisions", "delivered", "late", "errors")}
+        self.last_latency_s = float("nan")
+        self._health = PlannerHealth.STARTING
+
+    # --- one decision ----------------------------------------------------------------------
+    def in_flight(self, now: float) -> bool:
+        """A requested plan has not been delivered by ``now``."""
+        with self._lock:
+            return any(p.due > now for p in self._pending)
+
+    def read_observation(self) -> tuple[np.ndarray, float] | None:
+        """The newest finite observation ``(O,)`` and its stamp, or None."""
+        t_obs, seq = self.obs.read_into(self._obs)
+        if seq == 0 or not math.isfinite(t_obs) or not np.isfinite(self._obs).all():
+            return None
+        return self._obs.copy(), t_obs
+
+    def gate_observation(self, robot: np.ndarray, t_obs: float, now: float) -> np.ndarray:
+        """What the gate sees at ``now`` for the observation stamped ``t_obs``."""
+        plan = plan_state(self.buffer.latest(), t_obs, self.dt)
+        return self.gate.observe(robot, plan, self.in_flight(now))
+
+    def step(self, now: float | None = None) -> int | None:
+        """Deliver due chunks, decide once and act on it; the chosen index, or None without
+        an observation."""
+        now = self.clock.now() if now is None else now
+        self.deliver(now)
+        got = self.read_observation()
+        if got is None:
+            return None
+        robot, t_obs = got
+        plan = plan_state(self.buffer.latest(), t_obs, self.dt)
+        j = self.gate.decide(robot, plan, self.in_flight(now))
+        self.counters["decisions"] += 1
+        self.execute(j, robot, t_obs)
+        self.deliver(now)  # a zero-delay plan arrives at once
+        return j
+
+    def execute(self, index: int, robot: np.ndarray, t_obs: float) -> None:
+        """Honour budget ``index`` for the observation stamped ``t_obs``: nothing for keep,
+        else request the plan and schedule its arrival."""
+        budget = self.gate.budgets[index]
+        if budget.keep:
+            return
+        delay = draw_delay_steps(budget.latency, self.rng)
+        prefix = None
+        if budget.compensate:
+            prefix = committed_prefix(self.buffer.latest(), t_obs, delay, self.dt,
+                                      self.gate.gate.stale_steps, self.action_dim)
+        self.requests[budget.name] += 1
+        chunk = self.planner.plan(budget, robot, t_obs, prefix)
+        if chunk.horizon != budget.horizon or chunk.t0 != t_obs:
+            raise ValueError(f"budget {budget.name!r}: the planner returned {chunk.horizon} "
+                             f"rows from t0 {chunk.t0:.6f}; expected {budget.horizon} rows "
+                             f"from the observation's stamp {t_obs:.6f}")
+        with self._lock:
+            self._serial += 1
+            self._pending.append(_Pending(t_obs + delay * self.dt, self._serial, chunk,
+                                          budget.name))
+            self._pending.sort()
+
+    def deliver(self, now: float) -> int:
+        """Push every chunk due by ``now`` (oldest due first); returns how many."""
+        n = 0
+        while True:
+            with self._lock:
+                if not self._pending or self._pending[0].due > now + 1e-9:
+                    return n
+                p = self._pending.pop(0)
+            if now - p.due > self.dt:
+                self.counters["late"] += 1
+            self.buffer.push(p.chunk, now=now)
+            self.counters["delivered"] += 1
+            self.last_latency_s = now - p.chunk.obs_time
+            if self.metrics is not None:
+                self.metrics.planner_latency_s.append(self.last_latency_s)
+            self._health = PlannerHealth.OK
+            n += 1
+
+    def next_due(self) -> float:
+        """When the next pending chunk is due (inf when none)."""
+        with self._lock:
+            return self._pending[0].due if self._pending else math.inf
+
+    # --- lifecycle (the PlannerClient's interface) ----------------------------------------
+    def start(self) -> None:
+        """Start the decision thread."""
+        if self._thread is not None:
+            raise RuntimeError("gated planner client already running")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._main, name="edgerl-gated-client",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+
+    def replan_now(self) -> None:
+        """A new episode (or an urgent decision): forget requests planned before the buffer's
+        reset and decide at once."""
+        with self._lock:
+            self._pending = [p for p in self._pending
+                             if p.chunk.obs_time >= self.buffer.reset_t]
+        self._wake.set()
+
+    def health(self) -> PlannerHealth:
+        return self._health
+
+    def stats(self) -> dict[str, Any]:
+        """Counters, decisions and requests per budget, health, last latency (s)."""
+        return {**self.counters, "decided": dict(self.gate.counts),
+                "requests": dict(self.requests), "health": self._health.value,
+                "last_latency_s": self.last_latency_s}
+
+    def _main(self) -> None:
+        next_t = self.clock.now()
+        while not self._stop.is_set():
+            wake = min(next_t, self.next_due())
+            self._wake.wait(max(0.0, wake - self.clock.now()))
+            if self._stop.is_set():
+                break
+            now = self.clock.now()
+            urgent = self._wake.is_set()
+            self._wake.clear()
+            try:
+                self.deliver(now)
+                if now >= next_t or urgent:
+                    if self.step(now) is None:
+                        next_t = now + min(0.01, self.period_s)
+                        continue
+                    next_t = max(next_t + self.period_s, now)
+            except Exception as exc:  # the planner or the gate raised: skip this decision
+                self.counters["errors"] += 1
+                log.warning("gated planner: %s: %s", type(exc).__name__, exc)
+                next_t = max(next_t + self.period_s, now)
