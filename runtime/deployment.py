@@ -20,7 +20,7 @@ from typing import Any
 from edgerl.runtime.bundle import PLANNER_FILE, load_bundle
 from edgerl.runtime.chunk_buffer import ChunkBuffer, MergeConfig
 from edgerl.runtime.edit_loop import CommandSink, EditLoop, LoopConfig, ObservationSlot
-from edgerl.runtime.gate import BudgetGate
+from edgerl.runtime.gate import make_chooser
 from edgerl.runtime.inference import InferenceBackend
 from edgerl.runtime.input_guard import InputGuard
 from edgerl.runtime.metrics import LoopMetrics
@@ -58,8 +58,8 @@ class Deployment:
                     planner_cfg: PlannerClientConfig | None = None,
                     extra_latency_s: float = 0.0, backend: str = "onnx",
                     device: str = "cpu", warmup: int = 20, trt: Any = None,
-                    budget_planner: BudgetedPlanner | None = None, gate_seed: int = 0
-                    ) -> Deployment:
+                    budget_planner: BudgetedPlanner | None = None, gate_policy: str = "gate",
+                    gate_seed: int = 0) -> Deployment:
         """Load ``path`` and wire buffer, loop and planner client from its manifest.
 
         Args:
@@ -76,7 +76,8 @@ class Deployment:
             backend / device / warmup / trt: Inference backend and its device and TensorRT EP
                 options (see ``load_bundle``).
             budget_planner: With a bundle that has a ``gate``: the planner whose budgets the
-                gate chooses (replaces ``planner``); ``gate_seed`` seeds its delay draws.
+                gate chooses (replaces ``planner``); ``gate_policy``: ``gate`` (gate.onnx) or
+                a baseline (``fixed:NAME``, ``age:NAME:X``); ``gate_seed`` seeds the delays.
         """
         path = Path(path)
         spec, net = load_bundle(path, backend=backend, device=device, warmup=warmup, trt=trt)
@@ -87,9 +88,10 @@ class Deployment:
             if spec.gate is None:
                 raise ValueError(f"{path}: a budgeted planner needs a bundle with a gate "
                                  "(`edgerl gate export`)")
-            client = GatedPlannerClient(BudgetGate(path, spec), budget_planner, buffer,
-                                        loop.obs, metrics=loop.metrics, seed=gate_seed)
-            planner = f"gated ({', '.join(spec.gate.names)})"
+            chooser = make_chooser(path, spec, gate_policy)
+            client = GatedPlannerClient(chooser, budget_planner, buffer, loop.obs,
+                                        metrics=loop.metrics, seed=gate_seed)
+            planner = f"gated by {chooser.name} ({', '.join(spec.gate.names)})"
         else:
             client = cls._client(path, spec, buffer, loop.obs, loop.metrics, planner,
                                  planner_cfg, extra_latency_s)

@@ -1,7 +1,7 @@
 """``GatedPlannerClient``: the planner client that asks what the gate chooses, when it chooses.
 
 Every ``decision_steps`` control steps the client takes the newest observation, lets the
-:class:`~edgerl.runtime.gate.BudgetGate` pick a budget and honours it:
+:class:`~edgerl.runtime.gate.BudgetGate` (or a baseline chooser) pick a budget and honours it:
 
 * a ``keep`` budget sends no request (the current chunk keeps running);
 * any other budget asks the :class:`BudgetedPlanner` for that budget's plan, from the
@@ -33,7 +33,7 @@ from edgerl.clock import Clock, MonotonicClock
 from edgerl.gate_obs import GateBudgetSpec
 from edgerl.planner import PlannerHealth
 from edgerl.runtime.chunk_buffer import ChunkBuffer
-from edgerl.runtime.gate import BudgetGate, plan_state, steps_between
+from edgerl.runtime.gate import BudgetChooser, plan_state, steps_between
 from edgerl.runtime.loop_io import ObservationSlot
 from edgerl.runtime.metrics import LoopMetrics
 from edgerl.timing_rules import LatencyModel, chunk_row, chunk_usable
@@ -95,7 +95,7 @@ class GatedPlannerClient:
     """Decides a budget every ``decision_steps`` steps and runs the budgeted planner.
 
     Args:
-        gate: The bundle's :class:`BudgetGate`.
+        gate: The bundle's ``BudgetGate`` (or a baseline ``BudgetChooser``).
         planner: The :class:`BudgetedPlanner`.
         buffer: Where chunks go (its ``action_dim`` set). obs: The loop's observation slot.
         clock: Time source (the observation stamps' clock).
@@ -103,7 +103,7 @@ class GatedPlannerClient:
         seed: Seed of the delay draws.
     """
 
-    def __init__(self, gate: BudgetGate, planner: BudgetedPlanner, buffer: ChunkBuffer,
+    def __init__(self, gate: BudgetChooser, planner: BudgetedPlanner, buffer: ChunkBuffer,
                  obs: ObservationSlot, *, clock: Clock | None = None,
                  metrics: LoopMetrics | None = None, seed: int = 0) -> None:
         if buffer.action_dim is None:

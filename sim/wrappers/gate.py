@@ -42,7 +42,7 @@ from edgerl.sim.wrappers.chunk import ChunkScheduler, sample_delays
 from edgerl.spec import LatencyModel
 from edgerl.timing import chunk_usable, max_planner_delay
 
-__all__ = ["GATE_EXTRA_OBS", "GateCfg", "GatedEnv", "gate_spec"]
+__all__ = ["GATE_EXTRA_OBS", "GateCfg", "GatedEnv", "gate_spec", "plan_budgets"]
 
 
 @dataclass
@@ -93,6 +93,14 @@ def gate_spec(cfg: GateCfg, fast_indices: list[int]) -> GateSpec:
     return GateSpec(budgets=budgets, decision_steps=cfg.decision_steps,
                     fast_indices=list(fast_indices), age_scale=float(cfg.age_scale),
                     stale_steps=cfg.stale_steps)
+
+
+def plan_budgets(gate: GateSpec) -> tuple[PlanBudget, ...]:
+    """The sim budgets of a manifest's ``gate`` (the inverse of :func:`gate_spec`): what a
+    host-side :class:`BudgetPlanner` needs to degrade plans as training did."""
+    return tuple(PlanBudget(name=b.name, delay=b.latency, horizon=b.horizon, hold=b.hold,
+                            noise_std=b.noise_std, cost=b.cost, keep=b.keep,
+                            compensate=b.compensate) for b in gate.budgets)
 
 
 class GatedEnv(VecEnvWrapper):
