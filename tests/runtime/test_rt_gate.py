@@ -175,3 +175,27 @@ def test_gate_refuses_a_bundle_without_gate_and_a_tampered_file(bundle, tmp_path
     (copy / "gate.onnx").write_bytes((copy / "gate.onnx").read_bytes() + b"\0")
     with pytest.raises(BundleHashError, match="gate.onnx"):
         BudgetGate(copy, spec)
+
+
+def test_baseline_choosers_and_their_errors(bundle):
+    from edgerl.runtime.gate import make_chooser
+
+    spec = load_bundle_manifest(bundle)
+    robot = np.zeros(10, np.float32)
+    fixed = make_chooser(bundle, spec, "fixed:slow")
+    assert [fixed.decide(robot, p, f) for p, f in ((PlanState(), False),
+                                                   (PlanState(2, 2, 48), True))] == [2, 2]
+    age = make_chooser(bundle, spec, "age:fast:8")
+    cases = [(PlanState(), False, "fast"),          # no plan
+             (PlanState(), True, "keep"),           # nothing running, but one in flight
+             (PlanState(8, 8, 16), False, "keep"),  # not older than 8 steps
+             (PlanState(9, 9, 16), False, "fast"),  # older
+             (PlanState(3, 16, 16), False, "fast")]  # stale (past its 16 rows)
+    for plan, flying, want in cases:
+        assert age.budgets[age.decide(robot, plan, flying)].name == want, (plan, flying)
+    assert age.counts == {"keep": 2, "fast": 3, "slow": 0} and age.name == "age>8:fast"
+    for bad, msg in (("fixed:medium", "no budget named 'medium'"),
+                     ("age:slow", "expected gate, fixed:NAME or age:NAME:STEPS"),
+                     ("greedy", "expected gate, fixed:NAME")):
+        with pytest.raises(ValueError, match=msg):
+            make_chooser(bundle, spec, bad)
