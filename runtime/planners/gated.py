@@ -36,6 +36,7 @@ from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.gate import BudgetChooser, plan_state, steps_between
 from edgerl.runtime.loop_io import ObservationSlot
 from edgerl.runtime.metrics import LoopMetrics
+from edgerl.runtime.planners.worker import WorkerThread
 from edgerl.timing_rules import LatencyModel, chunk_row, chunk_usable
 
 __all__ = ["BudgetedPlanner", "GatedPlannerClient", "committed_prefix", "draw_delay_steps"]
@@ -119,9 +120,8 @@ class GatedPlannerClient:
         self._pending: list[_Pending] = []
         self._serial = 0
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._worker = WorkerThread("edgerl-gated-client", self._main)
+        self._stop, self._wake = self._worker.stopping, self._worker.wake
         self.requests = {b.name: 0 for b in gate.budgets}
         self.counters = {k: 0 for k in ("decisions", "delivered", "late", "errors")}
         self.last_latency_s = float("nan")
@@ -210,19 +210,11 @@ class GatedPlannerClient:
     # --- lifecycle (the PlannerClient's interface) ----------------------------------------
     def start(self) -> None:
         """Start the decision thread."""
-        if self._thread is not None:
-            raise RuntimeError("gated planner client already running")
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._main, name="edgerl-gated-client",
-                                        daemon=True)
-        self._thread.start()
+        self._worker.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(timeout)
+        """Stop the decision thread (plans still pending are not delivered)."""
+        self._worker.stop(timeout)
 
     def replan_now(self) -> None:
         """A new episode (or an urgent decision): forget requests planned before the buffer's
