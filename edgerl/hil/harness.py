@@ -245,6 +245,9 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
     from edgerl.hil.gated import expert_budget_planner, gate_summary
 
     experts = None if fast else expert_budget_planner(cfg.bundle, plant, cfg.seed)
+    if experts is None and cfg.gate_policy != "gate":
+        raise ValueError(f"gate policy {cfg.gate_policy!r} needs a host-loop bundle with a gate "
+                         "(`edgerl gate export`)")
     plant_lock = experts.lock if experts is not None else contextlib.nullcontext()
     noise = np.random.default_rng(cfg.seed + 1)
     returns: list[float] = []
