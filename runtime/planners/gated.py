@@ -134,9 +134,12 @@ class GatedPlannerClient:
             return any(p.due > now for p in self._pending)
 
     def read_observation(self) -> tuple[np.ndarray, float] | None:
-        """The newest finite observation ``(O,)`` and its stamp, or None."""
+        """The newest finite observation ``(O,)`` and its stamp, or None (also while the
+        newest one predates the buffer's episode reset: a plan from it would be refused)."""
         t_obs, seq = self.obs.read_into(self._obs)
         if seq == 0 or not math.isfinite(t_obs) or not np.isfinite(self._obs).all():
+            return None
+        if t_obs < self.buffer.reset_t:
             return None
         return self._obs.copy(), t_obs
 

@@ -199,3 +199,19 @@ def test_baseline_choosers_and_their_errors(bundle):
                      ("greedy", "expected gate, fixed:NAME")):
         with pytest.raises(ValueError, match=msg):
             make_chooser(bundle, spec, bad)
+
+
+def test_client_waits_for_a_post_reset_observation_and_drops_old_requests(bundle):
+    planner = ZeroRows()
+    client, buffer, slot = _client(bundle, planner)
+    slot.write(np.zeros(10, np.float32), 0.0)
+    assert client.gate.budgets[client.step(0.0)].name == "slow"  # no plan: slow, in flight
+    assert client.in_flight(0.1)
+    buffer.reset(0.2)  # a new episode; the slow plan (from t=0) is pending
+    client.replan_now()
+    assert not client.in_flight(0.2)
+    assert client.step(0.2) is None and len(planner.calls) == 1  # still the old state
+    slot.write(np.zeros(10, np.float32), 0.2)
+    assert client.gate.budgets[client.step(0.2)].name == "slow" and len(planner.calls) == 2
+    client.deliver(0.2 + 8 * 0.05)
+    assert buffer.latest().obs_time == 0.2 and buffer.dropped_pre_reset == 0
