@@ -4,13 +4,16 @@ training (``edgerl gate train``), served as the runtime's
 :class:`~edgerl.runtime.planners.gated.BudgetedPlanner`.
 
 The HIL plant lives in the harness process, so the expert reads its true state (at the time
-of the call, a few ms after the observation's stamp). The harness steps the plant under
-:attr:`ExpertBudgetPlanner.lock`, which the expert takes too (``expert_chunk`` rolls the
-model forward and restores the state).
+of the call, a few ms after the observation's stamp: the gated client decides on fresh
+observations). The harness steps the plant under :attr:`ExpertBudgetPlanner.lock`; the
+expert copies the plant under it (~2 ms) and plans on the copy outside it, so a long plan
+(~90 ms for the 48-row slow budget on the loaded 2-core machine) never holds up the plant's
+real-time steps.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
@@ -44,6 +47,7 @@ class ExpertBudgetPlanner:
 
         budgets = plan_budgets(gate)
         self._by_name = {b.name: b for b in budgets}
+        self.plant = getattr(plant, "unwrapped", plant)
         self.inner = BudgetPlanner(plant, budgets, torch.Generator().manual_seed(int(seed)))
         self.low = np.asarray(low, np.float32)
         self.high = np.asarray(high, np.float32)
@@ -58,7 +62,8 @@ class ExpertBudgetPlanner:
         b = self._by_name[budget.name]
         pre = None if prefix is None else torch.from_numpy(np.asarray(prefix, np.float32))[None]
         with self.lock:
-            rows = self.inner.plan(b, torch.zeros(1, dtype=torch.int64), pre)
+            self.inner.task = copy.deepcopy(self.plant)
+        rows = self.inner.plan(b, torch.zeros(1, dtype=torch.int64), pre)
         self.calls[budget.name] += 1
         actions = np.clip(rows[0, :budget.horizon].cpu().numpy(), self.low, self.high)
         return ActionChunk(actions=actions.astype(np.float32), t0=now, dt=self.dt,

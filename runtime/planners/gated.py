@@ -1,6 +1,6 @@
 """``GatedPlannerClient``: the planner client that asks what the gate chooses, when it chooses.
 
-Every ``decision_steps`` control steps the client takes the newest observation, lets the
+Every ``decision_steps`` new observations (control steps) the client takes the newest one, lets the
 :class:`~edgerl.runtime.gate.BudgetGate` (or a baseline chooser) pick a budget and honours it:
 
 * a ``keep`` budget sends no request (the current chunk keeps running);
@@ -237,23 +237,26 @@ class GatedPlannerClient:
                 "last_latency_s": self.last_latency_s}
 
     def _main(self) -> None:
-        next_t = self.clock.now()
+        """Decide on every ``decision_steps``-th new observation (each decision sees a fresh
+        state, as the sim's decisions do; the first new one after :meth:`replan_now`) and
+        deliver due chunks in between."""
+        steps = self.gate.gate.decision_steps
+        seq, fresh = self.obs.seq, steps - 1
         while not self._stop.is_set():
-            wake = min(next_t, self.next_due())
-            self._wake.wait(max(0.0, wake - self.clock.now()))
-            if self._stop.is_set():
-                break
-            now = self.clock.now()
-            urgent = self._wake.is_set()
-            self._wake.clear()
             try:
+                now = self.clock.now()
                 self.deliver(now)
-                if now >= next_t or urgent:
-                    if self.step(now) is None:
-                        next_t = now + min(0.01, self.period_s)
-                        continue
-                    next_t = max(next_t + self.period_s, now)
+                if self._wake.is_set():
+                    self._wake.clear()
+                    fresh = max(fresh, steps - 1)
+                timeout = max(0.0, min(self.next_due() - now, self.period_s))
+                if not self.obs.wait_newer(seq, timeout):
+                    continue
+                seq = self.obs.seq
+                fresh += 1
+                if fresh >= steps and self.step(self.clock.now()) is not None:
+                    fresh = 0
             except Exception as exc:  # the planner or the gate raised: skip this decision
                 self.counters["errors"] += 1
+                fresh = 0
                 log.warning("gated planner: %s: %s", type(exc).__name__, exc)
-                next_t = max(next_t + self.period_s, now)
