@@ -155,6 +155,12 @@ class BundleController:
         self.spec, self.buffer, self.loop, self.client = dep.spec, dep.buffer, dep.loop, \
             dep.client
         self._obs_dim = spec.observation.dim
+        # gated: one observation per plant state, stamped when it was sensed (the firmware
+        # also repeats the newest state between sensor updates), so the gate's decisions
+        # and chunk ages count control steps as the sim does
+        self._per_sensor = budget_planner is not None
+        self._last_sensed = -np.inf
+        self._half_period = 0.5 / rate_hz
         transport.on_state = self._on_state
 
     def episode_reset(self, t: float) -> None:
@@ -163,8 +169,15 @@ class BundleController:
         self.deployment.episode_reset(t)
 
     def _on_state(self, s: StateSample) -> None:
-        if s.state.shape[0] >= self._obs_dim:  # no plant state before the first SENSOR
-            self.loop.obs.write(s.state[:self._obs_dim], s.t_host)
+        if s.state.shape[0] < self._obs_dim:  # no plant state before the first SENSOR
+            return
+        t = s.t_host
+        if self._per_sensor:
+            t = s.t_host - s.sensor_age_us * 1e-6
+            if t < self._last_sensed + self._half_period:  # the same sensor sample again
+                return
+            self._last_sensed = t
+        self.loop.obs.write(s.state[:self._obs_dim], t)
 
     def start(self, t0: float) -> None:
         self.deployment.start()

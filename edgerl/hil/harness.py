@@ -244,10 +244,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
     fast = cfg.mode == "fast-loop"
     from edgerl.hil.gated import expert_budget_planner, gate_summary
 
-    experts = None if fast else expert_budget_planner(cfg.bundle, plant, cfg.seed)
-    if experts is None and cfg.gate_policy != "gate":
-        raise ValueError(f"gate policy {cfg.gate_policy!r} needs a host-loop bundle with a gate "
-                         "(`edgerl gate export`)")
+    experts = expert_budget_planner(cfg.bundle, plant, cfg.seed, fast, cfg.gate_policy)
     plant_lock = experts.lock if experts is not None else contextlib.nullcontext()
     noise = np.random.default_rng(cfg.seed + 1)
     returns: list[float] = []
@@ -354,6 +351,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         finally:
             if controller is not None:
                 controller.stop()
+            if experts is not None:
+                experts.close()
             transport.close()
     acked = transport.acked_setpoints()  # setpoints the firmware executed
     executed_corrupt = len(acked & tx.corrupted_setpoints)
