@@ -16,18 +16,20 @@ pytestmark = [pytest.mark.hil, pytest.mark.slow]
 
 def test_gate_choices_reach_the_planner_through_the_hil(fw_binaries, tmp_path):
     bundle = write_gate_bundle(tmp_path / "gate")
-    res = run_hil(HilConfig(bundle=bundle, episodes=1, max_steps=40, link_probe=0,
+    res = run_hil(HilConfig(bundle=bundle, episodes=1, max_steps=60, link_probe=0,
                             check_estop=False)).as_dict()
     decided, requests, plans = res["gate_decided"], res["gate_requests"], res["plans_computed"]
-    # ~20 decisions in 2 s (every 2 steps at 20 Hz); the rule gate picks all three budgets
-    assert sum(decided.values()) >= 10 and all(decided[b] > 0 for b in decided), decided
+    shown = {k: res.get(k) for k in ("steps", "gate_decided", "plans_computed",
+                                      "chunks_delivered", "chunks_late", "gate_errors")}
+    # ~30 decisions in 3 s (every 2 plant steps at 20 Hz); the rule gate picks all budgets
+    assert sum(decided.values()) >= 15 and all(decided[b] > 0 for b in decided), shown
     # keep asks for nothing; every other choice is exactly one plan of that budget
-    assert requests["keep"] == plans["keep"] == 0
+    assert requests["keep"] == plans["keep"] == 0, shown
     assert {b: plans[b] for b in ("fast", "slow")} == {b: decided[b] for b in ("fast", "slow")}
-    assert requests == plans
+    assert requests == plans, shown
     # the plans arrived (the last one may still be in flight at the end) and drove the plant
-    assert res["chunks_delivered"] >= sum(plans.values()) - 1 and res["gate_errors"] == 0
-    assert res["setpoints_sent"] > 20 and math.isfinite(res["return_mean"])
+    assert res["chunks_delivered"] >= sum(plans.values()) - 1 and res["gate_errors"] == 0, shown
+    assert res["setpoints_sent"] > 30 and math.isfinite(res["return_mean"]), shown
 
 
 def test_hil_refuses_a_baseline_gate_policy_without_a_gate(fw_binaries, tmp_path):
