@@ -146,4 +146,5 @@ def gate_summary(client: Any, experts: ExpertBudgetPlanner | None, policy: str,
     return {"gate_policy": policy, "gate_decided": stats["decided"],
             "gate_requests": stats["requests"], "plans_computed": dict(experts.calls),
             "chunks_delivered": stats["delivered"], "chunks_late": stats["late"],
+            "chunks_dropped_reset": stats["dropped_reset"],
             "gate_errors": stats["errors"], "action_noise_std": noise_std}

@@ -15,7 +15,8 @@ Every ``decision_steps`` new observations (control steps) the client takes the n
 
 Requests in flight are tracked (the gate's ``in_flight`` input); a newer plan replaces an
 older one at arrival, an older one arriving later is dropped by the buffer (``is_newer``).
-Counters: decisions and requests per budget, chunks delivered, late deliveries, errors.
+Counters: decisions and requests per budget, chunks delivered, late deliveries, errors,
+requests dropped at an episode reset (planned from the old episode).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -88,8 +90,9 @@ def committed_prefix(chunk: ActionChunk | None, t: float, steps: int, dt: float,
 class _Pending:
     due: float
     serial: int
-    chunk: ActionChunk
-    budget: str
+    plan: Future[ActionChunk] = field(compare=False)
+    budget: GateBudgetSpec = field(compare=False)
+    t_obs: float = field(compare=False)
 
 
 class GatedPlannerClient:
@@ -102,11 +105,15 @@ class GatedPlannerClient:
         clock: Time source (the observation stamps' clock).
         metrics: Optional loop metrics; each delivery's observation -> push time is appended.
         seed: Seed of the delay draws.
+        asynchronous: Plans run in a planner thread, so a slow plan never holds up the next
+            decision or a due delivery (``False``: inside :meth:`execute`, for virtual-clock
+            tests).
     """
 
     def __init__(self, gate: BudgetChooser, planner: BudgetedPlanner, buffer: ChunkBuffer,
                  obs: ObservationSlot, *, clock: Clock | None = None,
-                 metrics: LoopMetrics | None = None, seed: int = 0) -> None:
+                 metrics: LoopMetrics | None = None, seed: int = 0,
+                 asynchronous: bool = False) -> None:
         if buffer.action_dim is None:
             raise ValueError("the gated client needs a ChunkBuffer with its action_dim set")
         self.gate, self.planner, self.buffer, self.obs = gate, planner, buffer, obs
@@ -121,17 +128,20 @@ class GatedPlannerClient:
         self._serial = 0
         self._lock = threading.Lock()
         self._worker = WorkerThread("edgerl-gated-client", self._main)
+        self._planning = (ThreadPoolExecutor(1, thread_name_prefix="edgerl-gated-plan")
+                          if asynchronous else None)
         self._stop, self._wake = self._worker.stopping, self._worker.wake
         self.requests = {b.name: 0 for b in gate.budgets}
-        self.counters = {k: 0 for k in ("decisions", "delivered", "late", "errors")}
+        self.counters = {k: 0 for k in ("decisions", "delivered", "late", "errors",
+                                        "dropped_reset")}
         self.last_latency_s = float("nan")
         self._health = PlannerHealth.STARTING
 
     # --- one decision ----------------------------------------------------------------------
     def in_flight(self, now: float) -> bool:
-        """A requested plan has not been delivered by ``now``."""
+        """A requested plan has not been delivered by ``now`` (not due, or not computed)."""
         with self._lock:
-            return any(p.due > now for p in self._pending)
+            return any(p.due > now or not p.plan.done() for p in self._pending)
 
     def read_observation(self) -> tuple[np.ndarray, float] | None:
         """The newest finite observation ``(O,)`` and its stamp, or None (also while the
@@ -176,39 +186,66 @@ class GatedPlannerClient:
             prefix = committed_prefix(self.buffer.latest(), t_obs, delay, self.dt,
                                       self.gate.gate.stale_steps, self.action_dim)
         self.requests[budget.name] += 1
-        chunk = self.planner.plan(budget, robot, t_obs, prefix)
-        if chunk.horizon != budget.horizon or chunk.t0 != t_obs:
-            raise ValueError(f"budget {budget.name!r}: the planner returned {chunk.horizon} "
-                             f"rows from t0 {chunk.t0:.6f}; expected {budget.horizon} rows "
-                             f"from the observation's stamp {t_obs:.6f}")
+        if self._planning is not None:
+            plan = self._planning.submit(self.planner.plan, budget, robot.copy(), t_obs, prefix)
+        else:
+            plan = Future()
+            try:
+                plan.set_result(self.planner.plan(budget, robot, t_obs, prefix))
+            except Exception as exc:  # reported when it is due, as an async failure would be
+                plan.set_exception(exc)
         with self._lock:
             self._serial += 1
-            self._pending.append(_Pending(t_obs + delay * self.dt, self._serial, chunk,
-                                          budget.name))
+            self._pending.append(_Pending(t_obs + delay * self.dt, self._serial, plan, budget,
+                                          t_obs))
             self._pending.sort()
 
     def deliver(self, now: float) -> int:
-        """Push every chunk due by ``now`` (oldest due first); returns how many."""
+        """Push every chunk due by ``now`` and computed (oldest due first; a plan still being
+        computed holds the ones due after it); returns how many."""
         n = 0
         while True:
             with self._lock:
-                if not self._pending or self._pending[0].due > now + 1e-9:
+                head = self._pending[0] if self._pending else None
+                if head is None or head.due > now + 1e-9 or not head.plan.done():
                     return n
-                p = self._pending.pop(0)
-            if now - p.due > self.dt:
+                self._pending.pop(0)
+            try:
+                chunk = self._checked(head)
+            except Exception as exc:
+                self.counters["errors"] += 1
+                log.warning("gated planner: budget %s: %s: %s", head.budget.name,
+                            type(exc).__name__, exc)
+                continue
+            if now - head.due > self.dt:
                 self.counters["late"] += 1
-            self.buffer.push(p.chunk, now=now)
+            self.buffer.push(chunk, now=now)
             self.counters["delivered"] += 1
-            self.last_latency_s = now - p.chunk.obs_time
+            self.last_latency_s = now - chunk.obs_time
             if self.metrics is not None:
                 self.metrics.planner_latency_s.append(self.last_latency_s)
             self._health = PlannerHealth.OK
             n += 1
 
+    @staticmethod
+    def _checked(p: _Pending) -> ActionChunk:
+        """The computed chunk of ``p``; the planner's exception, or ``ValueError`` when it
+        is not the budget's rows from the observation's stamp."""
+        chunk = p.plan.result()
+        if chunk.horizon != p.budget.horizon or chunk.t0 != p.t_obs:
+            raise ValueError(f"budget {p.budget.name!r}: the planner returned {chunk.horizon} "
+                             f"rows from t0 {chunk.t0:.6f}; expected {p.budget.horizon} rows "
+                             f"from the observation's stamp {p.t_obs:.6f}")
+        return chunk
+
     def next_due(self) -> float:
-        """When the next pending chunk is due (inf when none)."""
+        """When the next pending chunk is due (inf when none; soon while a due one is still
+        being computed)."""
         with self._lock:
-            return self._pending[0].due if self._pending else math.inf
+            if not self._pending:
+                return math.inf
+            head = self._pending[0]
+            return head.due if head.plan.done() else max(head.due, self.clock.now() + 1e-3)
 
     # --- lifecycle (the PlannerClient's interface) ----------------------------------------
     def start(self) -> None:
@@ -216,15 +253,19 @@ class GatedPlannerClient:
         self._worker.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop the decision thread (plans still pending are not delivered)."""
+        """Stop the decision thread and the planner thread (plans still pending are not
+        delivered)."""
         self._worker.stop(timeout)
+        if self._planning is not None:
+            self._planning.shutdown(wait=False, cancel_futures=True)
 
     def replan_now(self) -> None:
         """A new episode (or an urgent decision): forget requests planned before the buffer's
         reset and decide at once."""
         with self._lock:
-            self._pending = [p for p in self._pending
-                             if p.chunk.obs_time >= self.buffer.reset_t]
+            kept = [p for p in self._pending if p.t_obs >= self.buffer.reset_t]
+            self.counters["dropped_reset"] += len(self._pending) - len(kept)
+            self._pending = kept
         self._wake.set()
 
     def health(self) -> PlannerHealth:
