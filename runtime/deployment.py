@@ -90,8 +90,7 @@ class Deployment:
                                  "(`edgerl gate export`)")
             chooser = make_chooser(path, spec, gate_policy)
             client = GatedPlannerClient(chooser, budget_planner, buffer, loop.obs,
-                                        metrics=loop.metrics, seed=gate_seed,
-                                        asynchronous=True)
+                                        metrics=loop.metrics, seed=gate_seed)
             planner = f"gated by {chooser.name} ({', '.join(spec.gate.names)})"
         else:
             client = cls._client(path, spec, buffer, loop.obs, loop.metrics, planner,

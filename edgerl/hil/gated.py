@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pickle
 import threading
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ class ExpertBudgetPlanner:
         seed: Seed of the plan noise (the worker's generator).
 
     Attributes:
-        calls: Plans computed per budget name. lock: Held while the plant steps.
+        calls: Plans asked per budget name. lock: Held while the plant steps.
     """
 
     def __init__(self, plant: Any, gate: GateSpec, low: list[float], high: list[float],
@@ -62,14 +63,25 @@ class ExpertBudgetPlanner:
         self._pool.submit(_worker_ready).result(timeout=300)  # started before the episodes
 
     def plan(self, budget: GateBudgetSpec, observation: np.ndarray, now: float,
-             prefix: np.ndarray | None) -> ActionChunk:
+             prefix: np.ndarray | None) -> Future[ActionChunk]:
+        """The plant as it is now (pickled under the lock) goes to the planner process; the
+        chunk comes back as a future (the gated client delivers it when due and done)."""
         with self.lock:
             snapshot = pickle.dumps(self.plant)
-        rows = self._pool.submit(_worker_plan, snapshot, budget.name, prefix).result()
         self.calls[budget.name] += 1
-        actions = np.clip(rows, self.low, self.high).astype(np.float32)
-        return ActionChunk(actions=actions, t0=now, dt=self.dt, obs_time=now,
-                           source=f"expert:{budget.name}")
+        rows = self._pool.submit(_worker_plan, snapshot, budget.name, prefix)
+        out: Future[ActionChunk] = Future()
+
+        def finish(f: Future) -> None:
+            try:
+                actions = np.clip(f.result(), self.low, self.high).astype(np.float32)
+                out.set_result(ActionChunk(actions=actions, t0=now, dt=self.dt, obs_time=now,
+                                           source=f"expert:{budget.name}"))
+            except BaseException as exc:  # handed to the client at delivery
+                out.set_exception(exc)
+
+        rows.add_done_callback(finish)
+        return out
 
     def close(self) -> None:
         """Stop the planner process."""
@@ -144,7 +156,7 @@ def gate_summary(client: Any, experts: ExpertBudgetPlanner | None, policy: str,
         return {}
     stats = client.stats()
     return {"gate_policy": policy, "gate_decided": stats["decided"],
-            "gate_requests": stats["requests"], "plans_computed": dict(experts.calls),
+            "gate_requests": stats["requests"], "expert_plans": dict(experts.calls),
             "chunks_delivered": stats["delivered"], "chunks_late": stats["late"],
             "chunks_dropped_reset": stats["dropped_reset"],
             "gate_errors": stats["errors"], "action_noise_std": noise_std}

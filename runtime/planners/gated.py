@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -51,11 +51,19 @@ class BudgetedPlanner(Protocol):
 
     ``plan(budget, observation (O,), now, prefix)`` returns the budget's chunk: ``budget.horizon``
     rows, ``t0 = obs_time = now``; ``prefix`` ``(D, A)`` (``compensate`` budgets only, else
-    ``None``) holds the rows the robot executes while the plan is computed.
+    ``None``) holds the rows the robot executes while the plan is computed. A planner that
+    computes elsewhere (a process, a server) returns a ``concurrent.futures.Future`` of the
+    chunk at once, so the client's next decision and due deliveries never wait for it.
     """
 
     def plan(self, budget: GateBudgetSpec, observation: np.ndarray, now: float,
-             prefix: np.ndarray | None) -> ActionChunk: ...
+             prefix: np.ndarray | None) -> ActionChunk | Future[ActionChunk]: ...
+
+
+def _resolved(chunk: ActionChunk) -> Future[ActionChunk]:
+    done: Future[ActionChunk] = Future()
+    done.set_result(chunk)
+    return done
 
 
 def draw_delay_steps(latency: LatencyModel, rng: np.random.Generator) -> int:
@@ -105,15 +113,11 @@ class GatedPlannerClient:
         clock: Time source (the observation stamps' clock).
         metrics: Optional loop metrics; each delivery's observation -> push time is appended.
         seed: Seed of the delay draws.
-        asynchronous: Plans run in a planner thread, so a slow plan never holds up the next
-            decision or a due delivery (``False``: inside :meth:`execute`, for virtual-clock
-            tests).
     """
 
     def __init__(self, gate: BudgetChooser, planner: BudgetedPlanner, buffer: ChunkBuffer,
                  obs: ObservationSlot, *, clock: Clock | None = None,
-                 metrics: LoopMetrics | None = None, seed: int = 0,
-                 asynchronous: bool = False) -> None:
+                 metrics: LoopMetrics | None = None, seed: int = 0) -> None:
         if buffer.action_dim is None:
             raise ValueError("the gated client needs a ChunkBuffer with its action_dim set")
         self.gate, self.planner, self.buffer, self.obs = gate, planner, buffer, obs
@@ -128,8 +132,6 @@ class GatedPlannerClient:
         self._serial = 0
         self._lock = threading.Lock()
         self._worker = WorkerThread("edgerl-gated-client", self._main)
-        self._planning = (ThreadPoolExecutor(1, thread_name_prefix="edgerl-gated-plan")
-                          if asynchronous else None)
         self._stop, self._wake = self._worker.stopping, self._worker.wake
         self.requests = {b.name: 0 for b in gate.budgets}
         self.counters = {k: 0 for k in ("decisions", "delivered", "late", "errors",
@@ -186,14 +188,12 @@ class GatedPlannerClient:
             prefix = committed_prefix(self.buffer.latest(), t_obs, delay, self.dt,
                                       self.gate.gate.stale_steps, self.action_dim)
         self.requests[budget.name] += 1
-        if self._planning is not None:
-            plan = self._planning.submit(self.planner.plan, budget, robot.copy(), t_obs, prefix)
-        else:
+        try:
+            result = self.planner.plan(budget, robot, t_obs, prefix)
+            plan = result if isinstance(result, Future) else _resolved(result)
+        except Exception as exc:  # reported when it is due, as a failed future is
             plan = Future()
-            try:
-                plan.set_result(self.planner.plan(budget, robot, t_obs, prefix))
-            except Exception as exc:  # reported when it is due, as an async failure would be
-                plan.set_exception(exc)
+            plan.set_exception(exc)
         with self._lock:
             self._serial += 1
             self._pending.append(_Pending(t_obs + delay * self.dt, self._serial, plan, budget,
@@ -253,11 +253,8 @@ class GatedPlannerClient:
         self._worker.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop the decision thread and the planner thread (plans still pending are not
-        delivered)."""
+        """Stop the decision thread (plans still pending are not delivered)."""
         self._worker.stop(timeout)
-        if self._planning is not None:
-            self._planning.shutdown(wait=False, cancel_futures=True)
 
     def replan_now(self) -> None:
         """A new episode (or an urgent decision): forget requests planned before the buffer's

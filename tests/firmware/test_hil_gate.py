@@ -18,8 +18,8 @@ def test_gate_choices_reach_the_planner_through_the_hil(fw_binaries, tmp_path):
     bundle = write_gate_bundle(tmp_path / "gate")
     res = run_hil(HilConfig(bundle=bundle, episodes=1, max_steps=60, link_probe=0,
                             check_estop=False)).as_dict()
-    decided, requests, plans = res["gate_decided"], res["gate_requests"], res["plans_computed"]
-    shown = {k: res.get(k) for k in ("steps", "gate_decided", "plans_computed",
+    decided, requests, plans = res["gate_decided"], res["gate_requests"], res["expert_plans"]
+    shown = {k: res.get(k) for k in ("steps", "gate_decided", "expert_plans",
                                       "chunks_delivered", "chunks_dropped_reset",
                                       "chunks_late", "gate_errors")}
     # ~30 decisions in 3 s (every 2 plant steps at 20 Hz); the rule gate picks all budgets

@@ -217,37 +217,34 @@ def test_client_waits_for_a_post_reset_observation_and_drops_old_requests(bundle
     assert buffer.latest().obs_time == 0.2 and buffer.dropped_pre_reset == 0
 
 
-def test_async_client_keeps_deciding_while_a_plan_computes(bundle):
-    import threading
+def test_client_keeps_deciding_while_a_future_plan_computes(bundle):
+    from concurrent.futures import Future
 
-    class Gated(ZeroRows):
+    class Later(ZeroRows):
+        """Returns a future; the test resolves it (a planner computing elsewhere)."""
+
         def __init__(self):
             super().__init__()
-            self.release = threading.Event()
+            self.futures = []
 
         def plan(self, budget, observation, now, prefix):
-            assert self.release.wait(5.0)
-            return super().plan(budget, observation, now, prefix)
+            fut = Future()
+            self.futures.append((fut, super().plan(budget, observation, now, prefix)))
+            return fut
 
-    spec = load_bundle_manifest(bundle)
-    buffer = ChunkBuffer("replace", spec.action.dim)
-    slot = ObservationSlot(spec.observation.dim)
-    planner = Gated()
-    client = GatedPlannerClient(BudgetGate(bundle, spec), planner, buffer, slot,
-                                clock=VirtualClock(), asynchronous=True)
-    try:
-        slot.write(np.zeros(10, np.float32), 0.0)
-        assert client.gate.budgets[client.step(0.0)].name == "slow"  # returns at once
-        due = 8 * 0.05
-        assert client.deliver(due + 0.2) == 0 and client.in_flight(due + 0.2)  # not computed
-        slot.write(np.zeros(10, np.float32), 0.1)
-        assert client.gate.budgets[client.step(0.1)].name == "keep"  # decided meanwhile
-        planner.release.set()
-        for _ in range(100):
-            if client.deliver(due + 0.2):
-                break
-            threading.Event().wait(0.01)
-        assert buffer.latest() is not None and client.counters["late"] == 1
-        assert not client.in_flight(due + 0.2)
-    finally:
-        client.stop()
+    planner = Later()
+    client, buffer, slot = _client(bundle, planner)
+    slot.write(np.zeros(10, np.float32), 0.0)
+    assert client.gate.budgets[client.step(0.0)].name == "slow"  # returns at once
+    due = 8 * 0.05
+    assert client.deliver(due + 0.2) == 0 and client.in_flight(due + 0.2)  # not computed
+    slot.write(np.zeros(10, np.float32), 0.1)
+    assert client.gate.budgets[client.step(0.1)].name == "keep"  # decided meanwhile
+    fut, chunk = planner.futures[0]
+    fut.set_result(chunk)
+    assert client.deliver(due + 0.2) == 1 and client.counters["late"] == 1
+    assert buffer.latest() is chunk and not client.in_flight(due + 0.2)
+    slot.write(np.zeros(10, np.float32), 1.0)  # the plan is old now: fast, which fails
+    assert client.gate.budgets[client.step(1.0)].name == "fast"
+    planner.futures[1][0].set_exception(RuntimeError("planner died"))
+    assert client.deliver(1.1) == 0 and client.counters["errors"] == 1
