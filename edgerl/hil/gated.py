@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import pickle
 import threading
-from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -63,25 +62,18 @@ class ExpertBudgetPlanner:
         self._pool.submit(_worker_ready).result(timeout=300)  # started before the episodes
 
     def plan(self, budget: GateBudgetSpec, observation: np.ndarray, now: float,
-             prefix: np.ndarray | None) -> Future[ActionChunk]:
-        """The plant as it is now (pickled under the lock) goes to the planner process; the
-        chunk comes back as a future (the gated client delivers it when due and done)."""
+             prefix: np.ndarray | None) -> ActionChunk:
+        """The plant as it is now (pickled under the lock), planned in the planner process.
+        The call waits for the plan: the next decision starts after it, as the planner
+        client's next request does (a planner slower than the decision interval thins the
+        decisions out instead of queueing plans that would all arrive late)."""
         with self.lock:
             snapshot = pickle.dumps(self.plant)
         self.calls[budget.name] += 1
-        rows = self._pool.submit(_worker_plan, snapshot, budget.name, prefix)
-        out: Future[ActionChunk] = Future()
-
-        def finish(f: Future) -> None:
-            try:
-                actions = np.clip(f.result(), self.low, self.high).astype(np.float32)
-                out.set_result(ActionChunk(actions=actions, t0=now, dt=self.dt, obs_time=now,
-                                           source=f"expert:{budget.name}"))
-            except BaseException as exc:  # handed to the client at delivery
-                out.set_exception(exc)
-
-        rows.add_done_callback(finish)
-        return out
+        rows = self._pool.submit(_worker_plan, snapshot, budget.name, prefix).result()
+        actions = np.clip(rows, self.low, self.high).astype(np.float32)
+        return ActionChunk(actions=actions, t0=now, dt=self.dt, obs_time=now,
+                           source=f"expert:{budget.name}")
 
     def close(self) -> None:
         """Stop the planner process."""
