@@ -41,7 +41,7 @@ from edgerl.sim.wrappers.budgets import KEEP, PlanBudget, load_budget_latencies
 from edgerl.sim.wrappers.gate import GateCfg, GatedEnv
 
 __all__ = ["GATE_NAME", "ROADS", "GateRunCfg", "ScoreActions", "compare_gate", "driving_gate_cfg",
-           "gate_with_latencies", "load_gate", "make_gate_env", "train_gate"]
+           "gate_with_latencies", "load_gate", "load_gate_actor", "make_gate_env", "train_gate"]
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +169,9 @@ def greedy_policy(actor: Any) -> GatePolicy:
     return policy
 
 
-def load_gate(run_dir: str | Path) -> tuple[GateRunCfg, GatePolicy]:
-    """The run's :class:`GateRunCfg` and its trained gate (the newest checkpoint)."""
+def load_gate_actor(run_dir: str | Path) -> tuple[GateRunCfg, Any]:
+    """The run's :class:`GateRunCfg` and its trained actor (rsl_rl ``MLPModel`` on the newest
+    checkpoint, eval mode): ``actor(TensorDict{"policy": (N, F + 4)}) -> scores (N, B)``."""
     from rsl_rl.models import MLPModel
 
     run_dir = Path(run_dir)
@@ -188,6 +189,12 @@ def load_gate(run_dir: str | Path) -> tuple[GateRunCfg, GatePolicy]:
     env.close()
     actor.load_state_dict(state)
     actor.eval()
+    return cfg, actor
+
+
+def load_gate(run_dir: str | Path) -> tuple[GateRunCfg, GatePolicy]:
+    """The run's :class:`GateRunCfg` and its trained gate (the newest checkpoint)."""
+    cfg, actor = load_gate_actor(run_dir)
     return cfg, greedy_policy(actor)
 
 

@@ -14,6 +14,7 @@ faults can freeze.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -88,6 +89,12 @@ class HilConfig:
     link_probe: int = 300
     link_wait_s: float = 5.0
     mode: str = "host-loop"
+    #: A bundle with a gate: who chooses the budgets (``gate``, ``fixed:NAME``,
+    #: ``age:NAME:X``; :func:`edgerl.runtime.gate.make_chooser`).
+    gate_policy: str = "gate"
+    #: Gaussian noise (std, action units) on the command the plant applies: a disturbance the
+    #: planner cannot foresee (the gated scenario's ``GateCfg.action_noise_std``).
+    action_noise_std: float = 0.0
 
 
 @dataclass
@@ -161,10 +168,11 @@ def link_probe(transport: SerialTransport, n_cmd: int, count: int) -> dict[str, 
             "link_rtt_p99_us": float(np.percentile(r, 99))}
 
 
-def _make_plant(task: str, seed: int) -> Any:
+def _make_plant(task: str, seed: int, bundle: Path | None = None) -> Any:
+    from edgerl.hil.gated import bundle_task_kwargs
     from edgerl.sim.registry import make_task
 
-    return make_task(task, num_envs=1, seed=seed)
+    return make_task(task, num_envs=1, seed=seed, **bundle_task_kwargs(bundle))
 
 
 def _lqr_gain(plant: Any) -> np.ndarray:
@@ -220,7 +228,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
     from edgerl.hil.fast_loop import FastLoopController, fast_loop_firmware
 
     task = cfg.task or _bundle_task(cfg.bundle) or "cartpole"
-    plant = _make_plant(task, cfg.seed)
+    plant = _make_plant(task, cfg.seed, cfg.bundle)
     rate = float(plant.spec.control_hz)
     period = 1.0 / rate
     n_cmd = int(plant.num_actions)
@@ -234,6 +242,12 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
     successes = 0
     steps_total = 0
     fast = cfg.mode == "fast-loop"
+    from edgerl.hil.gated import expert_budget_planner, gate_summary
+
+    experts = expert_budget_planner(cfg.bundle, plant, cfg.seed, fast, cfg.gate_policy)
+    plant_lock = experts.lock if experts is not None else contextlib.nullcontext()
+    noise = np.random.default_rng(cfg.seed + 1)
+    returns: list[float] = []
     firmware = (fast_loop_firmware(cfg.bundle, fw_cfg, cfg.target) if fast and cfg.bundle
                 else make_firmware(fw_cfg, cfg.target))
     with firmware as fw:
@@ -260,7 +274,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                 controller = BundleController(
                     cfg.bundle, rate, sink, transport, obs_dim, n_cmd,
                     None if gain is None else gain.detach().cpu().numpy(),
-                    planner_latency_s=cfg.planner_latency_s)
+                    planner_latency_s=cfg.planner_latency_s, budget_planner=experts,
+                    gate_policy=cfg.gate_policy, seed=cfg.seed)
             obs = plant.get_observations()["policy"][0].numpy()
             fw.send_sensor(obs, 0.0)
             t0 = time.perf_counter() + 2 * period
@@ -274,6 +289,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
             k = 0
             unplugged = froze = False
             for ep in range(cfg.episodes):
+                returns.append(0.0)
                 for _ in range(max_steps):
                     clock.sleep_until(t0 + k * period)
                     t_run = k * period
@@ -286,8 +302,13 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                         cable.pull(f.unplug_s)
                     act = fw.actuator
                     cmd = np.zeros(n_cmd, np.float32) if act is None else act.cmd[:n_cmd]
-                    _, _, dones, extras = plant.step(torch.as_tensor(cmd[None, :]))
-                    obs = plant.get_observations()["policy"][0].numpy()
+                    if cfg.action_noise_std > 0:
+                        cmd = cmd + cfg.action_noise_std * noise.standard_normal(n_cmd)
+                    with plant_lock:
+                        _, rew, dones, extras = plant.step(torch.as_tensor(cmd[None, :],
+                                                                           dtype=torch.float32))
+                        obs = plant.get_observations()["policy"][0].numpy()
+                    returns[-1] += float(rew[0])
                     done = bool(dones[0])  # the plant reset itself: obs is the next episode's
                     if done and on_reset is not None:
                         on_reset(time.perf_counter())  # before its first state goes out
@@ -330,6 +351,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         finally:
             if controller is not None:
                 controller.stop()
+            if experts is not None:
+                experts.close()
             transport.close()
     acked = transport.acked_setpoints()  # setpoints the firmware executed
     executed_corrupt = len(acked & tx.corrupted_setpoints)
@@ -352,6 +375,10 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         "watchdog_ms": fw_cfg.watchdog_ms, "target": cfg.target,
         "rt_priority": cfg.rt_priority, "mode": cfg.mode,
         "controller": "lqr" if cfg.bundle is None else str(cfg.bundle), **fast_summary,
+        "episode_returns": [round(r, 4) for r in returns],
+        "return_mean": float(np.mean(returns)) if returns else None,
+        **gate_summary(getattr(controller, "client", None), experts, cfg.gate_policy,
+                       cfg.action_noise_std),
     }
     return HilResult(
         success=successes / max(cfg.episodes, 1), episodes=cfg.episodes,

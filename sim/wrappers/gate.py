@@ -34,6 +34,7 @@ import torch
 from tensordict import TensorDict
 
 from edgerl.edit_obs import select_chunk_rows
+from edgerl.gate_obs import GATE_EXTRA_OBS, GateBudgetSpec, GateSpec, build_gate_obs
 from edgerl.sim.vec_env import ActionError
 from edgerl.sim.wrappers.base import VecEnvWrapper, done_ids
 from edgerl.sim.wrappers.budgets import BudgetPlanner, PlanBudget, default_budgets
@@ -41,10 +42,7 @@ from edgerl.sim.wrappers.chunk import ChunkScheduler, sample_delays
 from edgerl.spec import LatencyModel
 from edgerl.timing import chunk_usable, max_planner_delay
 
-__all__ = ["GATE_EXTRA_OBS", "GateCfg", "GatedEnv"]
-
-#: Observation elements the gate adds after the fast observation.
-GATE_EXTRA_OBS = ("chunk_age", "rows_left", "has_chunk", "in_flight")
+__all__ = ["GATE_EXTRA_OBS", "GateCfg", "GatedEnv", "gate_spec", "plan_budgets"]
 
 
 @dataclass
@@ -83,6 +81,26 @@ class GateCfg:
             raise ValueError("decision_steps must be >= 1, stale_steps >= 0, age_scale > 0")
         if self.action_noise_std < 0:
             raise ValueError(f"action_noise_std must be >= 0, got {self.action_noise_std}")
+
+
+def gate_spec(cfg: GateCfg, fast_indices: list[int]) -> GateSpec:
+    """The manifest's ``gate`` section (:class:`edgerl.gate_obs.GateSpec`) of ``cfg`` for a task
+    whose fast observation is ``fast_indices``: what the runtime's gate needs to build the
+    same observation and run the same budgets."""
+    budgets = [GateBudgetSpec(name=b.name, keep=b.keep, latency=b.latency, horizon=b.horizon,
+                              hold=b.hold, noise_std=b.noise_std, cost=b.cost,
+                              compensate=b.compensate) for b in cfg.budgets]
+    return GateSpec(budgets=budgets, decision_steps=cfg.decision_steps,
+                    fast_indices=list(fast_indices), age_scale=float(cfg.age_scale),
+                    stale_steps=cfg.stale_steps)
+
+
+def plan_budgets(gate: GateSpec) -> tuple[PlanBudget, ...]:
+    """The sim budgets of a manifest's ``gate`` (the inverse of :func:`gate_spec`): what a
+    host-side :class:`BudgetPlanner` needs to degrade plans as training did."""
+    return tuple(PlanBudget(name=b.name, delay=b.latency, horizon=b.horizon, hold=b.hold,
+                            noise_std=b.noise_std, cost=b.cost, keep=b.keep,
+                            compensate=b.compensate) for b in gate.budgets)
 
 
 class GatedEnv(VecEnvWrapper):
@@ -133,7 +151,8 @@ class GatedEnv(VecEnvWrapper):
         dims = list(cfg.noise_dims) or list(range(a))
         self._noise_mask = torch.zeros(a, device=dev)
         self._noise_mask[dims] = 1.0
-        self.policy_obs_dim = len(self._fast) + len(GATE_EXTRA_OBS)
+        self.spec_gate = gate_spec(cfg, self._fast)
+        self.policy_obs_dim = self.spec_gate.dim
         self.scheduler.reset(torch.arange(n, device=dev))
         self._obs = self._observe(obs0)
 
@@ -275,15 +294,11 @@ class GatedEnv(VecEnvWrapper):
 
     def _observe(self, inner: TensorDict) -> TensorDict:
         """The gate's observation groups from the inner observation."""
-        s, scale = self.scheduler, float(self.gate_cfg.age_scale)
+        s = self.scheduler
         robot = inner["policy"]
-        has = self.has_plan()
-        age = torch.where(has, s.age_steps(), torch.zeros_like(s.t)).float() / scale
-        left = torch.where(has, (self.cur_rows - s.row_index()).clamp_min(0),
-                           torch.zeros_like(s.t)).float() / scale
-        flying = s.fly_valid.any(dim=1).float()
-        policy = torch.cat((robot[:, self._fast], age[:, None], left[:, None],
-                            has.float()[:, None], flying[:, None]), dim=-1)
+        rows = torch.where(s.cur_valid, self.cur_rows, torch.zeros_like(self.cur_rows))
+        policy = build_gate_obs(robot, s.age_steps(), s.t - s.cur_step0, rows,
+                                s.fly_valid.any(dim=1), self.spec_gate)
         groups = {k: v for k, v in inner.items() if k != "policy"}
         groups.update(policy=policy, robot=robot, critic=torch.cat((policy, robot), dim=-1))
         return TensorDict(groups, batch_size=[self.num_envs], device=self.device)
