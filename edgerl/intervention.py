@@ -30,7 +30,12 @@ KINDS = ("override", "estop", "release")
 
 
 class InterventionError(ValueError):
-    """An intervention record that cannot be applied (the message names the problem)."""
+    """An intervention record that cannot be applied (the message names the problem;
+    ``reason`` is a short code for counters: kind, stamp, future, stale, shape, nonfinite)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -57,24 +62,28 @@ def validate_intervention(iv: Intervention, action_dim: int, now: float,
     finite values; ``estop``/``release`` carry none.
     """
     if iv.kind not in KINDS:
-        raise InterventionError(f"intervention kind {iv.kind!r} is not one of {', '.join(KINDS)}")
+        raise InterventionError(f"intervention kind {iv.kind!r} is not one of {', '.join(KINDS)}",
+                                "kind")
     if not math.isfinite(iv.stamp_s):
-        raise InterventionError(f"intervention stamp {iv.stamp_s} is not finite")
+        raise InterventionError(f"intervention stamp {iv.stamp_s} is not finite", "stamp")
     if iv.stamp_s > now + max_future_s:
-        raise InterventionError(f"intervention stamp {iv.stamp_s:.6f} s is {iv.stamp_s - now:.3f}"
-                                f" s in the future (now {now:.6f} s): clocks not synchronized?")
+        raise InterventionError(f"intervention stamp {iv.stamp_s:.6f} s is "
+                                f"{iv.stamp_s - now:.3f} s in the future (now {now:.6f} s): "
+                                "clocks not synchronized?", "future")
     if now - iv.stamp_s > max_age_s:
         raise InterventionError(f"intervention is stale: stamped {now - iv.stamp_s:.3f} s ago, "
-                                f"more than max_age_s={max_age_s}")
+                                f"more than max_age_s={max_age_s}", "stale")
     cmd = np.asarray(iv.command)
     if iv.kind == "override":
         if cmd.shape != (action_dim,):
             raise InterventionError(f"override command has shape {cmd.shape}, the action has "
-                                    f"{action_dim} elements")
+                                    f"{action_dim} elements", "shape")
         if not np.isfinite(cmd).all():
-            raise InterventionError(f"override command is not finite: {cmd.tolist()}")
+            raise InterventionError(f"override command is not finite: {cmd.tolist()}",
+                                    "nonfinite")
     elif cmd.size:
-        raise InterventionError(f"{iv.kind} carries no command, got {cmd.size} values")
+        raise InterventionError(f"{iv.kind} carries no command, got {cmd.size} values",
+                                "shape")
 
 
 class InterventionSlot:

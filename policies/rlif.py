@@ -10,7 +10,8 @@ elsewhere (Luo et al. 2023).
 
 * ``rlif``: implicit Q-learning (Kostrikov et al. 2021): twin ``Q(s, u)`` with a Polyak
   target, ``V(s)`` by expectile regression on the target Q, then advantage-weighted
-  regression of the policy (``exp(beta * (Q - V))``, capped) on every executed action,
+  regression of the policy (``exp(beta * (Q - V) / std(Q - V))``, capped) on every executed
+  action,
   starting from the bundle's weights.
 * ``bc``: regress the policy on the operator's override commands only (the takeover
   steps), the same number of updates from the same start.
@@ -44,7 +45,8 @@ class FinetuneConfig:
         batch: Minibatch size.
         gamma: Discount (per control step).
         expectile: IQL expectile of ``V`` (0.5 = mean; higher = closer to the max).
-        beta: Inverse temperature of the advantage weights.
+        beta: Inverse temperature of the advantage weights, on advantages divided by their
+            std over the data (so the sparse -1 reward's small Q differences still count).
         max_weight: Cap of the advantage weights.
         lr_actor / lr_critic: Adam learning rates.
         hidden: Critic hidden sizes.
@@ -57,7 +59,7 @@ class FinetuneConfig:
     batch: int = 256
     gamma: float = 0.95
     expectile: float = 0.8
-    beta: float = 3.0
+    beta: float = 1.0
     max_weight: float = 50.0
     lr_actor: float = 1e-4
     lr_critic: float = 3e-4
@@ -114,6 +116,20 @@ def _mlp(d_in: int, hidden: tuple[int, ...], d_out: int) -> nn.Sequential:
     return nn.Sequential(*layers, nn.Linear(d_in, d_out))
 
 
+class ValueNet(nn.Module):
+    """``V(s)`` ``(N,)``, inputs standardized with the data's statistics."""
+
+    def __init__(self, d_s: int, hidden: tuple[int, ...], mean: torch.Tensor,
+                 std: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
+        self.v = _mlp(d_s, hidden, 1)
+
+    def forward(self, s: torch.Tensor) -> torch.Tensor:
+        return self.v((s - self.mean) / self.std)[:, 0]
+
+
 class TwinQ(nn.Module):
     """``min(Q1, Q2)(s, u)``, inputs standardized with the data's statistics."""
 
@@ -138,22 +154,21 @@ def _expectile(diff: torch.Tensor, tau: float) -> torch.Tensor:
 
 
 def _train_critic(data: dict[str, torch.Tensor], cfg: FinetuneConfig,
-                  gen: torch.Generator) -> tuple[TwinQ, nn.Module, dict[str, float]]:
+                  gen: torch.Generator) -> tuple[TwinQ, ValueNet, dict[str, float]]:
     s, u = data["s"], data["u"]
     mean, std = s.mean(0), s.std(0) + 1e-3
     q = TwinQ(s.shape[1], u.shape[1], cfg.hidden, mean, std)
     q_t = copy.deepcopy(q).requires_grad_(False)
-    v_net = _mlp(s.shape[1], cfg.hidden, 1)
-    norm = (lambda x: (x - mean) / std)
+    v_net = ValueNet(s.shape[1], cfg.hidden, mean, std)
     opt = torch.optim.Adam([*q.parameters(), *v_net.parameters()], lr=cfg.lr_critic)
     n = s.shape[0]
     for _ in range(cfg.steps):
         i = torch.randint(n, (min(cfg.batch, n),), generator=gen)
         with torch.no_grad():
             target_q = q_t(s[i], u[i])
-            next_v = v_net(norm(data["s2"][i]))[:, 0]
+            next_v = v_net(data["s2"][i])
             y = data["r"][i] + cfg.gamma * (1.0 - data["done"][i]) * next_v
-        v = v_net(norm(s[i]))[:, 0]
+        v = v_net(s[i])
         q1, q2 = q.both(s[i], u[i])
         loss = _expectile(target_q - v, cfg.expectile) + ((q1 - y) ** 2 + (q2 - y) ** 2).mean()
         opt.zero_grad()
@@ -162,9 +177,7 @@ def _train_critic(data: dict[str, torch.Tensor], cfg: FinetuneConfig,
         with torch.no_grad():
             for p, pt in zip(q.parameters(), q_t.parameters()):
                 pt.lerp_(p, cfg.tau)
-    v_fn = nn.Sequential()  # V(s) on raw inputs, for the actor update
-    v_fn.forward = lambda x: v_net(norm(x))  # type: ignore[method-assign]
-    return q_t, v_fn, {"critic_loss": float(loss.detach())}
+    return q_t, v_net, {"critic_loss": float(loss.detach())}
 
 
 def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
@@ -191,8 +204,8 @@ def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
         critic, v_fn, cstats = _train_critic(data, cfg, gen)
         stats.update(cstats)
         with torch.no_grad():
-            adv = critic(s, u) - v_fn(s)[:, 0]
-            weight = torch.exp(cfg.beta * adv).clamp(max=cfg.max_weight)
+            adv = critic(s, u) - v_fn(s)
+            weight = torch.exp(cfg.beta * adv / (adv.std() + 1e-8)).clamp(max=cfg.max_weight)
         stats.update(adv_intervention_start=float(adv[data["r"] < 0].mean())
                      if bool((data["r"] < 0).any()) else float("nan"),
                      adv_other=float(adv[data["r"] == 0].mean()),

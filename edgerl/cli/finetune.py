@@ -23,8 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rlif: IQL critic with reward -1 at each takeover + advantage-weighted "
                         "policy update (default); bc: regress on the operator's commands")
     p.add_argument("--steps", type=int, default=2000, help="gradient steps (default 2000)")
-    p.add_argument("--beta", type=float, default=3.0,
-                   help="rlif: inverse temperature of the advantage weights (default 3)")
+    p.add_argument("--beta", type=float, default=1.0,
+                   help="rlif: inverse temperature of the standardized advantage weights "
+                        "(default 1)")
     p.add_argument("--gamma", type=float, default=0.95, help="rlif: discount (default 0.95)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")

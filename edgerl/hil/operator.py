@@ -35,6 +35,9 @@ class OperatorConfig:
         x_trigger: Cart position (m) beyond which it takes over.
         hold_steps: Control steps per takeover.
         gain_scale: Its LQR gain times this (1 = the expert; < 1 detuned).
+        damping: Its gain on the two rates (cart and pole velocity) times this on top (0 =
+            it reacts only to where the cart and pole are, not to how fast they move: a
+            crude correction that rescues for a few steps but does not balance well).
         noise: Std of the Gaussian added to its command (action units).
         seed: Noise seed.
     """
@@ -43,6 +46,7 @@ class OperatorConfig:
     x_trigger: float = 1.5
     hold_steps: int = 15
     gain_scale: float = 0.6
+    damping: float = 1.0
     noise: float = 0.2
     seed: int = 0
 
@@ -51,15 +55,15 @@ class OperatorConfig:
             raise ValueError("operator: theta_trigger and x_trigger must be > 0")
         if self.hold_steps < 1:
             raise ValueError(f"operator: hold_steps must be >= 1, got {self.hold_steps}")
-        if self.gain_scale <= 0 or self.noise < 0:
-            raise ValueError("operator: gain_scale must be > 0 and noise >= 0")
+        if self.gain_scale <= 0 or self.noise < 0 or self.damping < 0:
+            raise ValueError("operator: gain_scale must be > 0, damping and noise >= 0")
 
     @classmethod
     def parse(cls, text: str) -> OperatorConfig:
-        """``"theta=0.2,x=1.5,hold=15,gain=0.6,noise=0.2,seed=0"`` (any subset; ``""`` =
-        defaults)."""
+        """``"theta=0.2,x=1.5,hold=15,gain=0.6,damping=1,noise=0.2,seed=0"`` (any subset;
+        ``""`` = defaults)."""
         names = {"theta": "theta_trigger", "x": "x_trigger", "hold": "hold_steps",
-                 "gain": "gain_scale", "noise": "noise", "seed": "seed"}
+                 "gain": "gain_scale", "damping": "damping", "noise": "noise", "seed": "seed"}
         kw: dict[str, float | int] = {}
         for item in filter(None, (s.strip() for s in text.split(","))):
             key, sep, value = item.partition("=")
@@ -82,8 +86,9 @@ class ScriptedOperator:
     """
 
     def __init__(self, gain: np.ndarray, cfg: OperatorConfig | None = None) -> None:
-        self.gain = np.asarray(gain, np.float64).reshape(-1)
         self.cfg = cfg or OperatorConfig()
+        self.gain = np.asarray(gain, np.float64).reshape(-1) * self.cfg.gain_scale
+        self.gain[1::2] *= self.cfg.damping  # x_dot, theta_dot
         self.rng = np.random.default_rng(self.cfg.seed)
         self.left = 0  # steps of the current takeover still to go
         self.active = False  # an override is in force (a release is due when it ends)
@@ -107,7 +112,7 @@ class ScriptedOperator:
             self.left = self.cfg.hold_steps
         self.left -= 1
         self.active = True
-        a = -self.cfg.gain_scale * float(state[:self.gain.shape[0]] @ self.gain)
+        a = -float(state[:self.gain.shape[0]] @ self.gain)
         a += self.cfg.noise * float(self.rng.standard_normal())
         return Intervention("override", now, np.asarray([np.clip(a, -1.0, 1.0)], np.float32))
 

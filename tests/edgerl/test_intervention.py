@@ -6,8 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgerl.intervention import Intervention, InterventionError, InterventionSlot, \
-    validate_intervention
+from edgerl.intervention import (
+    Intervention,
+    InterventionError,
+    InterventionSlot,
+    validate_intervention,
+)
 
 
 def test_valid_records_pass():
