@@ -38,7 +38,7 @@ def _hil(bundle: Path, episodes: int, seed: int, latency_ms: float, *extra: str)
 def _weaken(base: Path, out: Path, shrink: float, noise: float, seed: int) -> None:
     import torch
 
-    from edgerl.policies.bundle_mlp import export_like, load_bundle_mlp, weaken
+    from edgerl.export.bundle_mlp import export_like, load_bundle_mlp, weaken
 
     torch.set_num_threads(1)
     actor, spec = load_bundle_mlp(base)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from edgerl.intervention_log import InterventionRecorder
-from edgerl.policies.bundle_mlp import load_bundle_mlp
+from edgerl.export.bundle_mlp import load_bundle_mlp
 from edgerl.policies.rlif import FinetuneConfig, finetune, intervention_dataset
 from tests.helpers.bundles import write_mlp_bundle
 
