@@ -25,8 +25,13 @@ def _cli(*args: str) -> dict:
     """``python -m edgerl ARGS --json`` -> the printed JSON object."""
     cmd = [sys.executable, "-m", "edgerl", *args, "--json"]
     print("$", " ".join(cmd[2:]), file=sys.stderr, flush=True)
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+    for attempt in (1, 2):  # one retry: a HIL run can fail to start on a loaded machine
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode == 0:
+            return json.loads(proc.stdout)
+        print(f"attempt {attempt} failed ({proc.returncode}):\n{proc.stderr[-2000:]}",
+              file=sys.stderr, flush=True)
+    raise RuntimeError(f"{' '.join(cmd[2:])} failed twice")
 
 
 def _hil(bundle: Path, episodes: int, seed: int, latency_ms: float, *extra: str) -> dict:
