@@ -36,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from edgerl.cli.output import print_json, print_table
-    from edgerl.intervention_log import load_transitions
     from edgerl.export.bundle_mlp import export_like, load_bundle_mlp
+    from edgerl.intervention_log import load_transitions
     from edgerl.policies.rlif import FinetuneConfig, finetune
 
     torch.set_num_threads(max(1, args.threads))

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from edgerl.intervention_log import InterventionRecorder
 from edgerl.export.bundle_mlp import load_bundle_mlp
+from edgerl.intervention_log import InterventionRecorder
 from edgerl.policies.rlif import FinetuneConfig, finetune, intervention_dataset
 from tests.helpers.bundles import write_mlp_bundle
 
