@@ -52,6 +52,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--action-noise", type=float, default=0.0,
                    help="Gaussian noise std (action units) on the command the plant applies "
                         "(the gated scenario trains with 0.1)")
+    p.add_argument("--operator", default=None, metavar="SPEC",
+                   help="a scripted suboptimal operator overrides the host loop near failure, "
+                        "e.g. 'theta=0.2,x=1.5,hold=15,gain=0.6,noise=0.2,seed=0' ('' = "
+                        "defaults; edgerl.hil.operator; host-loop with a --bundle)")
+    p.add_argument("--record", type=Path, default=None, metavar="FILE",
+                   help="record the loop's transitions and the operator's interventions to "
+                        "this MCAP file (for `edgerl finetune --interventions`)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -65,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.hil.faults import FaultSpec
     from edgerl.hil.firmware import FirmwareConfig, FirmwareError
     from edgerl.hil.harness import HilConfig, run_hil
+    from edgerl.hil.operator import OperatorConfig
     from edgerl.runtime.inference import InferenceError
 
     if args.episodes < 1:
@@ -92,13 +100,21 @@ def run(args: argparse.Namespace) -> int:
                        "into the firmware)")
     if args.write_latency_model is not None and args.bundle is None:
         raise CliError("--write-latency-model needs --bundle (the LQR expert has no planner)")
+    try:
+        operator = None if args.operator is None else OperatorConfig.parse(args.operator)
+    except ValueError as exc:
+        raise CliError(f"--operator: {exc}") from None
+    if (operator is not None or args.record is not None) and (args.bundle is None
+                                                               or args.mode != "host-loop"):
+        raise CliError("--operator/--record need host-loop mode with an edit --bundle")
     cfg = HilConfig(bundle=args.bundle, task=args.task, episodes=args.episodes,
                     max_steps=args.max_steps, faults=faults,
                     firmware=FirmwareConfig(watchdog_ms=args.watchdog_ms, safe=args.safe),
                     check_estop=not args.no_estop_check, seed=args.seed,
                     planner_latency_s=args.planner_latency_ms / 1e3, target=args.target,
                     rt_priority=args.rt_priority, link_probe=args.link_probe, mode=args.mode,
-                    gate_policy=args.gate_policy, action_noise_std=args.action_noise)
+                    gate_policy=args.gate_policy, action_noise_std=args.action_noise,
+                    operator=operator, record=args.record)
     bar = tqdm(total=args.episodes, desc="hil episodes", unit="ep",
                disable=args.json or not sys.stderr.isatty())
     try:

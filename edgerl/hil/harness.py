@@ -29,6 +29,7 @@ from edgerl.hil.cable import Cable, unplug_report
 from edgerl.hil.controllers import BundleController, FreezableSink, LqrController
 from edgerl.hil.faults import FaultSpec, RxFaults, TxFaults
 from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess
+from edgerl.hil.operator import OperatorChannel, OperatorConfig, operator_channel
 from edgerl.hil.rt import realtime, set_fifo, set_fifo_process
 from edgerl.hil.targets import TARGETS, make_firmware
 from edgerl.runtime.serial_transport import (
@@ -73,6 +74,10 @@ class HilConfig:
         mode: ``host-loop`` (the host runs the edit loop and sends SETPOINTs) or
             ``fast-loop`` (the MCU runs the bundle's edit policy on streamed CHUNKs:
             :mod:`edgerl.hil.fast_loop`; needs an edit ``bundle``).
+        operator: A scripted operator watching the plant that overrides the host loop
+            (:mod:`edgerl.hil.operator`; host-loop mode with a bundle).
+        record: Write the loop's transitions and the operator's records to this MCAP file
+            (:mod:`edgerl.intervention_log`; host-loop mode with an edit bundle).
     """
 
     bundle: Path | None = None
@@ -95,6 +100,8 @@ class HilConfig:
     #: Gaussian noise (std, action units) on the command the plant applies: a disturbance the
     #: planner cannot foresee (the gated scenario's ``GateCfg.action_noise_std``).
     action_noise_std: float = 0.0
+    operator: OperatorConfig | None = None
+    record: Path | None = None
 
 
 @dataclass
@@ -209,6 +216,8 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
         raise ValueError(f"unknown HIL mode {cfg.mode!r}: expected one of {MODES}")
     if cfg.mode == "fast-loop" and cfg.bundle is None:
         raise ValueError("mode fast-loop needs an edit bundle (--bundle)")
+    if (cfg.operator or cfg.record) and (cfg.bundle is None or cfg.mode != "host-loop"):
+        raise ValueError("an operator or a recording needs host-loop mode with a --bundle")
     threads = torch.get_num_threads()
     # one plant env: intra-op worker threads only spin against the serial reader for the CPU
     torch.set_num_threads(1)
@@ -258,6 +267,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         transport = SerialTransport(SerialConfig(fw.port), tx_filter=tx, rx_filter=rx)
         cable = Cable(transport)
         controller: LqrController | BundleController | FastLoopController | None = None
+        channel: OperatorChannel | None = None
         try:
             transport.connect()
             sink = FreezableSink(SerialCommandSink(transport))
@@ -276,6 +286,9 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                     None if gain is None else gain.detach().cpu().numpy(),
                     planner_latency_s=cfg.planner_latency_s, budget_planner=experts,
                     gate_policy=cfg.gate_policy, seed=cfg.seed)
+            if isinstance(controller, BundleController):
+                channel = operator_channel(cfg.operator, cfg.record, controller.loop, plant,
+                                           cfg.bundle)
             obs = plant.get_observations()["policy"][0].numpy()
             fw.send_sensor(obs, 0.0)
             t0 = time.perf_counter() + 2 * period
@@ -313,6 +326,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                     if done and on_reset is not None:
                         on_reset(time.perf_counter())  # before its first state goes out
                     fw.send_sensor(obs, t_run)
+                    if channel is not None:
+                        channel.observe(obs, done)
                     k += 1
                     steps_total += 1
                     if done:
@@ -323,9 +338,12 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                     plant.reset()
                     if on_reset is not None:
                         on_reset(time.perf_counter())
+                if channel is not None:
+                    channel.end_episode()
                 if progress is not None:
                     progress(ep + 1, cfg.episodes)
             controller.stop()
+            operator_summary = {} if channel is None else channel.close()
             loop = getattr(controller, "loop", None)
             latencies = [] if loop is None else list(loop.metrics.planner_latency_s)
             if isinstance(controller, FastLoopController):
@@ -353,6 +371,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                 controller.stop()
             if experts is not None:
                 experts.close()
+            if channel is not None:
+                channel.close()
             transport.close()
     acked = transport.acked_setpoints()  # setpoints the firmware executed
     executed_corrupt = len(acked & tx.corrupted_setpoints)
@@ -379,6 +399,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         "return_mean": float(np.mean(returns)) if returns else None,
         **gate_summary(getattr(controller, "client", None), experts, cfg.gate_policy,
                        cfg.action_noise_std),
+        **operator_summary,
     }
     return HilResult(
         success=successes / max(cfg.episodes, 1), episodes=cfg.episodes,
