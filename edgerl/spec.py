@@ -24,6 +24,7 @@ from edgerl.bundle_errors import (
 )
 from edgerl.bundle_files import read_capped, sha256_file, verify_files
 from edgerl.edit_obs import EditObsConfig
+from edgerl.gate_obs import GateSpec
 from edgerl.manifest_json import MAX_MANIFEST_BYTES, parse_json_document
 from edgerl.serde import SchemaError, from_dict, to_dict
 from edgerl.timing import LatencyModel, TimingSpec
@@ -199,6 +200,9 @@ class PolicySpec:
     #: All chunk timing (horizon, delays, stale, merge, trigger); ``None`` = derived from
     #: ``chunk``/``latency``/``method`` by the rules of :mod:`edgerl.timing`.
     timing: TimingSpec | None = None
+    #: The planning-budget gate (``gate.onnx``; :mod:`edgerl.gate_obs`), ``None`` = no gate
+    #: (the key is then left out of the JSON, so gate-less manifests are unchanged).
+    gate: GateSpec | None = None
 
     def __post_init__(self) -> None:
         if not self.control_hz > 0:
@@ -213,6 +217,18 @@ class PolicySpec:
             self.timing = self.derived_timing()
             self.latency = self.timing.latency
         self._check_timing(self.timing)
+        self._check_gate(self.gate)
+
+    def _check_gate(self, gate: GateSpec | None) -> None:
+        if gate is None:
+            return
+        if gate.fast_indices and gate.fast_indices[-1] >= self.observation.dim:
+            raise SchemaError(f"gate.fast_indices: {gate.fast_indices[-1]} is outside the "
+                              f"observation ({self.observation.dim} elements)")
+        longest = max((b.horizon for b in gate.budgets if not b.keep), default=0)
+        if longest > self.chunk.horizon:
+            raise SchemaError(f"gate.budgets: a plan of {longest} rows exceeds chunk.horizon "
+                              f"({self.chunk.horizon})")
 
     def derived_timing(self) -> TimingSpec:
         """The timing a manifest without ``timing`` (schema 1) was trained with: P from
@@ -240,8 +256,11 @@ class PolicySpec:
 
     # --- (de)serialisation ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-compatible dict."""
-        return to_dict(self)
+        """Plain JSON-compatible dict (without ``gate`` when there is none)."""
+        out = to_dict(self)
+        if out.get("gate") is None:
+            out.pop("gate", None)
+        return out
 
     def to_json(self) -> str:
         """Strict JSON (no NaN/Infinity), stable key order, 2-space indent."""

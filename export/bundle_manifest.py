@@ -21,7 +21,7 @@ __all__ = ["BUNDLE_FILES", "PARITY_NAME", "signature_for", "write_manifest", "wr
 PARITY_NAME = "parity.json"
 #: Files an export may write besides the manifest (hashed into it when present).
 BUNDLE_FILES = ("policy.onnx", "policy_mlp.npz", "policy_fp16.onnx", "planner.onnx",
-                "policy.engine", "policy.h", PARITY_NAME)
+                "gate.onnx", "policy.engine", "policy.h", PARITY_NAME)
 
 
 def signature_for(actor: nn.Module, spec: PolicySpec, input_dim: int) -> ActorSignature:

@@ -49,7 +49,8 @@ from edgerl.sim.wrappers.gate import GateCfg, GatedEnv
 
 __all__ = ["EVAL_SEED_OFFSET", "GATE_NAME", "HEURISTIC_AGES", "ROADS", "ROAD_GATES",
            "TUNE_SEED_OFFSET", "GateRunCfg", "ScoreActions", "chicanes_gate_cfg", "compare_gate",
-           "driving_gate_cfg", "gate_with_latencies", "load_gate", "make_gate_env",
+           "driving_gate_cfg", "gate_with_latencies", "load_gate", "load_gate_actor",
+           "make_gate_env",
            "road_gate_cfg", "train_gate", "tune_heuristic"]
 
 log = logging.getLogger(__name__)
@@ -213,8 +214,9 @@ def greedy_policy(actor: Any) -> GatePolicy:
     return policy
 
 
-def load_gate(run_dir: str | Path) -> tuple[GateRunCfg, GatePolicy]:
-    """The run's :class:`GateRunCfg` and its trained gate (the newest checkpoint)."""
+def load_gate_actor(run_dir: str | Path) -> tuple[GateRunCfg, Any]:
+    """The run's :class:`GateRunCfg` and its trained actor (rsl_rl ``MLPModel`` on the newest
+    checkpoint, eval mode): ``actor(TensorDict{"policy": (N, F + 4)}) -> scores (N, B)``."""
     from rsl_rl.models import MLPModel
 
     run_dir = Path(run_dir)
@@ -232,6 +234,12 @@ def load_gate(run_dir: str | Path) -> tuple[GateRunCfg, GatePolicy]:
     env.close()
     actor.load_state_dict(state)
     actor.eval()
+    return cfg, actor
+
+
+def load_gate(run_dir: str | Path) -> tuple[GateRunCfg, GatePolicy]:
+    """The run's :class:`GateRunCfg` and its trained gate (the newest checkpoint)."""
+    cfg, actor = load_gate_actor(run_dir)
     return cfg, greedy_policy(actor)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from edgerl.policies.config import TrainConfig
 from edgerl.policies.task_defaults import BASELINE, TaskDefaults, apply_task_defaults, task_defaults
 
-__all__ = ["compare_solve", "time_to_success"]
+__all__ = ["budget_config", "candidate_config", "compare_solve", "time_to_success"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,29 @@ def time_to_success(cfg: TrainConfig, target: float = 0.95) -> dict[str, Any]:
             "iterations": len(result.history), "wall_s": round(result.wall_s, 3)}
 
 
+def budget_config(task: str, seed: int, defaults: TaskDefaults, budget: int,
+                  method: str = "nodelay", device: str = "cpu") -> TrainConfig:
+    """A :class:`TrainConfig` with ``defaults`` (nothing kept) and as many iterations as fit
+    in ``budget`` env steps (rounded up to whole iterations of ``defaults``' batch)."""
+    batch = defaults.num_envs * defaults.num_steps_per_env
+    cfg = TrainConfig(task=task, method=method, seed=seed, device=device,
+                      iterations=max(1, -(-budget // batch)))
+    return apply_task_defaults(cfg, defaults)
+
+
+def candidate_config(task: str, seed: int, spec: dict[str, Any], budget: int) -> TrainConfig:
+    """One grid candidate (``benchmarks/solve_time_grid.py``): ``spec`` holds
+    :class:`TaskDefaults` fields (the rest are :data:`BASELINE`'s), plus optional ``"ppo"``
+    (other ``PPOConfig`` fields) and ``"actor"`` (``ModelConfig`` fields of the actor); a
+    ``nodelay`` config capped at ``budget`` env steps. Unknown fields raise ``TypeError``."""
+    spec = dict(spec)
+    ppo, actor = spec.pop("ppo", {}), spec.pop("actor", {})
+    if spec.get("hidden_dims") is not None:
+        spec["hidden_dims"] = tuple(spec["hidden_dims"])
+    cfg = budget_config(task, seed, TaskDefaults(**{**BASELINE.to_dict(), **spec}), budget)
+    return replace(cfg, ppo=replace(cfg.ppo, **ppo), actor=replace(cfg.actor, **actor))
+
+
 def _median(values: list[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return None if len(known) < len(values) or not known else statistics.median(known)
@@ -67,10 +90,7 @@ def compare_solve(task: str, seeds: list[int], iterations: int = 200, target: fl
     runs: dict[str, list[dict[str, Any]]] = {"reference": [], "tuned": []}
     for seed in seeds:
         for name, defaults in (("reference", reference), ("tuned", tuned)):
-            batch = defaults.num_envs * defaults.num_steps_per_env
-            cfg = apply_task_defaults(
-                TrainConfig(task=task, method=method, seed=seed, device=device,
-                            iterations=max(1, -(-budget // batch))), defaults)
+            cfg = budget_config(task, seed, defaults, budget, method, device)
             row = {"seed": seed, **time_to_success(cfg, target)}
             runs[name].append(row)
             log.info("%s %s seed %d: %s", task, name, seed, row)

@@ -47,7 +47,7 @@ PUBKEY_ENV = "EDGERL_BUNDLE_PUBKEY"
 #: Every file some loader of the runtime opens when present (policy backends, TensorRT
 #: engine, planners, the language planner's encoder, tokenizer and cached embeddings).
 LOADER_FILES = ("policy.onnx", "policy_mlp.npz", "policy_fp16.onnx", "policy.engine",
-                "planner.onnx", "encoder.onnx", "tokenizer.json", "instructions.npz",
+                "planner.onnx", "gate.onnx", "encoder.onnx", "tokenizer.json", "instructions.npz",
                 PARITY_FILE)
 NETWORK_SUFFIXES = (".onnx", ".npz", ".engine", ".h")
 

@@ -3,8 +3,10 @@
 One place turns a bundle into a running fast loop: the manifest's ``timing`` picks the
 chunk merge rule (``ChunkBuffer``), the stale rule and the tick trigger (``EditLoop``), and
 ``planner.onnx`` (when present) becomes the planner client's ONNX planner with the chunk
-period. The ROS 2 edit node, the HIL harness and ``edgerl bench loop`` build their loop here
-instead of wiring it by hand.
+period. A bundle with a ``gate`` section and a budgeted planner gets the
+:class:`~edgerl.runtime.planners.gated.GatedPlannerClient` instead: ``gate.onnx`` chooses the
+budget every decision, the client honours it. The ROS 2 edit node, the HIL harness and
+``edgerl bench loop`` build their loop here instead of wiring it by hand.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import Any
 from edgerl.runtime.bundle import PLANNER_FILE, load_bundle
 from edgerl.runtime.chunk_buffer import ChunkBuffer, MergeConfig
 from edgerl.runtime.edit_loop import CommandSink, EditLoop, LoopConfig, ObservationSlot
+from edgerl.runtime.gate import make_chooser
 from edgerl.runtime.inference import InferenceBackend
 from edgerl.runtime.input_guard import InputGuard
 from edgerl.runtime.metrics import LoopMetrics
 from edgerl.runtime.planners.client import PlannerClient, PlannerClientConfig
+from edgerl.runtime.planners.gated import BudgetedPlanner, GatedPlannerClient
 from edgerl.spec import PolicySpec
 
 __all__ = ["Deployment"]
@@ -37,14 +41,15 @@ class Deployment:
         spec: The manifest. backend: Its policy network (``None``: planner-only bundle).
         buffer: The chunk store, merging by ``spec.timing``.
         loop: The fast loop (trigger and stale rule from ``spec.timing`` unless overridden).
-        client: Planner client running ``planner.onnx`` (or the given planner), or ``None``.
+        client: Planner client running ``planner.onnx`` (or the given planner), the gated
+            client (gate + budgeted planner), or ``None``.
     """
 
     spec: PolicySpec
     backend: InferenceBackend | None
     buffer: ChunkBuffer
     loop: EditLoop
-    client: PlannerClient | None = None
+    client: PlannerClient | GatedPlannerClient | None = None
 
     @classmethod
     def from_bundle(cls, path: str | Path, sink: CommandSink | None = None, *,
@@ -52,7 +57,9 @@ class Deployment:
                     obs: ObservationSlot | None = None, planner: Any = "auto",
                     planner_cfg: PlannerClientConfig | None = None,
                     extra_latency_s: float = 0.0, backend: str = "onnx",
-                    device: str = "cpu", warmup: int = 20, trt: Any = None) -> Deployment:
+                    device: str = "cpu", warmup: int = 20, trt: Any = None,
+                    budget_planner: BudgetedPlanner | None = None, gate_policy: str = "gate",
+                    gate_seed: int = 0) -> Deployment:
         """Load ``path`` and wire buffer, loop and planner client from its manifest.
 
         Args:
@@ -68,13 +75,26 @@ class Deployment:
             extra_latency_s: Added to every planner call (emulates a slow model).
             backend / device / warmup / trt: Inference backend and its device and TensorRT EP
                 options (see ``load_bundle``).
+            budget_planner: With a bundle that has a ``gate``: the planner whose budgets the
+                gate chooses (replaces ``planner``); ``gate_policy``: ``gate`` (gate.onnx) or
+                a baseline (``fixed:NAME``, ``age:NAME:X``); ``gate_seed`` seeds the delays.
         """
         path = Path(path)
         spec, net = load_bundle(path, backend=backend, device=device, warmup=warmup, trt=trt)
         buffer = ChunkBuffer(MergeConfig.from_timing(spec.timing, merge), spec.action.dim)
         loop = EditLoop(spec, net, buffer, obs=obs, sink=sink, cfg=loop_cfg)
-        client = cls._client(path, spec, buffer, loop.obs, loop.metrics, planner, planner_cfg,
-                             extra_latency_s)
+        client: PlannerClient | GatedPlannerClient | None
+        if budget_planner is not None:
+            if spec.gate is None:
+                raise ValueError(f"{path}: a budgeted planner needs a bundle with a gate "
+                                 "(`edgerl gate export`)")
+            chooser = make_chooser(path, spec, gate_policy)
+            client = GatedPlannerClient(chooser, budget_planner, buffer, loop.obs,
+                                        metrics=loop.metrics, seed=gate_seed)
+            planner = f"gated by {chooser.name} ({', '.join(spec.gate.names)})"
+        else:
+            client = cls._client(path, spec, buffer, loop.obs, loop.metrics, planner,
+                                 planner_cfg, extra_latency_s)
         if client is not None:  # the planner's chunks are checked against the manifest
             buffer.guard = InputGuard(spec)
         log.info("deployment %s: merge %s, stale after H+%d, trigger %s, planner %s", path,

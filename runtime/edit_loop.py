@@ -15,6 +15,13 @@ steps). Fallback states (counted in :attr:`LoopMetrics.state_counts` and as safe
 interventions): no chunk yet, stale chunk, non-finite observation, non-finite network output,
 deadline overrun, e-stop; a sink that fails is counted as ``transport_down``.
 
+Operator interventions (:mod:`edgerl.intervention`) arrive through :attr:`EditLoop.interventions`
+(a slot, like the observation's): while an ``override`` is in force the command is the
+operator's (through the same safety filter; the network still runs on the tick's input so
+the log shows what it would have done), an ``estop`` latches the e-stop. With
+:meth:`EditLoop.log_transitions` the loop keeps a bounded per-tick log for learning from
+them (:class:`~edgerl.runtime.transition_log.TransitionLog`).
+
 The loop runs in its own thread (:meth:`EditLoop.start` / :meth:`EditLoop.stop`, from
 :class:`~edgerl.runtime.loop_scheduler.LoopScheduler`: a fixed-rate grid, or the ``state``
 trigger of ``LoopConfig.trigger`` / the manifest's ``timing.trigger``: tick on each new
@@ -35,6 +42,7 @@ import numpy as np
 
 from edgerl.clock import Clock, MonotonicClock
 from edgerl.edit_obs import build_edit_obs, compose_edit_action, select_chunk_rows
+from edgerl.intervention import InterventionSlot
 from edgerl.methods import CHUNK_METHODS
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.escalation import EscalationConfig
@@ -44,6 +52,7 @@ from edgerl.runtime.loop_io import CommandSink, ObservationSlot, TransportDown
 from edgerl.runtime.loop_scheduler import LoopScheduler
 from edgerl.runtime.metrics import STATES, LoopMetrics
 from edgerl.runtime.safety import SafetyFilter
+from edgerl.runtime.transition_log import TransitionLog
 from edgerl.spec import PolicySpec
 
 # The loop's ports and options are part of its public API (defined beside it).
@@ -134,6 +143,23 @@ class EditLoop(LoopScheduler):
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self._old_switch: float | None = None
+        #: Operator interventions (override / e-stop / release), read once per tick.
+        self.interventions = InterventionSlot(a_dim)
+        self._override = np.zeros(a_dim, np.float32)
+        self._policy_out = np.zeros(a_dim, np.float32)
+        self._ran_policy = False
+        #: Per-tick log for learning (None until :meth:`log_transitions`).
+        self.transitions: TransitionLog | None = None
+        #: Episode index (incremented by :meth:`reset`), stamped on logged transitions.
+        self.episode = 0
+
+    def log_transitions(self, capacity: int = 1 << 15) -> TransitionLog:
+        """Start keeping the per-tick transition log (edit policies only); returns it."""
+        if not self.is_edit:
+            raise ValueError(f"transition logging needs an edit policy, the bundle's method is "
+                             f"{self.spec.method!r}")
+        self.transitions = TransitionLog(self.edit_cfg.dim, self.spec.action.dim, capacity)
+        return self.transitions
 
     def _setup_mode(self) -> None:
         spec, net = self.spec, self.backend
@@ -184,9 +210,18 @@ class EditLoop(LoopScheduler):
         cmd = self.command
         pol = safety.cfg
         safety.note_overrun(overrun)
+        if self.interventions.take_estop():
+            safety.estop("operator")
+        override, started = self.interventions.read_into(self._override)
+        self._ran_policy = False
         if safety.estopped:
             state = _S["estop"]
             safety.filter(self._action, dt, cmd)
+        elif override:
+            state = _S["ok"]
+            if self.is_edit and np.isfinite(self._obs, out=self._finite).all():
+                self._policy_action(t, None if row is None else chunk, row)
+            safety.filter(self._override, dt, cmd)
         elif overrun and pol.overrun_policy != "compute":
             state = _S["overrun"]
             safety.fallback(pol.overrun_policy, dt, cmd)
@@ -212,6 +247,9 @@ class EditLoop(LoopScheduler):
                 state = _S["nonfinite_action"]
             safety.filter(self._action, dt, cmd)
         self.state = STATES[state]
+        if self.transitions is not None and self._ran_policy:
+            self.transitions.append(self._edit_x[0], self._policy_out, self._rows[0], cmd,
+                                    override, started, self.episode, t)
         self._commit(cmd)
         self._send(cmd, t)
         return state
@@ -242,6 +280,9 @@ class EditLoop(LoopScheduler):
         else:
             np.copyto(net.input[0], obs)
         y = net.infer()[0]
+        if self.is_edit:
+            np.copyto(self._policy_out, y)
+            self._ran_policy = True
         if self.is_edit and not np.isfinite(y, out=self._finite_a).all():
             self._action.fill(np.nan)  # before the residual clip turns inf into +-1
             return
@@ -310,6 +351,8 @@ class EditLoop(LoopScheduler):
         """Start of an episode: clear history and recurrent state."""
         self._committed[...] = 0.0
         self._last_t = None
+        self.episode += 1
+        self.interventions.clear()
         self.safety.reset()
         if self.backend is not None:
             self.backend.reset_state()

@@ -31,7 +31,7 @@ from typing import Any
 from edgerl.bundle_errors import OnnxModelError, OnnxShapeError
 from edgerl.spec import PolicySpec
 
-__all__ = ["check_bundle_onnx", "check_io", "check_policy_io", "open_checked"]
+__all__ = ["check_bundle_onnx", "check_gate_io", "check_io", "check_policy_io", "open_checked"]
 
 
 def open_checked(path: str | Path) -> Any:
@@ -134,6 +134,15 @@ def _check_planner(path: Path, spec: PolicySpec) -> int | None:
     return None
 
 
+def check_gate_io(path: str | Path, sess: Any, spec: PolicySpec) -> None:
+    """Check a gate session against the manifest's ``gate``: input ``(..., F + 4)``, output
+    one score per budget ``(..., B)``."""
+    gate = spec.gate
+    if gate is None:
+        raise OnnxShapeError(f"{path}: the manifest has no gate section")
+    check_io(path, sess, {gate.input: [gate.dim]}, {gate.output: [len(gate.budgets)]})
+
+
 def check_bundle_onnx(bundle_dir: str | Path, spec: PolicySpec,
                       skip: tuple[str, ...] = ()) -> None:
     """Open every listed ``.onnx`` file (except ``skip``: already checked through the
@@ -148,6 +157,8 @@ def check_bundle_onnx(bundle_dir: str | Path, spec: PolicySpec,
             check_policy_io(path, open_checked(path), spec)
         elif name == "planner.onnx":
             emb_dim = _check_planner(path, spec)
+        elif spec.gate is not None and name == spec.gate.file:
+            check_gate_io(path, open_checked(path), spec)
         elif name != "encoder.onnx":
             open_checked(path)
     if "encoder.onnx" in spec.files:

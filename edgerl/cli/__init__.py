@@ -32,6 +32,7 @@ VERBS: dict[str, str] = {
     "eval": "edgerl.cli.eval",
     "results": "edgerl.cli.results",
     "export": "edgerl.cli.export",
+    "finetune": "edgerl.cli.finetune",
     "inspect": "edgerl.cli.inspect",
     "keygen": "edgerl.cli.keygen",
     "sign": "edgerl.cli.sign",

@@ -1,11 +1,14 @@
-"""``edgerl gate train|eval``: the planning-budget gate (issue #20) in sim.
+"""``edgerl gate train|eval|export``: the planning-budget gate (issue #20).
 
 ``train`` fits the gate with PPO (:mod:`edgerl.policies.gate`) into ``--out`` and, unless
 ``--episodes 0``, compares it; ``eval`` compares a trained gate on the same episodes with each
 fixed budget, the chunk-age heuristic (budget and X tuned on other episodes) and random
 choices. Both print a table
 (``--json``: a JSON list of rows: policy, episodes, success_rate, return_mean, length_mean,
-share_<budget>).
+share_<budget>). ``export`` writes the trained gate as ``gate.onnx`` into a bundle
+(``--bundle DIR``: an existing bundle of the same task; ``--out DIR``: a new gate-only
+planner bundle) with the manifest's ``gate`` section and two parity checks
+(:mod:`edgerl.export.gate_export`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                             "planner --write-latency-model FILE`); repeatable")
     ev = sub.add_parser("eval", help="compare a trained gate with the baselines")
     ev.add_argument("run", help="run directory written by `edgerl gate train`")
+    ex = sub.add_parser("export", help="write the trained gate as gate.onnx into a bundle")
+    ex.add_argument("run", help="run directory written by `edgerl gate train`")
+    where = ex.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bundle", help="add the gate to this existing bundle (same task)")
+    where.add_argument("--out", help="write a new gate-only planner bundle here")
+    ex.add_argument("--parity", type=int, default=256,
+                    help="recorded (and as many random) parity observations (default 256)")
+    ex.add_argument("--seed", type=int, default=0, help="seed of the parity observations")
+    ex.add_argument("--json", action="store_true", help="print the result as JSON")
     for q in (train, ev):
         q.add_argument("--episodes", type=int, default=32,
                        help="episodes per compared policy (default 32; train: 0 = no eval)")
@@ -56,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         train_gate,
     )
 
+    if args.gate_cmd == "export":
+        return _export(args)
     torch.set_num_threads(max(1, args.threads))
     if args.episodes < 0 or args.eval_envs < 1:
         raise CliError("--episodes must be >= 0 and --eval-envs >= 1")
@@ -87,4 +101,36 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_table([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
                      for r in rows], title=f"edgerl gate ({cfg.task}, seed {cfg.seed})")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    import torch
+
+    from edgerl.bundle_errors import BundleError
+    from edgerl.cli import CliError
+    from edgerl.cli.output import print_json, print_table
+    from edgerl.export.gate_export import export_gate
+    from edgerl.export.onnx_export import ExportError
+
+    torch.set_num_threads(1)
+    if args.parity < 1:
+        raise CliError("--parity must be >= 1")
+    try:
+        res = export_gate(args.run, args.out or args.bundle, create=args.out is not None,
+                          n_parity=args.parity, seed=args.seed)
+    except (FileNotFoundError, KeyError) as exc:
+        raise CliError(f"{args.run}: not a gate run ({exc})") from exc
+    except (BundleError, ExportError) as exc:
+        raise CliError(str(exc)) from exc
+    gate = res.spec.gate
+    assert gate is not None
+    rows = [{"check": name, "observations": p.n_observations, "max_abs_err": p.max_abs_err,
+             "tolerance": p.outputs[0].tolerance, "ok": p.ok}
+            for name, p in (("gate_onnx", res.scores), ("gate_argmax", res.argmax))]
+    if args.json:
+        print_json({"bundle": str(res.bundle), "budgets": gate.names, "obs_dim": gate.dim,
+                    "decision_steps": gate.decision_steps, "parity": rows})
+    else:
+        print_table(rows, title=f"gate.onnx -> {res.bundle} (budgets {', '.join(gate.names)})")
     return 0

@@ -45,6 +45,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--link-probe", type=int, default=300,
                    help="ping-pong round trips on the same link after the episodes, the floor "
                         "cmd_rtt_p99_us is compared with (rtt_p99_vs_link; 0: off)")
+    p.add_argument("--gate-policy", default="gate",
+                   help="bundle with a gate: who picks the planning budget at each decision: "
+                        "gate (the bundle's gate.onnx, default), fixed:NAME or age:NAME:STEPS "
+                        "(baselines); the host plans with the plant's expert per budget")
+    p.add_argument("--action-noise", type=float, default=0.0,
+                   help="Gaussian noise std (action units) on the command the plant applies "
+                        "(the gated scenario trains with 0.1)")
+    p.add_argument("--operator", default=None, metavar="SPEC",
+                   help="a scripted suboptimal operator overrides the host loop near failure, "
+                        "e.g. 'theta=0.2,x=1.5,hold=15,gain=0.6,noise=0.2,seed=0' ('' = "
+                        "defaults; edgerl.hil.operator; host-loop with a --bundle)")
+    p.add_argument("--record", type=Path, default=None, metavar="FILE",
+                   help="record the loop's transitions and the operator's interventions to "
+                        "this MCAP file (for `edgerl finetune --interventions`)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -58,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.hil.faults import FaultSpec
     from edgerl.hil.firmware import FirmwareConfig, FirmwareError
     from edgerl.hil.harness import HilConfig, run_hil
+    from edgerl.hil.operator import OperatorConfig
     from edgerl.runtime.inference import InferenceError
 
     if args.episodes < 1:
@@ -70,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--planner-latency-ms must be in 0..10000")
     if args.link_probe < 0:
         raise CliError("--link-probe must be >= 0")
+    if not 0.0 <= args.action_noise <= 10.0:
+        raise CliError("--action-noise must be in 0..10")
     if not 0 <= args.rt_priority <= 99:
         raise CliError("--rt-priority must be in 0..99 (0: off)")
     try:
@@ -83,12 +100,21 @@ def run(args: argparse.Namespace) -> int:
                        "into the firmware)")
     if args.write_latency_model is not None and args.bundle is None:
         raise CliError("--write-latency-model needs --bundle (the LQR expert has no planner)")
+    try:
+        operator = None if args.operator is None else OperatorConfig.parse(args.operator)
+    except ValueError as exc:
+        raise CliError(f"--operator: {exc}") from None
+    if (operator is not None or args.record is not None) and (args.bundle is None
+                                                               or args.mode != "host-loop"):
+        raise CliError("--operator/--record need host-loop mode with an edit --bundle")
     cfg = HilConfig(bundle=args.bundle, task=args.task, episodes=args.episodes,
                     max_steps=args.max_steps, faults=faults,
                     firmware=FirmwareConfig(watchdog_ms=args.watchdog_ms, safe=args.safe),
                     check_estop=not args.no_estop_check, seed=args.seed,
                     planner_latency_s=args.planner_latency_ms / 1e3, target=args.target,
-                    rt_priority=args.rt_priority, link_probe=args.link_probe, mode=args.mode)
+                    rt_priority=args.rt_priority, link_probe=args.link_probe, mode=args.mode,
+                    gate_policy=args.gate_policy, action_noise_std=args.action_noise,
+                    operator=operator, record=args.record)
     bar = tqdm(total=args.episodes, desc="hil episodes", unit="ep",
                disable=args.json or not sys.stderr.isatty())
     try:
@@ -110,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
         if args.mode == "fast-loop":
             keys += ("edit_ticks", "edit_ticks_with_chunk", "edit_tick_gap_p50_us",
                      "edit_compute_p50_us", "chunks_sent", "fw_chunks_rx")
+        if "gate_policy" in out:
+            keys += ("return_mean", "gate_policy", "gate_decided", "gate_requests",
+                     "chunks_delivered", "chunks_late")
         rows = [{"metric": k, "value": out.get(k)} for k in keys]
         for i, u in enumerate(out.get("unplugs") or []):  # one row per cable pull
             rows.append({"metric": f"unplug {i + 1}", "value":

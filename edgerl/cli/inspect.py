@@ -52,7 +52,27 @@ def _summary(spec: Any) -> list[dict[str, Any]]:
          f"{rec.kind}: {rec.state_inputs} -> {rec.state_outputs} {rec.state_shapes}"),
         ("residual_bound", spec.residual_bound),
     ]
+    if spec.gate is not None:
+        rows += _gate_rows(spec.gate)
     return [{"field": k, "value": v} for k, v in rows]
+
+
+def _gate_rows(gate: Any) -> list[tuple[str, Any]]:
+    """The manifest's ``gate`` section: file, decision interval, observation, budgets."""
+    def budget(b: Any) -> str:
+        if b.keep:
+            return f"{b.name}: keep (no request)"
+        lat = b.latency
+        delay = (f"delay dist {lat.delay_distribution}" if lat.delay_distribution else
+                 f"delay {lat.planner_delay_steps} +- {lat.delay_jitter_steps:g}")
+        return (f"{b.name}: {delay} steps, {b.horizon} rows, hold {b.hold}, noise "
+                f"{b.noise_std:g}, cost {b.cost:g}{', compensate' if b.compensate else ''}")
+
+    return [("gate", f"{gate.file}: {gate.input} ({gate.dim}) -> {gate.output} "
+                     f"({len(gate.budgets)}), argmax, every {gate.decision_steps} steps"),
+            ("gate obs", f"fast {gate.fast_indices} + {', '.join(gate.extra)} (age / "
+                         f"{gate.age_scale:g}), stale after H+{gate.stale_steps}"),
+            *((f"gate budget {j}", budget(b)) for j, b in enumerate(gate.budgets))]
 
 
 def _trt_compat(bundle: Path, parity: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -119,11 +119,15 @@ class LqrHoldPlanner:
 class BundleController:
     """The deployed runtime as the host side: the runtime's ``EditLoop`` over the bundle's policy,
     fed by STATE echoes, commanding through the serial sink, with a ``PlannerClient`` running
-    ``planner.onnx`` (or :class:`LqrHoldPlanner` when the bundle has none)."""
+    ``planner.onnx`` (or :class:`LqrHoldPlanner` when the bundle has none). With a
+    ``budget_planner`` (a bundle with a gate) the gated client runs instead: ``gate_policy``
+    (the bundle's gate.onnx, or a baseline) picks the budget at every decision, and without a
+    usable plan the command is zero, as in the sim's gated env."""
 
     def __init__(self, bundle: Path, rate_hz: float, sink: Sink, transport: SerialTransport,
                  obs_dim: int, n_cmd: int, gain: np.ndarray | None,
-                 planner_latency_s: float = 0.0) -> None:
+                 planner_latency_s: float = 0.0, budget_planner: Any = None,
+                 gate_policy: str = "gate", seed: int = 0) -> None:
         from edgerl.runtime.deployment import Deployment
         from edgerl.runtime.edit_loop import LoopConfig
         from edgerl.runtime.safety import SafetyConfig
@@ -135,18 +139,28 @@ class BundleController:
                              f"{spec.action.dim} do not fit the plant (obs {obs_dim}, "
                              f"action {n_cmd})")
         # an edit policy runs on zero rows until the first chunk arrives, as in training
-        safety = SafetyConfig(stale_policy="policy" if spec.method == "edit" else "hold")
+        stale = "policy" if spec.method == "edit" else "hold"
+        safety = SafetyConfig(stale_policy="zero" if budget_planner is not None else stale)
         ch = spec.chunk
         planner: object = "auto"
-        if not (Path(bundle) / "planner.onnx").exists():
+        if budget_planner is not None:
+            planner = "none"
+        elif not (Path(bundle) / "planner.onnx").exists():
             planner = (LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)
                        if gain is not None and spec.action.dim == 1 else "none")
         self.deployment = dep = Deployment.from_bundle(
             bundle, sink, loop_cfg=LoopConfig(rate_hz=rate_hz, gc_freeze=False, safety=safety),
-            planner=planner, extra_latency_s=planner_latency_s)
+            planner=planner, extra_latency_s=planner_latency_s, budget_planner=budget_planner,
+            gate_policy=gate_policy, gate_seed=seed)
         self.spec, self.buffer, self.loop, self.client = dep.spec, dep.buffer, dep.loop, \
             dep.client
         self._obs_dim = spec.observation.dim
+        # gated: one observation per plant state, stamped when it was sensed (the firmware
+        # also repeats the newest state between sensor updates), so the gate's decisions
+        # and chunk ages count control steps as the sim does
+        self._per_sensor = budget_planner is not None
+        self._last_sensed = -np.inf
+        self._half_period = 0.5 / rate_hz
         transport.on_state = self._on_state
 
     def episode_reset(self, t: float) -> None:
@@ -155,8 +169,15 @@ class BundleController:
         self.deployment.episode_reset(t)
 
     def _on_state(self, s: StateSample) -> None:
-        if s.state.shape[0] >= self._obs_dim:  # no plant state before the first SENSOR
-            self.loop.obs.write(s.state[:self._obs_dim], s.t_host)
+        if s.state.shape[0] < self._obs_dim:  # no plant state before the first SENSOR
+            return
+        t = s.t_host
+        if self._per_sensor:
+            t = s.t_host - s.sensor_age_us * 1e-6
+            if t < self._last_sensed + self._half_period:  # the same sensor sample again
+                return
+            self._last_sensed = t
+        self.loop.obs.write(s.state[:self._obs_dim], t)
 
     def start(self, t0: float) -> None:
         self.deployment.start()

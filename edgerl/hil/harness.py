@@ -14,6 +14,7 @@ faults can freeze.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -28,6 +29,8 @@ from edgerl.hil.cable import Cable, unplug_report
 from edgerl.hil.controllers import BundleController, FreezableSink, LqrController
 from edgerl.hil.faults import FaultSpec, RxFaults, TxFaults
 from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess
+from edgerl.hil.link_checks import estop_check, link_probe
+from edgerl.hil.operator import OperatorChannel, OperatorConfig, operator_channel
 from edgerl.hil.rt import realtime, set_fifo, set_fifo_process
 from edgerl.hil.targets import TARGETS, make_firmware
 from edgerl.runtime.serial_transport import (
@@ -72,6 +75,10 @@ class HilConfig:
         mode: ``host-loop`` (the host runs the edit loop and sends SETPOINTs) or
             ``fast-loop`` (the MCU runs the bundle's edit policy on streamed CHUNKs:
             :mod:`edgerl.hil.fast_loop`; needs an edit ``bundle``).
+        operator: A scripted operator watching the plant that overrides the host loop
+            (:mod:`edgerl.hil.operator`; host-loop mode with a bundle).
+        record: Write the loop's transitions and the operator's records to this MCAP file
+            (:mod:`edgerl.intervention_log`; host-loop mode with an edit bundle).
     """
 
     bundle: Path | None = None
@@ -88,6 +95,14 @@ class HilConfig:
     link_probe: int = 300
     link_wait_s: float = 5.0
     mode: str = "host-loop"
+    #: A bundle with a gate: who chooses the budgets (``gate``, ``fixed:NAME``,
+    #: ``age:NAME:X``; :func:`edgerl.runtime.gate.make_chooser`).
+    gate_policy: str = "gate"
+    #: Gaussian noise (std, action units) on the command the plant applies: a disturbance the
+    #: planner cannot foresee (the gated scenario's ``GateCfg.action_noise_std``).
+    action_noise_std: float = 0.0
+    operator: OperatorConfig | None = None
+    record: Path | None = None
 
 
 @dataclass
@@ -115,56 +130,11 @@ class HilResult:
         return out
 
 
-def estop_check(fw: FirmwareProcess, transport: SerialTransport, n_cmd: int,
-                timeout_s: float = 1.0) -> dict[str, bool]:
-    """E-stop self-test on a live link: latch -> zero output; cable pull + re-plug -> still
-    latched, setpoints rejected; clear -> SAFE; valid setpoint -> ACTIVE. Each step's result
-    by name (all True = ``estop_ok``)."""
-    res: dict[str, bool] = {}
-    transport.send_setpoint(np.full(n_cmd, 0.25, np.float32))
-    transport.estop()
-    s = fw.wait_actuator(lambda a: a.mode == Mode.ESTOP, timeout_s)
-    res["latched_zero_output"] = s is not None and bool(np.all(s.cmd == 0.0))
-    transport.unplug()
-    time.sleep(0.05)
-    hello = transport.replug()
-    res["latched_across_reconnect"] = hello.mode == Mode.ESTOP
-    before = transport.request_status(timeout_s=timeout_s)["setpoints_rejected"]
-    transport.send_setpoint(np.full(n_cmd, 0.5, np.float32))
-    status = transport.request_status(timeout_s=timeout_s)
-    res["setpoint_rejected"] = (status["setpoints_rejected"] == before + 1
-                                and status["mode"] == Mode.ESTOP
-                                and fw.actuator is not None
-                                and bool(np.all(fw.actuator.cmd == 0.0)))
-    transport.clear_estop()
-    s = fw.wait_actuator(lambda a: a.mode == Mode.SAFE, timeout_s)
-    res["cleared_to_safe"] = s is not None
-    transport.send_setpoint(np.full(n_cmd, 0.125, np.float32))
-    s = fw.wait_actuator(lambda a: a.mode == Mode.ACTIVE, timeout_s)
-    res["resumed_on_setpoint"] = s is not None and bool(np.allclose(s.cmd, 0.125))
-    return res
-
-
-def link_probe(transport: SerialTransport, n_cmd: int, count: int) -> dict[str, float]:
-    """``count`` zero setpoints, each waited for (its STATE echo) before the next: the link's
-    own round trip (host clock, µs) without the control loop's load. Empty for 0."""
-    rtts = []
-    for _ in range(count):
-        seq = transport.send_setpoint(np.zeros(n_cmd, np.float32))
-        s = transport.wait_state(seq, 0.5)
-        if seq > 0 and s is not None and s.setpoint_seq == seq:
-            rtts.append((s.t_host - transport.sent_times()[seq]) * 1e6)
-    if not rtts:
-        return {}
-    r = np.asarray(rtts)
-    return {"link_rtt_samples": int(r.size), "link_rtt_p50_us": float(np.percentile(r, 50)),
-            "link_rtt_p99_us": float(np.percentile(r, 99))}
-
-
-def _make_plant(task: str, seed: int) -> Any:
+def _make_plant(task: str, seed: int, bundle: Path | None = None) -> Any:
+    from edgerl.hil.gated import bundle_task_kwargs
     from edgerl.sim.registry import make_task
 
-    return make_task(task, num_envs=1, seed=seed)
+    return make_task(task, num_envs=1, seed=seed, **bundle_task_kwargs(bundle))
 
 
 def _lqr_gain(plant: Any) -> np.ndarray:
@@ -201,6 +171,8 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
         raise ValueError(f"unknown HIL mode {cfg.mode!r}: expected one of {MODES}")
     if cfg.mode == "fast-loop" and cfg.bundle is None:
         raise ValueError("mode fast-loop needs an edit bundle (--bundle)")
+    if (cfg.operator or cfg.record) and (cfg.bundle is None or cfg.mode != "host-loop"):
+        raise ValueError("an operator or a recording needs host-loop mode with a --bundle")
     threads = torch.get_num_threads()
     # one plant env: intra-op worker threads only spin against the serial reader for the CPU
     torch.set_num_threads(1)
@@ -220,7 +192,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
     from edgerl.hil.fast_loop import FastLoopController, fast_loop_firmware
 
     task = cfg.task or _bundle_task(cfg.bundle) or "cartpole"
-    plant = _make_plant(task, cfg.seed)
+    plant = _make_plant(task, cfg.seed, cfg.bundle)
     rate = float(plant.spec.control_hz)
     period = 1.0 / rate
     n_cmd = int(plant.num_actions)
@@ -234,6 +206,12 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
     successes = 0
     steps_total = 0
     fast = cfg.mode == "fast-loop"
+    from edgerl.hil.gated import expert_budget_planner, gate_summary
+
+    experts = expert_budget_planner(cfg.bundle, plant, cfg.seed, fast, cfg.gate_policy)
+    plant_lock = experts.lock if experts is not None else contextlib.nullcontext()
+    noise = np.random.default_rng(cfg.seed + 1)
+    returns: list[float] = []
     firmware = (fast_loop_firmware(cfg.bundle, fw_cfg, cfg.target) if fast and cfg.bundle
                 else make_firmware(fw_cfg, cfg.target))
     with firmware as fw:
@@ -244,6 +222,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         transport = SerialTransport(SerialConfig(fw.port), tx_filter=tx, rx_filter=rx)
         cable = Cable(transport)
         controller: LqrController | BundleController | FastLoopController | None = None
+        channel: OperatorChannel | None = None
         try:
             transport.connect()
             sink = FreezableSink(SerialCommandSink(transport))
@@ -260,7 +239,11 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                 controller = BundleController(
                     cfg.bundle, rate, sink, transport, obs_dim, n_cmd,
                     None if gain is None else gain.detach().cpu().numpy(),
-                    planner_latency_s=cfg.planner_latency_s)
+                    planner_latency_s=cfg.planner_latency_s, budget_planner=experts,
+                    gate_policy=cfg.gate_policy, seed=cfg.seed)
+            if isinstance(controller, BundleController):
+                channel = operator_channel(cfg.operator, cfg.record, controller.loop, plant,
+                                           cfg.bundle)
             obs = plant.get_observations()["policy"][0].numpy()
             fw.send_sensor(obs, 0.0)
             t0 = time.perf_counter() + 2 * period
@@ -274,6 +257,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
             k = 0
             unplugged = froze = False
             for ep in range(cfg.episodes):
+                returns.append(0.0)
                 for _ in range(max_steps):
                     clock.sleep_until(t0 + k * period)
                     t_run = k * period
@@ -286,12 +270,19 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                         cable.pull(f.unplug_s)
                     act = fw.actuator
                     cmd = np.zeros(n_cmd, np.float32) if act is None else act.cmd[:n_cmd]
-                    _, _, dones, extras = plant.step(torch.as_tensor(cmd[None, :]))
-                    obs = plant.get_observations()["policy"][0].numpy()
+                    if cfg.action_noise_std > 0:
+                        cmd = cmd + cfg.action_noise_std * noise.standard_normal(n_cmd)
+                    with plant_lock:
+                        _, rew, dones, extras = plant.step(torch.as_tensor(cmd[None, :],
+                                                                           dtype=torch.float32))
+                        obs = plant.get_observations()["policy"][0].numpy()
+                    returns[-1] += float(rew[0])
                     done = bool(dones[0])  # the plant reset itself: obs is the next episode's
                     if done and on_reset is not None:
                         on_reset(time.perf_counter())  # before its first state goes out
                     fw.send_sensor(obs, t_run)
+                    if channel is not None:
+                        channel.observe(obs, done)
                     k += 1
                     steps_total += 1
                     if done:
@@ -302,9 +293,12 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                     plant.reset()
                     if on_reset is not None:
                         on_reset(time.perf_counter())
+                if channel is not None:
+                    channel.end_episode()
                 if progress is not None:
                     progress(ep + 1, cfg.episodes)
             controller.stop()
+            operator_summary = {} if channel is None else channel.close()
             loop = getattr(controller, "loop", None)
             latencies = [] if loop is None else list(loop.metrics.planner_latency_s)
             if isinstance(controller, FastLoopController):
@@ -330,6 +324,10 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         finally:
             if controller is not None:
                 controller.stop()
+            if experts is not None:
+                experts.close()
+            if channel is not None:
+                channel.close()
             transport.close()
     acked = transport.acked_setpoints()  # setpoints the firmware executed
     executed_corrupt = len(acked & tx.corrupted_setpoints)
@@ -352,6 +350,11 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         "watchdog_ms": fw_cfg.watchdog_ms, "target": cfg.target,
         "rt_priority": cfg.rt_priority, "mode": cfg.mode,
         "controller": "lqr" if cfg.bundle is None else str(cfg.bundle), **fast_summary,
+        "episode_returns": [round(r, 4) for r in returns],
+        "return_mean": float(np.mean(returns)) if returns else None,
+        **gate_summary(getattr(controller, "client", None), experts, cfg.gate_policy,
+                       cfg.action_noise_std),
+        **operator_summary,
     }
     return HilResult(
         success=successes / max(cfg.episodes, 1), episodes=cfg.episodes,

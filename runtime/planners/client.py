@@ -37,6 +37,7 @@ from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.edit_loop import ObservationSlot
 from edgerl.runtime.metrics import LoopMetrics
 from edgerl.runtime.planners.process import PlannerCrashed, _ProcessPlanner, _resolve, _Stopped
+from edgerl.runtime.planners.worker import WorkerThread
 
 __all__ = ["PlannerClient", "PlannerClientConfig"]
 
@@ -106,9 +107,8 @@ class PlannerClient:
         self.buffer, self.obs, self.metrics = buffer, obs, metrics
         self.clock: Clock = clock or MonotonicClock()
         self._planner: Any = None if isinstance(planner, str) else planner
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._worker = WorkerThread("edgerl-planner-client", self._main)
+        self._stop, self._wake = self._worker.stopping, self._worker.wake
         self._obs = np.zeros(obs.dim, np.float32)
         self._backoff = self.cfg.backoff_initial_s
         self.counters = {k: 0 for k in ("requests", "chunks", "late", "errors", "crashes",
@@ -120,20 +120,11 @@ class PlannerClient:
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         """Start the worker thread (and, in process mode, the planner process)."""
-        if self._thread is not None:
-            raise RuntimeError("planner client already running")
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._main, name="edgerl-planner-client",
-                                        daemon=True)
-        self._thread.start()
+        self._worker.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the worker and the planner process (if any)."""
-        self._stop.set()
-        self._wake.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(timeout)
+        self._worker.stop(timeout)
         self._close_planner()
 
     def __enter__(self) -> PlannerClient:

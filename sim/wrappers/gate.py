@@ -37,7 +37,7 @@ import torch
 from tensordict import TensorDict
 
 from edgerl.edit_obs import select_chunk_rows
-from edgerl.gate_obs import GATE_EXTRA_OBS, GateObsConfig, build_gate_obs
+from edgerl.gate_obs import GATE_EXTRA_OBS, GateBudgetSpec, GateSpec, build_gate_obs
 from edgerl.sim.vec_env import ActionError
 from edgerl.sim.wrappers.base import VecEnvWrapper, done_ids
 from edgerl.sim.wrappers.budgets import BudgetPlanner, PlanBudget, default_budgets
@@ -45,7 +45,7 @@ from edgerl.sim.wrappers.chunk import ChunkScheduler, sample_delays
 from edgerl.spec import LatencyModel
 from edgerl.timing import chunk_usable, max_planner_delay
 
-__all__ = ["GATE_EXTRA_OBS", "GateCfg", "GatedEnv"]
+__all__ = ["GATE_EXTRA_OBS", "GateCfg", "GatedEnv", "gate_spec", "plan_budgets"]
 
 
 @dataclass
@@ -97,6 +97,27 @@ class GateCfg:
     def _noise_stds(self) -> tuple[float, ...]:
         std = self.action_noise_std
         return std if isinstance(std, tuple) else (float(std),)
+
+
+def gate_spec(cfg: GateCfg, fast_indices: list[int], action_dim: int = 0) -> GateSpec:
+    """The manifest's ``gate`` section (:class:`edgerl.gate_obs.GateSpec`) of ``cfg`` for a task
+    whose fast observation is ``fast_indices``: what the runtime's gate needs to build the
+    same observation and run the same budgets."""
+    budgets = [GateBudgetSpec(name=b.name, keep=b.keep, latency=b.latency, horizon=b.horizon,
+                              hold=b.hold, noise_std=b.noise_std, cost=b.cost,
+                              compensate=b.compensate) for b in cfg.budgets]
+    return GateSpec(budgets=budgets, decision_steps=cfg.decision_steps,
+                    fast_indices=list(fast_indices), age_scale=float(cfg.age_scale),
+                    stale_steps=cfg.stale_steps, preview_steps=list(cfg.preview_steps),
+                    action_dim=int(action_dim))
+
+
+def plan_budgets(gate: GateSpec) -> tuple[PlanBudget, ...]:
+    """The sim budgets of a manifest's ``gate`` (the inverse of :func:`gate_spec`): what a
+    host-side :class:`BudgetPlanner` needs to degrade plans as training did."""
+    return tuple(PlanBudget(name=b.name, delay=b.latency, horizon=b.horizon, hold=b.hold,
+                            noise_std=b.noise_std, cost=b.cost, keep=b.keep,
+                            compensate=b.compensate) for b in gate.budgets)
 
 
 class GatedEnv(VecEnvWrapper):
@@ -152,9 +173,8 @@ class GatedEnv(VecEnvWrapper):
         self._noise_std = torch.zeros(a, device=dev)
         self._noise_std[dims] = torch.as_tensor(std, dtype=torch.float32, device=dev)[dims] \
             if isinstance(std, tuple) else float(std)
-        self.obs_cfg = GateObsConfig(len(self._fast), a, cfg.age_scale, cfg.stale_steps,
-                                     cfg.preview_steps)
-        self.policy_obs_dim = self.obs_cfg.dim
+        self.spec_gate = gate_spec(cfg, self._fast, a)
+        self.policy_obs_dim = self.spec_gate.dim
         self.scheduler.reset(torch.arange(n, device=dev))
         self._obs = self._observe(obs0)
 
@@ -311,9 +331,9 @@ class GatedEnv(VecEnvWrapper):
         """The gate's observation groups from the inner observation."""
         s = self.scheduler
         robot = inner["policy"]
-        policy = build_gate_obs(robot[:, self._fast], s.cur, s.row_index(), self.cur_rows,
-                                s.age_steps(), self.has_plan(), s.fly_valid.any(dim=1),
-                                self.obs_cfg)
+        rows = torch.where(s.cur_valid, self.cur_rows, torch.zeros_like(self.cur_rows))
+        policy = build_gate_obs(robot, s.age_steps(), s.t - s.cur_step0, rows,
+                                s.fly_valid.any(dim=1), self.spec_gate, chunk=s.cur)
         groups = {k: v for k, v in inner.items() if k != "policy"}
         groups.update(policy=policy, robot=robot, critic=torch.cat((policy, robot), dim=-1))
         return TensorDict(groups, batch_size=[self.num_envs], device=self.device)

@@ -18,7 +18,7 @@ from qemu_requirements import require_qemu
 from edgerl.cli import main
 from edgerl.hil.faults import FaultSpec, TxFaults
 from edgerl.hil.firmware import FIRMWARE_DIR, FirmwareConfig, FirmwareProcess
-from edgerl.hil.harness import estop_check
+from edgerl.hil.link_checks import estop_check
 from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
 from edgerl.wire import Mode
 

@@ -34,3 +34,20 @@ def test_speedup_is_the_ratio_of_median_times():
     assert out["reference_cfg"]["num_envs"] == 8 and out["tuned_cfg"]["num_envs"] == 16
     # both get the same env-step budget: 30 reference iterations of 64 steps
     assert tuned["env_steps"] <= 30 * 64 and ref["env_steps"] <= 30 * 64
+
+
+def test_candidate_config_reads_task_defaults_ppo_and_actor_fields():
+    from edgerl.policies.solve_time import candidate_config
+
+    cfg = candidate_config("ball_balance", 3, {"num_envs": 32, "hidden_dims": [16, 16],
+                                               "gamma": 0.9, "ppo": {"entropy_coef": 0.0},
+                                               "actor": {"init_std": 0.5}}, budget=1000)
+    assert (cfg.task, cfg.method, cfg.seed, cfg.num_envs) == ("ball_balance", "nodelay", 3, 32)
+    assert cfg.iterations == 1  # 1000 env steps: one iteration of 32 x 32 (rounded up)
+    assert cfg.actor.hidden_dims == [16, 16] and cfg.critic.hidden_dims == [16, 16]
+    assert (cfg.ppo.gamma, cfg.ppo.entropy_coef, cfg.actor.init_std) == (0.9, 0.0, 0.5)
+    assert cfg.ppo.num_learning_epochs == 5  # BASELINE's where the candidate says nothing
+    base = candidate_config("cartpole", 0, {}, budget=64 * 32 * 7)
+    assert base.iterations == 7 and base.actor.hidden_dims == [128, 128]
+    with pytest.raises(TypeError, match="bogus"):
+        candidate_config("cartpole", 0, {"bogus": 1}, budget=10)

@@ -13,6 +13,7 @@ from edgerl.policies.task_defaults import (
     BASELINE,
     CPU_DEFAULTS,
     GPU_DEFAULTS,
+    TaskDefaults,
     apply_task_defaults,
     task_defaults,
 )
@@ -29,6 +30,12 @@ def test_lookup_by_task_and_device():
     assert task_defaults("arm_reach") == BASELINE  # untuned task on the CPU
     assert task_defaults("cartpole", "cuda") == GPU_DEFAULTS["*"]
     assert GPU_DEFAULTS["*"].num_envs >= 4096
+    # a tuned CPU network size never reaches the GPU defaults (the config's 128 x 128 stays)
+    assert task_defaults("ball_balance") == CPU_DEFAULTS["ball_balance"]
+    gpu = apply_task_defaults(TrainConfig(task="ball_balance", method="nodelay",
+                                          device="cuda"))
+    assert gpu.actor.hidden_dims == [128, 128] and gpu.ppo.gamma == 0.99
+    assert gpu.num_envs == GPU_DEFAULTS["*"].num_envs
 
 
 def test_apply_keeps_the_named_fields():
@@ -62,3 +69,31 @@ def test_cli_reads_task_defaults_and_flags_win():
 def test_cli_rejects_non_positive(flag):
     with pytest.raises(CliError, match=flag):
         config_from_args(_args("cartpole", flag, "0"))
+
+
+def test_model_and_discount_defaults_reach_both_networks_and_ppo():
+    """``hidden_dims`` sets the actor's and the critic's MLPs, ``gamma`` / ``desired_kl`` the
+    PPO settings; ``None`` (BASELINE) and ``keep`` leave the config's values."""
+    cfg = TrainConfig(task="ball_balance", method="nodelay")
+    d = TaskDefaults(num_envs=8, hidden_dims=(16, 8), gamma=0.9, desired_kl=0.02)
+    out = apply_task_defaults(cfg, d)
+    assert out.actor.hidden_dims == [16, 8] and out.critic.hidden_dims == [16, 8]
+    assert (out.ppo.gamma, out.ppo.desired_kl) == (0.9, 0.02)
+    assert out.rsl_rl_cfg()["actor"]["hidden_dims"] == [16, 8]
+    assert out.rsl_rl_cfg()["algorithm"]["gamma"] == 0.9
+    kept = apply_task_defaults(cfg, d, keep=("hidden_dims", "gamma"))
+    assert kept.actor.hidden_dims == [128, 128] and kept.ppo.gamma == 0.99
+    assert kept.ppo.desired_kl == 0.02
+    base = apply_task_defaults(cfg, BASELINE)
+    assert base.actor.hidden_dims == cfg.actor.hidden_dims and base.ppo == cfg.ppo
+    assert cfg.actor.hidden_dims == [128, 128]  # the input is not modified
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(num_envs=0), "num_envs"), (dict(num_learning_epochs=0), "num_learning_epochs"),
+    (dict(gamma=1.5), "gamma"), (dict(gamma=0.0), "gamma"), (dict(desired_kl=0.0), "desired_kl"),
+    (dict(hidden_dims=()), "hidden_dims"), (dict(hidden_dims=(64, 0)), "hidden_dims"),
+])
+def test_bad_task_defaults_name_the_field(bad, match):
+    with pytest.raises(ValueError, match=match):
+        TaskDefaults(**bad)

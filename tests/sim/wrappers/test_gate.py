@@ -114,7 +114,7 @@ def test_committed_rows_foresee_plans_in_flight():
 
 def test_plan_preview_and_per_element_noise():
     env, _ = make(num_envs=1, preview_steps=(0, 1, 2))
-    assert env.policy_obs_dim == 2 + 4 + 3 and GATE_EXTRA_OBS[-1] == "plan_preview"
+    assert env.policy_obs_dim == 2 + 4 + 3 and env.spec_gate.extra[-1] == "plan_preview"
     assert env.get_observations()["policy"][0, 6:].tolist() == [0.0, 0.0, 0.0]
     env.step(torch.tensor([1]))  # fast: 4 rows from t=1 (row i = 1000 + i)
     obs, *_ = env.step(torch.tensor([0]))  # now t=2: rows 2, 3 planned, row 4 past the plan

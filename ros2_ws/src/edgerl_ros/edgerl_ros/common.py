@@ -41,6 +41,7 @@ __all__ = [
     "CHUNK_QOS",
     "COMMAND_QOS",
     "DIAG_QOS",
+    "INTERVENTION_QOS",
     "EPISODE_QOS",
     "INSTRUCTION_QOS",
     "PROCESS_RT",
@@ -70,6 +71,7 @@ TOPICS = {
     "expert": "sim/expert_chunk",
     "episode": "robot/episode",
     "estop_reset": "robot/estop_reset",
+    "intervention": "operator/intervention",
     "diagnostics": "/diagnostics",
 }
 
@@ -83,6 +85,10 @@ INSTRUCTION_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
                              history=HistoryPolicy.KEEP_LAST, depth=1,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
 EPISODE_QOS = INSTRUCTION_QOS
+#: Operator interventions (``edgerl.intervention``): none may be lost or merged.
+INTERVENTION_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
+                              history=HistoryPolicy.KEEP_LAST, depth=10,
+                              durability=DurabilityPolicy.VOLATILE)
 DIAG_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
                       depth=10)
 

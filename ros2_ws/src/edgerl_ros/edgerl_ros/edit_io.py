@@ -3,7 +3,8 @@
 
 In: states (``robot/joint_states`` or a composed robot's :meth:`accept_state`), chunks
 (``planner/chunk``), episode resets (``robot/episode`` or :meth:`accept_episode`) and the
-operator's e-stop re-arm (``robot/estop_reset``), each checked by the manifest's
+operator's e-stop re-arm (``robot/estop_reset``) and interventions (``operator/intervention``:
+override / e-stop / release, :mod:`edgerl.intervention`), each checked by the manifest's
 :class:`~edgerl.runtime.input_guard.InputGuard` and, refused, counted by reason. Out: one
 ``robot/command`` per tick, stamped with the state it answers (composed: handed to the robot
 first, published after the tick).
@@ -144,6 +145,28 @@ class EditNodeIO:
         if loop.safety.estopped:
             loop.reset_estop()
             self.estop_resets += 1
+
+    def _on_intervention(self, msg: JointState) -> None:
+        """Operator intervention (``operator/intervention``: ``name = [kind]``, ``position``
+        = the override command, ``header.stamp`` wall clock): moved onto the loop's clock by
+        its age and pushed into the loop's slot; a record that fails
+        :func:`~edgerl.intervention.validate_intervention` is counted by reason."""
+        from edgerl.intervention import Intervention, InterventionError
+
+        loop = self.loop
+        if loop is None:
+            return
+        kind = msg.name[0] if len(msg.name) == 1 else f"<{len(msg.name)} names>"
+        age_s = (time.time_ns() - stamp_to_ns(msg.header.stamp)) * 1e-9
+        now = loop.clock.now()
+        try:
+            loop.interventions.push(Intervention(kind, now - age_s,
+                                                 np.asarray(msg.position, np.float32)), now)
+        except InterventionError as exc:
+            self.drops.drop(TOPICS["intervention"], exc.reason)
+            log.debug("intervention refused: %s", exc)
+            return
+        self.interventions_applied += 1
 
     def _send(self, command: np.ndarray, t: float) -> bool:
         """CommandSink: one JointState per tick, stamped with the state it answers."""

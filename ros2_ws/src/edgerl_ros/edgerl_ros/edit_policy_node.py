@@ -54,6 +54,7 @@ from edgerl_ros.common import (
     DEVICE_PARAMS,
     DIAG_QOS,
     EPISODE_QOS,
+    INTERVENTION_QOS,
     PROCESS_RT,
     STATE_QOS,
     TOPICS,
@@ -160,6 +161,7 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
         self.reset_stamp_ns = 0  # newest announced episode start (0: none)
         self.episode_resets = 0
         self.estop_resets = 0  # operator re-arms applied
+        self.interventions_applied = 0  # operator/intervention records pushed to the loop
         self.chunks_dropped_pre_reset = 0
         self.rt_applied = False
         self.state_age = Samples()
@@ -217,6 +219,8 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
                                      CHUNK_QOS),
             self.create_subscription(Header, TOPICS["estop_reset"], self._on_estop_reset,
                                      CHUNK_QOS),
+            self.create_subscription(JointState, TOPICS["intervention"], self._on_intervention,
+                                     INTERVENTION_QOS),
         ]
         if p["state_source"] == "topic":  # in_process: the composed robot calls accept_*
             self._subs += [

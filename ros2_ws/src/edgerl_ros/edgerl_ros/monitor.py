@@ -24,6 +24,7 @@ class GraphMonitor:
         "chunk": "trajectory_msgs/msg/JointTrajectory",
         "instruction": "std_msgs/msg/String",
         "episode": "std_msgs/msg/Header",
+        "intervention": "sensor_msgs/msg/JointState",
         "diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
     }
 
@@ -37,6 +38,7 @@ class GraphMonitor:
             DIAG_QOS,
             EPISODE_QOS,
             INSTRUCTION_QOS,
+            INTERVENTION_QOS,
             STATE_QOS,
             TOPICS,
         )
@@ -59,7 +61,7 @@ class GraphMonitor:
         self.lock = threading.Lock()
         qos = {"state": STATE_QOS, "command": STATE_QOS, "chunk": CHUNK_QOS,
                "instruction": INSTRUCTION_QOS, "episode": EPISODE_QOS,
-               "diagnostics": DIAG_QOS}
+               "diagnostics": DIAG_QOS, "intervention": INTERVENTION_QOS}
         from rclpy.qos import QoSProfile
 
         for key, datatype in self.RECORDED.items():

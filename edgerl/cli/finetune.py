@@ -1,0 +1,68 @@
+"""``edgerl finetune``: fine-tune a bundle's edit policy on recorded operator interventions
+(RLIF: the intervention is the reward; or the BC baseline) and export a new bundle."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from edgerl.cli import CliError
+
+HELP = ("fine-tune a bundle's edit policy off-policy on recorded operator interventions "
+        "(RLIF, or the BC baseline) and export a new bundle")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--interventions", type=Path, nargs="+", required=True, metavar="FILE",
+                   help="MCAP recordings from `edgerl hil --record` (loop ticks + operator "
+                        "interventions)")
+    p.add_argument("--bundle", type=Path, required=True,
+                   help="the starting bundle (an edit policy with policy_mlp.npz)")
+    p.add_argument("--out", type=Path, required=True, help="bundle directory to write")
+    p.add_argument("--method", choices=("rlif", "bc"), default="rlif",
+                   help="rlif: IQL critic with reward -1 at each takeover + advantage-weighted "
+                        "policy update (default); bc: regress on the operator's commands")
+    p.add_argument("--steps", type=int, default=2000, help="gradient steps (default 2000)")
+    p.add_argument("--beta", type=float, default=1.0,
+                   help="rlif: inverse temperature of the standardized advantage weights "
+                        "(default 1)")
+    p.add_argument("--gamma", type=float, default=0.95, help="rlif: discount (default 0.95)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from edgerl.cli.output import print_json, print_table
+    from edgerl.export.bundle_mlp import export_like, load_bundle_mlp
+    from edgerl.intervention_log import load_transitions
+    from edgerl.policies.rlif import FinetuneConfig, finetune
+
+    torch.set_num_threads(max(1, args.threads))
+    for f in args.interventions:
+        if not f.is_file():
+            raise CliError(f"--interventions {f}: no such file")
+    if not (args.bundle / "manifest.json").exists():
+        raise CliError(f"--bundle {args.bundle}: no manifest.json there")
+    try:
+        cfg = FinetuneConfig(method=args.method, steps=args.steps, beta=args.beta,
+                             gamma=args.gamma, seed=args.seed)
+        actor, spec = load_bundle_mlp(args.bundle)
+        steps = load_transitions(args.interventions, spec.edit_obs.fast_dim)
+        if steps["edit_obs"].shape[1] != spec.edit_obs.dim:
+            raise ValueError(f"the recordings' edit observation has "
+                             f"{steps['edit_obs'].shape[1]} elements, the bundle's "
+                             f"{spec.edit_obs.dim}: recorded with another bundle?")
+        result = finetune(actor, steps, spec.residual_bound, cfg)
+        export_like(result.actor, spec, args.out, steps["edit_obs"], seed=args.seed)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    out = {"bundle": str(args.out), "method": args.method, "steps": args.steps,
+           "recordings": [str(f) for f in args.interventions], **result.stats}
+    if args.json:
+        print_json(out)
+    else:
+        print_table([{"key": k, "value": v} for k, v in out.items()], title="edgerl finetune")
+    return 0

@@ -1,0 +1,154 @@
+"""The gated scenario's host-side planner in the HIL: the plant's privileged expert, degraded
+per budget exactly as the sim's :class:`~edgerl.sim.wrappers.budgets.BudgetPlanner` does in
+training (``edgerl gate train``), served as the runtime's
+:class:`~edgerl.runtime.planners.gated.BudgetedPlanner`.
+
+The HIL plant lives in the harness process, so the expert reads its true state (at the time
+of the call, a few ms after the observation's stamp: the gated client decides on fresh
+observations). The harness steps the plant under :attr:`ExpertBudgetPlanner.lock`; a plan
+pickles the plant under it (14 KB, ~7 ms) and the expert runs on that copy in a planner
+process, so a long plan (~90 ms for the 48-row slow budget on the loaded 2-core machine, a
+Python loop over small torch ops) neither holds up the plant's real-time steps nor takes the
+GIL from the host's control loop and serial reader.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+from typing import Any
+
+import numpy as np
+
+from edgerl.chunk import ActionChunk
+from edgerl.gate_obs import GateBudgetSpec, GateSpec
+
+__all__ = ["ExpertBudgetPlanner", "bundle_task_kwargs", "expert_budget_planner", "gate_summary"]
+
+
+class ExpertBudgetPlanner:
+    """``plan(budget, observation, now, prefix)`` on the plant's expert for env 0, computed in
+    a planner process (``spawn``, one worker, torch on one thread).
+
+    Args:
+        plant: The HIL plant (a task with ``expert_chunk``; one env).
+        gate: The bundle's gate section (its budgets). low / high: Action limits (rows are
+            clipped to them, as the plant clips commands). dt: Row spacing (s).
+        seed: Seed of the plan noise (the worker's generator).
+
+    Attributes:
+        calls: Plans asked per budget name. lock: Held while the plant steps.
+    """
+
+    def __init__(self, plant: Any, gate: GateSpec, low: list[float], high: list[float],
+                 dt: float, seed: int = 0) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from edgerl.sim.wrappers.gate import plan_budgets
+
+        budgets = plan_budgets(gate)
+        self.plant = getattr(plant, "unwrapped", plant)
+        if not hasattr(self.plant, "expert_chunk"):
+            raise TypeError(f"{type(self.plant).__name__} has no expert_chunk: a gate bundle "
+                            "needs a plant with a privileged expert")
+        self.low = np.asarray(low, np.float32)
+        self.high = np.asarray(high, np.float32)
+        self.dt = float(dt)
+        self.lock = threading.Lock()
+        self.calls = {b.name: 0 for b in budgets}
+        self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=_worker_init, initargs=(budgets, seed))
+        self._pool.submit(_worker_ready).result(timeout=300)  # started before the episodes
+
+    def plan(self, budget: GateBudgetSpec, observation: np.ndarray, now: float,
+             prefix: np.ndarray | None) -> ActionChunk:
+        """The plant as it is now (pickled under the lock), planned in the planner process.
+        The call waits for the plan: the next decision starts after it, as the planner
+        client's next request does (a planner slower than the decision interval thins the
+        decisions out instead of queueing plans that would all arrive late)."""
+        with self.lock:
+            snapshot = pickle.dumps(self.plant)
+        self.calls[budget.name] += 1
+        rows = self._pool.submit(_worker_plan, snapshot, budget.name, prefix).result()
+        actions = np.clip(rows, self.low, self.high).astype(np.float32)
+        return ActionChunk(actions=actions, t0=now, dt=self.dt, obs_time=now,
+                           source=f"expert:{budget.name}")
+
+    def close(self) -> None:
+        """Stop the planner process."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(budgets: tuple, seed: int) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    _WORKER["budgets"] = {b.name: b for b in budgets}
+    _WORKER["generator"] = torch.Generator().manual_seed(int(seed))
+
+
+def _worker_ready() -> bool:
+    from edgerl.sim.wrappers.budgets import BudgetPlanner  # noqa: F401  (import before use)
+
+    return True
+
+
+def _worker_plan(snapshot: bytes, name: str, prefix: np.ndarray | None) -> np.ndarray:
+    """(horizon, A): budget ``name``'s plan from the pickled plant (the sim's
+    ``BudgetPlanner``: expert chunk, hold, noise, committed prefix)."""
+    import torch
+
+    from edgerl.sim.wrappers.budgets import BudgetPlanner
+
+    budgets = _WORKER["budgets"]
+    planner = BudgetPlanner(pickle.loads(snapshot), tuple(budgets.values()),
+                            _WORKER["generator"])
+    pre = None if prefix is None else torch.from_numpy(np.asarray(prefix, np.float32))[None]
+    rows = planner.plan(budgets[name], torch.zeros(1, dtype=torch.int64), pre)
+    return rows[0, :budgets[name].horizon].cpu().numpy()
+
+
+def bundle_task_kwargs(bundle: Any) -> dict[str, Any]:
+    """The task arguments a bundle's plant needs (``extra.task_kwargs``: the road a gate was
+    trained on), ``{}`` without a bundle or without them."""
+    if bundle is None:
+        return {}
+    from edgerl.spec import load_bundle_manifest
+
+    extra = load_bundle_manifest(bundle, verify=False).extra
+    kwargs = extra.get("task_kwargs") if isinstance(extra, dict) else None
+    return dict(kwargs) if isinstance(kwargs, dict) else {}
+
+
+def expert_budget_planner(bundle: Any, plant: Any, seed: int, fast_loop: bool = False,
+                          policy: str = "gate") -> ExpertBudgetPlanner | None:
+    """The host-side budgeted planner for a host-loop bundle with a gate (None without one;
+    ``ValueError`` when a baseline ``policy`` is asked for without one)."""
+    from edgerl.spec import load_bundle_manifest
+
+    spec = None if bundle is None else load_bundle_manifest(bundle, verify=False)
+    if fast_loop or spec is None or spec.gate is None:
+        if policy != "gate":
+            raise ValueError(f"gate policy {policy!r} needs a host-loop bundle with a gate "
+                             "(`edgerl gate export`)")
+        return None
+    return ExpertBudgetPlanner(plant, spec.gate, spec.action.low, spec.action.high,
+                               spec.chunk.dt_s, seed)
+
+
+def gate_summary(client: Any, experts: ExpertBudgetPlanner | None, policy: str,
+                 noise_std: float) -> dict[str, Any]:
+    """The gated client's counts (decisions and requests per budget, deliveries) and the
+    plans the host expert computed; empty without a gate."""
+    if experts is None or client is None:
+        return {}
+    stats = client.stats()
+    return {"gate_policy": policy, "gate_decided": stats["decided"],
+            "gate_requests": stats["requests"], "expert_plans": dict(experts.calls),
+            "chunks_delivered": stats["delivered"], "chunks_late": stats["late"],
+            "chunks_dropped_reset": stats["dropped_reset"],
+            "gate_errors": stats["errors"], "action_noise_std": noise_std}

@@ -1,0 +1,224 @@
+"""Learning from operator interventions: RLIF (off-policy RL with the intervention as the
+reward) and the HG-DAgger-style BC baseline, on recorded control steps.
+
+Data (:func:`intervention_dataset`, from :func:`edgerl.intervention_log.load_transitions`):
+per control step the edit observation ``s`` ``(D,)``, the action executed in the policy's
+own units ``u = clip((command - chunk_row) / residual_bound, -1, 1)`` ``(A,)`` (the
+operator's command during a takeover, the policy's otherwise), and the RLIF reward: ``-1``
+on the step just before an override starts (the action the operator judged bad), ``0``
+elsewhere (Luo et al. 2023).
+
+* ``rlif``: implicit Q-learning (Kostrikov et al. 2021): twin ``Q(s, u)`` with a Polyak
+  target, ``V(s)`` by expectile regression on the target Q, then advantage-weighted
+  regression of the policy (``exp(beta * (Q - V) / std(Q - V))``, capped) on every executed
+  action,
+  starting from the bundle's weights.
+* ``bc``: regress the policy on the operator's override commands only (the takeover
+  steps), the same number of updates from the same start.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = ["FINETUNE_METHODS", "FinetuneConfig", "FinetuneResult", "finetune",
+           "intervention_dataset"]
+
+log = logging.getLogger(__name__)
+
+FINETUNE_METHODS = ("rlif", "bc")
+
+
+@dataclass
+class FinetuneConfig:
+    """Fine-tuning options.
+
+    Attributes:
+        method: ``rlif`` or ``bc``.
+        steps: Gradient steps (both methods; the critic trains for as many first).
+        batch: Minibatch size.
+        gamma: Discount (per control step).
+        expectile: IQL expectile of ``V`` (0.5 = mean; higher = closer to the max).
+        beta: Inverse temperature of the advantage weights, on advantages divided by their
+            std over the data (so the sparse -1 reward's small Q differences still count).
+        max_weight: Cap of the advantage weights.
+        lr_actor / lr_critic: Adam learning rates.
+        hidden: Critic hidden sizes.
+        tau: Polyak rate of the target critic.
+        seed: Torch seed (minibatches, critic init).
+    """
+
+    method: str = "rlif"
+    steps: int = 2000
+    batch: int = 256
+    gamma: float = 0.95
+    expectile: float = 0.8
+    beta: float = 1.0
+    max_weight: float = 50.0
+    lr_actor: float = 1e-4
+    lr_critic: float = 3e-4
+    hidden: tuple[int, ...] = (128, 128)
+    tau: float = 0.005
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.method not in FINETUNE_METHODS:
+            raise ValueError(f"finetune method {self.method!r} is not one of "
+                             f"{', '.join(FINETUNE_METHODS)}")
+        if self.steps < 1 or self.batch < 1:
+            raise ValueError("finetune: steps and batch must be >= 1")
+        if not 0 < self.gamma < 1 or not 0 < self.expectile < 1:
+            raise ValueError("finetune: gamma and expectile must be in (0, 1)")
+
+
+@dataclass
+class FinetuneResult:
+    """The fine-tuned actor and what the run saw."""
+
+    actor: nn.Module
+    critic: nn.Module | None
+    stats: dict[str, float]
+
+
+def intervention_dataset(steps: dict[str, np.ndarray], bound: float) -> dict[str, torch.Tensor]:
+    """Tensors ``s`` (N, D), ``u`` (N, A), ``r`` (N,), ``s2`` (N, D), ``done`` (N,),
+    ``intervened`` (N,) from control steps (:func:`load_transitions`); the reward is -1 on a
+    step whose next step in the same episode starts an override."""
+    if bound <= 0:
+        raise ValueError(f"residual bound must be > 0, got {bound}")
+    s = steps["edit_obs"].astype(np.float32)
+    if len(s) < 2:
+        raise ValueError(f"{len(s)} control steps: too few to learn from")
+    u = np.clip((steps["command"] - steps["chunk_row"]) / bound, -1.0, 1.0)
+    done = steps["done"].astype(bool).copy()
+    same = np.append(steps["episode"][1:] == steps["episode"][:-1], False)
+    done |= ~same
+    r = np.zeros(len(s), np.float32)
+    r[:-1][same[:-1] & steps["start"][1:]] = -1.0
+    s2 = np.concatenate([s[1:], s[-1:]])
+    s2[done] = s[done]
+    t = {"s": s, "u": u.astype(np.float32), "r": r, "s2": s2,
+         "done": done.astype(np.float32), "intervened": steps["intervened"].astype(np.float32)}
+    return {k: torch.as_tensor(v) for k, v in t.items()}
+
+
+def _mlp(d_in: int, hidden: tuple[int, ...], d_out: int) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for h in hidden:
+        layers += [nn.Linear(d_in, h), nn.ELU()]
+        d_in = h
+    return nn.Sequential(*layers, nn.Linear(d_in, d_out))
+
+
+class ValueNet(nn.Module):
+    """``V(s)`` ``(N,)``, inputs standardized with the data's statistics."""
+
+    def __init__(self, d_s: int, hidden: tuple[int, ...], mean: torch.Tensor,
+                 std: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
+        self.v = _mlp(d_s, hidden, 1)
+
+    def forward(self, s: torch.Tensor) -> torch.Tensor:
+        return self.v((s - self.mean) / self.std)[:, 0]
+
+
+class TwinQ(nn.Module):
+    """``min(Q1, Q2)(s, u)``, inputs standardized with the data's statistics."""
+
+    def __init__(self, d_s: int, d_a: int, hidden: tuple[int, ...], mean: torch.Tensor,
+                 std: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
+        self.q1, self.q2 = _mlp(d_s + d_a, hidden, 1), _mlp(d_s + d_a, hidden, 1)
+
+    def both(self, s: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.cat(((s - self.mean) / self.std, u), -1)
+        return self.q1(x)[:, 0], self.q2(x)[:, 0]
+
+    def forward(self, s: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return torch.minimum(*self.both(s, u))
+
+
+def _expectile(diff: torch.Tensor, tau: float) -> torch.Tensor:
+    w = torch.where(diff > 0, tau, 1.0 - tau)
+    return (w * diff * diff).mean()
+
+
+def _train_critic(data: dict[str, torch.Tensor], cfg: FinetuneConfig,
+                  gen: torch.Generator) -> tuple[TwinQ, ValueNet, dict[str, float]]:
+    s, u = data["s"], data["u"]
+    mean, std = s.mean(0), s.std(0) + 1e-3
+    q = TwinQ(s.shape[1], u.shape[1], cfg.hidden, mean, std)
+    q_t = copy.deepcopy(q).requires_grad_(False)
+    v_net = ValueNet(s.shape[1], cfg.hidden, mean, std)
+    opt = torch.optim.Adam([*q.parameters(), *v_net.parameters()], lr=cfg.lr_critic)
+    n = s.shape[0]
+    for _ in range(cfg.steps):
+        i = torch.randint(n, (min(cfg.batch, n),), generator=gen)
+        with torch.no_grad():
+            target_q = q_t(s[i], u[i])
+            next_v = v_net(data["s2"][i])
+            y = data["r"][i] + cfg.gamma * (1.0 - data["done"][i]) * next_v
+        v = v_net(s[i])
+        q1, q2 = q.both(s[i], u[i])
+        loss = _expectile(target_q - v, cfg.expectile) + ((q1 - y) ** 2 + (q2 - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            for p, pt in zip(q.parameters(), q_t.parameters()):
+                pt.lerp_(p, cfg.tau)
+    return q_t, v_net, {"critic_loss": float(loss.detach())}
+
+
+def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
+             cfg: FinetuneConfig | None = None) -> FinetuneResult:
+    """Fine-tune a copy of ``actor`` (``(N, D) -> (N, A)`` raw residual) on recorded control
+    steps with ``cfg.method``; ``bound`` is the bundle's residual bound."""
+    cfg = cfg or FinetuneConfig()
+    gen = torch.Generator().manual_seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    data = intervention_dataset(steps, bound)
+    s, u = data["s"], data["u"]
+    stats: dict[str, float] = {"transitions": float(len(s)),
+                               "intervened": float(data["intervened"].sum()),
+                               "intervention_starts": float(-data["r"].sum())}
+    actor = copy.deepcopy(actor).train()
+    critic = None
+    if cfg.method == "bc":
+        mask = data["intervened"] > 0
+        if not bool(mask.any()):
+            raise ValueError("bc: the recordings hold no override steps to imitate")
+        s, u = s[mask], u[mask]
+        weight = torch.ones(len(s))
+    else:
+        critic, v_fn, cstats = _train_critic(data, cfg, gen)
+        stats.update(cstats)
+        with torch.no_grad():
+            adv = critic(s, u) - v_fn(s)
+            weight = torch.exp(cfg.beta * adv / (adv.std() + 1e-8)).clamp(max=cfg.max_weight)
+        stats.update(adv_intervention_start=float(adv[data["r"] < 0].mean())
+                     if bool((data["r"] < 0).any()) else float("nan"),
+                     adv_other=float(adv[data["r"] == 0].mean()),
+                     weight_mean=float(weight.mean()))
+    opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr_actor)
+    n = len(s)
+    for _ in range(cfg.steps):
+        i = torch.randint(n, (min(cfg.batch, n),), generator=gen)
+        err = ((actor(s[i]) - u[i]) ** 2).sum(-1)
+        loss = (weight[i] * err).mean() / weight[i].mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    stats["actor_loss"] = float(loss.detach())
+    log.info("finetune %s: %s", cfg.method, stats)
+    return FinetuneResult(actor.eval(), critic, stats)

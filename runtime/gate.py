@@ -1,0 +1,195 @@
+"""``BudgetGate``: the planning-budget gate (``gate.onnx``) in the runtime, without torch.
+
+At each decision point the gate reads runtime state: the newest robot observation, the chunk
+buffer's current chunk (its age, the row it runs now, its rows) and whether a requested plan
+is still in flight; it builds the gate observation with the contract's
+:func:`edgerl.gate_obs.build_gate_obs` (the one the sim's ``GatedEnv`` calls) and returns the
+budget whose score is highest. The planner client acts on it
+(:class:`edgerl.runtime.planners.gated.GatedPlannerClient`). The baselines it is compared with
+choose through the same interface (:class:`FixedChoice`, :class:`AgeHeuristic`;
+:func:`make_chooser` parses ``gate`` / ``fixed:NAME`` / ``age:NAME:X``).
+
+Times: the plan state is taken at ``t`` (the observation's stamp). A chunk's ``obs_time`` and
+``t0`` are stamps of earlier observations on the same control grid, so the steps between them
+are rounded to whole steps (:func:`steps_between`), as the sim counts them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from edgerl.bundle_files import read_member
+from edgerl.chunk import ActionChunk
+from edgerl.gate_obs import GateBudgetSpec, GateSpec, build_gate_obs, choose_budget
+from edgerl.spec import PolicySpec
+
+__all__ = ["AgeHeuristic", "BudgetChooser", "BudgetGate", "FixedChoice", "PlanState",
+           "make_chooser", "plan_state", "steps_between"]
+
+log = logging.getLogger(__name__)
+
+
+def steps_between(t: float, t0: float, dt: float) -> int:
+    """Whole control steps from stamp ``t0`` to stamp ``t`` (both on the control grid)."""
+    return int(round((t - t0) / dt))
+
+
+@dataclass(frozen=True)
+class PlanState:
+    """The current plan as the gate sees it at one time (all in control steps).
+
+    Attributes:
+        age_steps: Since the plan's observation. row_offset: Since its first row.
+        rows: Its rows (the budget's horizon); 0 = no plan.
+        actions: Its rows (H, A) (for a gate with a ``plan_preview``); None = no plan.
+    """
+
+    age_steps: int = 0
+    row_offset: int = 0
+    rows: int = 0
+    actions: np.ndarray | None = None
+
+
+def plan_state(chunk: ActionChunk | None, t: float, dt: float) -> PlanState:
+    """The :class:`PlanState` of ``chunk`` (the buffer's current one, or None) at ``t``."""
+    if chunk is None:
+        return PlanState()
+    return PlanState(age_steps=steps_between(t, chunk.obs_time, dt),
+                     row_offset=steps_between(t, chunk.t0, dt), rows=int(chunk.horizon),
+                     actions=chunk.actions)
+
+
+class BudgetChooser:
+    """Chooses a budget at a decision point; counts its choices. Subclasses: the network
+    (:class:`BudgetGate`) and the baselines (:class:`FixedChoice`, :class:`AgeHeuristic`).
+
+    Attributes:
+        gate: The manifest's :class:`~edgerl.gate_obs.GateSpec`. dt: Control period (s).
+        counts: Decisions per budget name. last_obs: The newest gate observation (F + 4,).
+    """
+
+    name = "chooser"
+
+    def __init__(self, spec: PolicySpec) -> None:
+        if spec.gate is None:
+            raise ValueError("the manifest has no gate section (`edgerl gate export`)")
+        self.gate: GateSpec = spec.gate
+        self.dt = spec.control_dt
+        self.counts = {b.name: 0 for b in self.gate.budgets}
+        self.last_obs = np.zeros(self.gate.dim, np.float32)
+
+    @property
+    def budgets(self) -> list[GateBudgetSpec]:
+        return self.gate.budgets
+
+    def index(self, name: str) -> int:
+        """The index of budget ``name``; ``ValueError`` naming the budgets otherwise."""
+        if name not in self.gate.names:
+            raise ValueError(f"no budget named {name!r}; budgets: {', '.join(self.gate.names)}")
+        return self.gate.names.index(name)
+
+    def observe(self, robot: np.ndarray, plan: PlanState, in_flight: bool) -> np.ndarray:
+        """The gate observation (F + 4,) float32 (into :attr:`last_obs`)."""
+        rows = plan.actions
+        if rows is None and self.gate.preview_steps:
+            rows = np.zeros((1, self.gate.action_dim), np.float32)  # no plan: preview is 0
+        return build_gate_obs(np.asarray(robot, np.float32), np.int64(plan.age_steps),
+                              np.int64(plan.row_offset), np.int64(plan.rows),
+                              np.bool_(in_flight), self.gate, out=self.last_obs, chunk=rows)
+
+    def choose(self, robot: np.ndarray, plan: PlanState, in_flight: bool) -> int:
+        raise NotImplementedError
+
+    def decide(self, robot: np.ndarray, plan: PlanState, in_flight: bool) -> int:
+        """The chosen budget's index, counted."""
+        j = self.choose(robot, plan, in_flight)
+        self.counts[self.gate.budgets[j].name] += 1
+        return j
+
+
+class BudgetGate(BudgetChooser):
+    """``gate.onnx`` from a bundle (hash-checked as read) on an onnxruntime CPU session: the
+    budget with the highest score (ties: the first).
+
+    Args:
+        bundle_dir: The bundle. spec: Its manifest (must have a ``gate`` section).
+    """
+
+    name = "gate"
+
+    def __init__(self, bundle_dir: str | Path, spec: PolicySpec) -> None:
+        import onnxruntime as ort
+
+        if spec.gate is None:
+            raise ValueError(f"{bundle_dir}: the manifest has no gate section")
+        super().__init__(spec)
+        data = read_member(Path(bundle_dir), self.gate.file, spec.files)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+        from edgerl.runtime.onnx_check import check_gate_io
+
+        check_gate_io(Path(bundle_dir) / self.gate.file, self.session, spec)
+        self.last_scores = np.zeros(len(self.gate.budgets), np.float32)
+
+    def scores(self, gate_obs: np.ndarray) -> np.ndarray:
+        """The network's scores (B,) for one gate observation."""
+        out = self.session.run([self.gate.output], {self.gate.input: gate_obs[None, :]})[0]
+        self.last_scores = np.asarray(out, np.float32).reshape(-1)
+        return self.last_scores
+
+    def choose(self, robot: np.ndarray, plan: PlanState, in_flight: bool) -> int:
+        return int(choose_budget(self.scores(self.observe(robot, plan, in_flight))))
+
+
+class FixedChoice(BudgetChooser):
+    """Baseline: always budget ``budget`` (a request every decision)."""
+
+    def __init__(self, spec: PolicySpec, budget: str) -> None:
+        super().__init__(spec)
+        self.j = self.index(budget)
+        self.name = f"fixed:{budget}"
+
+    def choose(self, robot: np.ndarray, plan: PlanState, in_flight: bool) -> int:
+        self.observe(robot, plan, in_flight)
+        return self.j
+
+
+class AgeHeuristic(BudgetChooser):
+    """Baseline: budget ``budget`` when there is no usable plan or it is older than
+    ``max_age`` steps, and nothing is in flight; else keep (the sim's ``age_heuristic``)."""
+
+    def __init__(self, spec: PolicySpec, budget: str, max_age: int) -> None:
+        super().__init__(spec)
+        self.j = self.index(budget)
+        keep = [j for j, b in enumerate(self.budgets) if b.keep]
+        if not keep:
+            raise ValueError("the age heuristic needs a keep budget")
+        self.keep, self.max_age = keep[0], int(max_age)
+        self.name = f"age>{max_age}:{budget}"
+
+    def choose(self, robot: np.ndarray, plan: PlanState, in_flight: bool) -> int:
+        x = self.observe(robot, plan, in_flight)
+        old = x[-2] == 0 or plan.age_steps > self.max_age  # x[-2]: has_chunk
+        return self.j if old and not in_flight else self.keep
+
+
+def make_chooser(bundle_dir: str | Path, spec: PolicySpec, policy: str = "gate"
+                 ) -> BudgetChooser:
+    """``gate`` (the bundle's network), ``fixed:NAME`` or ``age:NAME:X`` (baselines)."""
+    kind, _, rest = policy.partition(":")
+    try:
+        if kind == "gate" and not rest:
+            return BudgetGate(bundle_dir, spec)
+        if kind == "fixed" and rest:
+            return FixedChoice(spec, rest)
+        name, _, age = rest.partition(":")
+        if kind == "age" and name and age:
+            return AgeHeuristic(spec, name, int(age))
+    except ValueError as exc:
+        raise ValueError(f"gate policy {policy!r}: {exc}") from None
+    raise ValueError(f"gate policy {policy!r}: expected gate, fixed:NAME or age:NAME:STEPS")

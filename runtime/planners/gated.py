@@ -1,0 +1,300 @@
+"""``GatedPlannerClient``: the planner client that asks what the gate chooses, when it chooses.
+
+Every ``decision_steps`` new observations (control steps) the client takes the newest one, lets the
+:class:`~edgerl.runtime.gate.BudgetGate` (or a baseline chooser) pick a budget and honours it:
+
+* a ``keep`` budget sends no request (the current chunk keeps running);
+* any other budget asks the :class:`BudgetedPlanner` for that budget's plan, from the
+  observation's stamp ``t_obs``; the chunk (``t0 = obs_time = t_obs``, the budget's rows) is
+  pushed into the :class:`~edgerl.runtime.chunk_buffer.ChunkBuffer` at ``t_obs + D * dt``,
+  ``D`` drawn from the budget's latency model: the contract's arrival rule (a plan queried at
+  step t with delay D is adopted at t + D and runs from its row D, since rows are
+  time-aligned). A planner slower than that delivers when it returns (late).
+  A ``compensate`` budget gets the committed prefix: the rows the current chunk gives over
+  the next ``D`` steps (zeros where it is stale or absent), as the sim's ``GatedEnv`` does.
+
+Requests in flight are tracked (the gate's ``in_flight`` input); a newer plan replaces an
+older one at arrival, an older one arriving later is dropped by the buffer (``is_newer``).
+Counters: decisions and requests per budget, chunks delivered, late deliveries, errors,
+requests dropped at an episode reset (planned from the old episode).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from edgerl.chunk import ActionChunk
+from edgerl.clock import Clock, MonotonicClock
+from edgerl.gate_obs import GateBudgetSpec
+from edgerl.planner import PlannerHealth
+from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.runtime.gate import BudgetChooser, plan_state, steps_between
+from edgerl.runtime.loop_io import ObservationSlot
+from edgerl.runtime.metrics import LoopMetrics
+from edgerl.runtime.planners.worker import WorkerThread
+from edgerl.timing_rules import LatencyModel, chunk_row, chunk_usable
+
+__all__ = ["BudgetedPlanner", "GatedPlannerClient", "committed_prefix", "draw_delay_steps"]
+
+log = logging.getLogger(__name__)
+
+
+class BudgetedPlanner(Protocol):
+    """A planner with discrete budgets.
+
+    ``plan(budget, observation (O,), now, prefix)`` returns the budget's chunk: ``budget.horizon``
+    rows, ``t0 = obs_time = now``; ``prefix`` ``(D, A)`` (``compensate`` budgets only, else
+    ``None``) holds the rows the robot executes while the plan is computed. A planner that
+    computes elsewhere (a process, a server) returns a ``concurrent.futures.Future`` of the
+    chunk at once, so the client's next decision and due deliveries never wait for it.
+    """
+
+    def plan(self, budget: GateBudgetSpec, observation: np.ndarray, now: float,
+             prefix: np.ndarray | None) -> ActionChunk | Future[ActionChunk]: ...
+
+
+def _resolved(chunk: ActionChunk) -> Future[ActionChunk]:
+    done: Future[ActionChunk] = Future()
+    done.set_result(chunk)
+    return done
+
+
+def draw_delay_steps(latency: LatencyModel, rng: np.random.Generator) -> int:
+    """One delay in whole control steps: ``delay_distribution`` (probabilities over 0, 1,
+    2...) or ``planner_delay_steps``, plus ``U(-j, j)`` jitter rounded up, never below 0 (the
+    rule of the sim's ``sample_delays``)."""
+    if latency.delay_distribution:
+        p = np.asarray(latency.delay_distribution, np.float64)
+        base = int(rng.choice(p.size, p=p / p.sum()))
+    else:
+        base = int(latency.planner_delay_steps)
+    j = float(latency.delay_jitter_steps)
+    if j > 0:
+        return int(math.ceil(max(base + rng.uniform(-j, j), 0.0) - 1e-9))
+    return base
+
+
+def committed_prefix(chunk: ActionChunk | None, t: float, steps: int, dt: float,
+                     stale_steps: int, action_dim: int) -> np.ndarray:
+    """(steps, A) float32: the rows ``chunk`` gives at ``t, t + dt, ...`` (zeros where it is
+    stale or there is none)."""
+    out = np.zeros((steps, action_dim), np.float32)
+    if chunk is None or steps == 0:
+        return out
+    off = steps_between(t, chunk.t0, dt) + np.arange(steps)
+    usable = chunk_usable(off, chunk.horizon, stale_steps)
+    rows = chunk.actions[chunk_row(off, chunk.horizon)]
+    return np.where(usable[:, None], rows, out).astype(np.float32)
+
+
+@dataclass(order=True)
+class _Pending:
+    due: float
+    serial: int
+    plan: Future[ActionChunk] = field(compare=False)
+    budget: GateBudgetSpec = field(compare=False)
+    t_obs: float = field(compare=False)
+
+
+class GatedPlannerClient:
+    """Decides a budget every ``decision_steps`` steps and runs the budgeted planner.
+
+    Args:
+        gate: The bundle's ``BudgetGate`` (or a baseline ``BudgetChooser``).
+        planner: The :class:`BudgetedPlanner`.
+        buffer: Where chunks go (its ``action_dim`` set). obs: The loop's observation slot.
+        clock: Time source (the observation stamps' clock).
+        metrics: Optional loop metrics; each delivery's observation -> push time is appended.
+        seed: Seed of the delay draws.
+    """
+
+    def __init__(self, gate: BudgetChooser, planner: BudgetedPlanner, buffer: ChunkBuffer,
+                 obs: ObservationSlot, *, clock: Clock | None = None,
+                 metrics: LoopMetrics | None = None, seed: int = 0) -> None:
+        if buffer.action_dim is None:
+            raise ValueError("the gated client needs a ChunkBuffer with its action_dim set")
+        self.gate, self.planner, self.buffer, self.obs = gate, planner, buffer, obs
+        self.action_dim = int(buffer.action_dim)
+        self.clock: Clock = clock or MonotonicClock()
+        self.metrics = metrics
+        self.dt = gate.dt
+        self.period_s = gate.gate.decision_steps * self.dt
+        self.rng = np.random.default_rng(seed)
+        self._obs = np.zeros(obs.dim, np.float32)
+        self._pending: list[_Pending] = []
+        self._serial = 0
+        self._lock = threading.Lock()
+        self._worker = WorkerThread("edgerl-gated-client", self._main)
+        self._stop, self._wake = self._worker.stopping, self._worker.wake
+        self.requests = {b.name: 0 for b in gate.budgets}
+        self.counters = {k: 0 for k in ("decisions", "delivered", "late", "errors",
+                                        "dropped_reset")}
+        self.last_latency_s = float("nan")
+        self._health = PlannerHealth.STARTING
+
+    # --- one decision ----------------------------------------------------------------------
+    def in_flight(self, now: float) -> bool:
+        """A requested plan has not been delivered by ``now`` (not due, or not computed)."""
+        with self._lock:
+            return any(p.due > now or not p.plan.done() for p in self._pending)
+
+    def read_observation(self) -> tuple[np.ndarray, float] | None:
+        """The newest finite observation ``(O,)`` and its stamp, or None (also while the
+        newest one predates the buffer's episode reset: a plan from it would be refused)."""
+        t_obs, seq = self.obs.read_into(self._obs)
+        if seq == 0 or not math.isfinite(t_obs) or not np.isfinite(self._obs).all():
+            return None
+        if t_obs < self.buffer.reset_t:
+            return None
+        return self._obs.copy(), t_obs
+
+    def gate_observation(self, robot: np.ndarray, t_obs: float, now: float) -> np.ndarray:
+        """What the gate sees at ``now`` for the observation stamped ``t_obs``."""
+        plan = plan_state(self.buffer.latest(), t_obs, self.dt)
+        return self.gate.observe(robot, plan, self.in_flight(now))
+
+    def step(self, now: float | None = None) -> int | None:
+        """Deliver due chunks, decide once and act on it; the chosen index, or None without
+        an observation."""
+        now = self.clock.now() if now is None else now
+        self.deliver(now)
+        got = self.read_observation()
+        if got is None:
+            return None
+        robot, t_obs = got
+        plan = plan_state(self.buffer.latest(), t_obs, self.dt)
+        j = self.gate.decide(robot, plan, self.in_flight(now))
+        self.counters["decisions"] += 1
+        self.execute(j, robot, t_obs)
+        self.deliver(now)  # a zero-delay plan arrives at once
+        return j
+
+    def execute(self, index: int, robot: np.ndarray, t_obs: float) -> None:
+        """Honour budget ``index`` for the observation stamped ``t_obs``: nothing for keep,
+        else request the plan and schedule its arrival."""
+        budget = self.gate.budgets[index]
+        if budget.keep:
+            return
+        delay = draw_delay_steps(budget.latency, self.rng)
+        prefix = None
+        if budget.compensate:
+            prefix = committed_prefix(self.buffer.latest(), t_obs, delay, self.dt,
+                                      self.gate.gate.stale_steps, self.action_dim)
+        self.requests[budget.name] += 1
+        try:
+            result = self.planner.plan(budget, robot, t_obs, prefix)
+            plan = result if isinstance(result, Future) else _resolved(result)
+        except Exception as exc:  # reported when it is due, as a failed future is
+            plan = Future()
+            plan.set_exception(exc)
+        with self._lock:
+            self._serial += 1
+            self._pending.append(_Pending(t_obs + delay * self.dt, self._serial, plan, budget,
+                                          t_obs))
+            self._pending.sort()
+
+    def deliver(self, now: float) -> int:
+        """Push every chunk due by ``now`` and computed (oldest due first; a plan still being
+        computed holds the ones due after it); returns how many."""
+        n = 0
+        while True:
+            with self._lock:
+                head = self._pending[0] if self._pending else None
+                if head is None or head.due > now + 1e-9 or not head.plan.done():
+                    return n
+                self._pending.pop(0)
+            try:
+                chunk = self._checked(head)
+            except Exception as exc:
+                self.counters["errors"] += 1
+                log.warning("gated planner: budget %s: %s: %s", head.budget.name,
+                            type(exc).__name__, exc)
+                continue
+            if now - head.due > self.dt:
+                self.counters["late"] += 1
+            self.buffer.push(chunk, now=now)
+            self.counters["delivered"] += 1
+            self.last_latency_s = now - chunk.obs_time
+            if self.metrics is not None:
+                self.metrics.planner_latency_s.append(self.last_latency_s)
+            self._health = PlannerHealth.OK
+            n += 1
+
+    @staticmethod
+    def _checked(p: _Pending) -> ActionChunk:
+        """The computed chunk of ``p``; the planner's exception, or ``ValueError`` when it
+        is not the budget's rows from the observation's stamp."""
+        chunk = p.plan.result()
+        if chunk.horizon != p.budget.horizon or chunk.t0 != p.t_obs:
+            raise ValueError(f"budget {p.budget.name!r}: the planner returned {chunk.horizon} "
+                             f"rows from t0 {chunk.t0:.6f}; expected {p.budget.horizon} rows "
+                             f"from the observation's stamp {p.t_obs:.6f}")
+        return chunk
+
+    def next_due(self) -> float:
+        """When the next pending chunk is due (inf when none; soon while a due one is still
+        being computed)."""
+        with self._lock:
+            if not self._pending:
+                return math.inf
+            head = self._pending[0]
+            return head.due if head.plan.done() else max(head.due, self.clock.now() + 1e-3)
+
+    # --- lifecycle (the PlannerClient's interface) ----------------------------------------
+    def start(self) -> None:
+        """Start the decision thread."""
+        self._worker.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the decision thread (plans still pending are not delivered)."""
+        self._worker.stop(timeout)
+
+    def replan_now(self) -> None:
+        """A new episode (or an urgent decision): forget requests planned before the buffer's
+        reset and decide at once."""
+        with self._lock:
+            kept = [p for p in self._pending if p.t_obs >= self.buffer.reset_t]
+            self.counters["dropped_reset"] += len(self._pending) - len(kept)
+            self._pending = kept
+        self._wake.set()
+
+    def health(self) -> PlannerHealth:
+        return self._health
+
+    def stats(self) -> dict[str, Any]:
+        """Counters, decisions and requests per budget, health, last latency (s)."""
+        return {**self.counters, "decided": dict(self.gate.counts),
+                "requests": dict(self.requests), "health": self._health.value,
+                "last_latency_s": self.last_latency_s}
+
+    def _main(self) -> None:
+        """Decide on every ``decision_steps``-th new observation (each decision sees a fresh
+        state, as the sim's decisions do; the first new one after :meth:`replan_now`) and
+        deliver due chunks in between."""
+        steps = self.gate.gate.decision_steps
+        seq, fresh = self.obs.seq, steps - 1
+        while not self._stop.is_set():
+            try:
+                now = self.clock.now()
+                self.deliver(now)
+                if self._wake.is_set():
+                    self._wake.clear()
+                    fresh = max(fresh, steps - 1)
+                timeout = max(0.0, min(self.next_due() - now, self.period_s))
+                if not self.obs.wait_newer(seq, timeout):
+                    continue
+                seq = self.obs.seq
+                fresh += 1
+                if fresh >= steps and self.step(self.clock.now()) is not None:
+                    fresh = 0
+            except Exception as exc:  # the planner or the gate raised: skip this decision
+                self.counters["errors"] += 1
+                fresh = 0
+                log.warning("gated planner: %s: %s", type(exc).__name__, exc)
