@@ -55,7 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--operator", default=None, metavar="SPEC",
                    help="a scripted suboptimal operator overrides the host loop near failure, "
                         "e.g. 'theta=0.2,x=1.5,hold=15,gain=0.6,noise=0.2,seed=0' ('' = "
-                        "defaults; edgerl.hil.operator; host-loop with a --bundle)")
+                        "defaults; also damping=, bias= (added to its command), bangbang=1 "
+                        "(full-scale sign of it); edgerl.hil.operator; host-loop with a "
+                        "--bundle)")
     p.add_argument("--record", type=Path, default=None, metavar="FILE",
                    help="record the loop's transitions and the operator's interventions to "
                         "this MCAP file (for `edgerl finetune --interventions`)")

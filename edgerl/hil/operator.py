@@ -4,8 +4,9 @@ benchmarks, and the HIL's operator channel that feeds its records into the host-
 :class:`ScriptedOperator` watches the plant's privileged state (cart-pole: ``[x, x_dot,
 theta, theta_dot]``). When the robot is about to fail (``|theta| > theta_trigger`` or
 ``|x| > x_trigger``) it takes over for ``hold_steps`` control steps with a detuned, noisy
-LQR correction (``clip(gain_scale * -K s + noise, -1, 1)``: it rescues, but not the way an
-expert would), then releases. Deterministic for a seed.
+LQR correction (``clip(gain_scale * -K s + bias + noise, -1, 1)``, or with ``bangbang`` the
+full-scale ``sign`` of it: it rescues, but not the way an expert would), then releases.
+Deterministic for a seed.
 
 :class:`OperatorChannel` connects it to a running :class:`~edgerl.runtime.edit_loop.EditLoop`:
 every control period the harness passes the plant state; the records go into the loop's
@@ -40,6 +41,10 @@ class OperatorConfig:
             crude correction that rescues for a few steps but does not balance well).
         noise: Std of the Gaussian added to its command (action units).
         seed: Noise seed.
+        bias: A constant added to its command (action units): it still rescues the pole but
+            pushes the cart one way while doing so (bad to copy outside a rescue).
+        bangbang: Command ``sign(correction)`` at full scale (+-1) instead of the clipped
+            correction: rescues from near failure, overshoots near upright.
     """
 
     theta_trigger: float = 0.2
@@ -49,6 +54,8 @@ class OperatorConfig:
     damping: float = 1.0
     noise: float = 0.2
     seed: int = 0
+    bias: float = 0.0
+    bangbang: bool = False
 
     def __post_init__(self) -> None:
         if self.theta_trigger <= 0 or self.x_trigger <= 0:
@@ -60,10 +67,11 @@ class OperatorConfig:
 
     @classmethod
     def parse(cls, text: str) -> OperatorConfig:
-        """``"theta=0.2,x=1.5,hold=15,gain=0.6,damping=1,noise=0.2,seed=0"`` (any subset;
-        ``""`` = defaults)."""
+        """``"theta=0.2,x=1.5,hold=15,gain=0.6,damping=1,noise=0.2,seed=0,bias=0,bangbang=0"``
+        (any subset; ``""`` = defaults; ``bangbang`` is 0 or 1)."""
         names = {"theta": "theta_trigger", "x": "x_trigger", "hold": "hold_steps",
-                 "gain": "gain_scale", "damping": "damping", "noise": "noise", "seed": "seed"}
+                 "gain": "gain_scale", "damping": "damping", "noise": "noise", "seed": "seed",
+                 "bias": "bias", "bangbang": "bangbang"}
         kw: dict[str, float | int] = {}
         for item in filter(None, (s.strip() for s in text.split(","))):
             key, sep, value = item.partition("=")
@@ -74,6 +82,10 @@ class OperatorConfig:
                 kw[names[key]] = int(value) if key in ("hold", "seed") else float(value)
             except ValueError:
                 raise ValueError(f"operator: {key}={value!r} is not a number") from None
+            if key == "bangbang":
+                if kw["bangbang"] not in (0.0, 1.0):
+                    raise ValueError(f"operator: bangbang={value!r} must be 0 or 1")
+                kw["bangbang"] = bool(kw["bangbang"])
         return cls(**kw)  # type: ignore[arg-type]
 
 
@@ -112,9 +124,15 @@ class ScriptedOperator:
             self.left = self.cfg.hold_steps
         self.left -= 1
         self.active = True
-        a = -float(state[:self.gain.shape[0]] @ self.gain)
+        return Intervention("override", now, np.asarray([self.command(state)], np.float32))
+
+    def command(self, state: np.ndarray) -> float:
+        """Its command for ``state`` (action units, in ``[-1, 1]``; draws the noise)."""
+        a = -float(state[:self.gain.shape[0]] @ self.gain) + self.cfg.bias
         a += self.cfg.noise * float(self.rng.standard_normal())
-        return Intervention("override", now, np.asarray([np.clip(a, -1.0, 1.0)], np.float32))
+        if self.cfg.bangbang:
+            return float(np.sign(a))
+        return float(np.clip(a, -1.0, 1.0))
 
     def reset(self) -> None:
         """A new episode: no takeover in progress (the loop drops its override at reset)."""

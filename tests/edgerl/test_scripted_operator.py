@@ -45,3 +45,32 @@ def test_operator_spec_parse_and_errors():
         OperatorConfig.parse("hold=x")
     with pytest.raises(ValueError, match="hold_steps must be >= 1"):
         OperatorConfig.parse("hold=0")
+
+
+def test_bias_is_added_to_the_correction_before_the_clip():
+    op = ScriptedOperator(GAIN, OperatorConfig(noise=0.0, gain_scale=0.5, bias=0.3))
+    s = np.array([0.0, 0.0, 0.01, 0.0])  # correction -0.5 * s @ GAIN = 0.1
+    assert op.command(s) == pytest.approx(0.4)
+    assert op.command(np.zeros(4)) == pytest.approx(0.3)  # upright: still pushes the cart
+    assert op.command(np.array([0.0, 0.0, 0.3, 0.0])) == 1.0  # 3.0 + 0.3 clipped
+    iv = op.step(np.array([0.0, 0.0, 0.25, 0.0]), 0.0)  # the override carries the command
+    assert iv.command.tolist() == pytest.approx([1.0])
+
+
+def test_bangbang_commands_full_scale_by_the_sign_of_the_correction():
+    op = ScriptedOperator(GAIN, OperatorConfig(noise=0.0, gain_scale=0.5, bangbang=True))
+    assert op.command(np.array([0.0, 0.0, 0.01, 0.0])) == 1.0  # correction 0.1 -> +1
+    assert op.command(np.array([0.0, 0.0, -0.01, 0.0])) == -1.0
+    biased = ScriptedOperator(GAIN, OperatorConfig(noise=0.0, gain_scale=0.5, bangbang=True,
+                                                   bias=-0.3))
+    assert biased.command(np.array([0.0, 0.0, 0.01, 0.0])) == -1.0  # sign(0.1 - 0.3)
+
+
+def test_bias_bangbang_spec_parse_and_errors():
+    cfg = OperatorConfig.parse("bias=-0.25,bangbang=1")
+    assert (cfg.bias, cfg.bangbang) == (-0.25, True)
+    assert OperatorConfig.parse("bangbang=0").bangbang is False
+    with pytest.raises(ValueError, match="bangbang='2' must be 0 or 1"):
+        OperatorConfig.parse("bangbang=2")
+    with pytest.raises(ValueError, match="bias='up' is not a number"):
+        OperatorConfig.parse("bias=up")
