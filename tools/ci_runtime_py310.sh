@@ -67,6 +67,8 @@ EOF
     --ignore tests/edgerl/test_edit_obs.py --ignore tests/edgerl/test_demo.py \
     --ignore tests/firmware/test_fw_hil.py --ignore tests/firmware/test_fw_bench_serial.py \
     --ignore tests/firmware/test_fw_qemu.py --ignore tests/firmware/test_fw_edit.py \
+    --ignore tests/runtime/test_rt_gate.py --ignore tests/firmware/test_hil_gate.py \
+    --ignore tests/firmware/test_fw_hil_operator.py \
     --deselect tests/runtime/test_rt_metrics.py::test_json_and_png_export \
     --deselect tests/edgerl/test_soak.py::test_short_soak_has_no_unsafe_command_and_no_crash \
     tests/ros2_ws/test_deploy_serial.py tests/ros2_ws/test_ros2_control_bridge.py \

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from edgerl.gate_obs import (
     GATE_EXTRA_OBS,
@@ -53,6 +52,7 @@ def inputs_chunk():
 
 
 def test_numpy_and_torch_give_the_same_observation():
+    torch = pytest.importorskip("torch", reason="training side only (no torch on the runtime)")
     s = spec(preview=(1, 8))
     ref = build_gate_obs(*inputs(), s, chunk=inputs_chunk())
     got = build_gate_obs(*(torch.as_tensor(a) for a in inputs()), s,
