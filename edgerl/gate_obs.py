@@ -149,6 +149,11 @@ class GateSpec:
         return (len(self.fast_indices) + len(GATE_EXTRA_OBS)
                 + len(self.preview_steps) * self.action_dim)
 
+    def position(self, name: str) -> int:
+        """Index of element ``name`` of :data:`GATE_EXTRA_OBS` in the gate observation (after
+        the F fast elements; a ``plan_preview`` follows all four)."""
+        return len(self.fast_indices) + GATE_EXTRA_OBS.index(name)
+
     @property
     def names(self) -> list[str]:
         """Budget names, output order."""

@@ -170,11 +170,12 @@ class AgeHeuristic(BudgetChooser):
         if not keep:
             raise ValueError("the age heuristic needs a keep budget")
         self.keep, self.max_age = keep[0], int(max_age)
+        self._has_chunk = self.gate.position("has_chunk")
         self.name = f"age>{max_age}:{budget}"
 
     def choose(self, robot: np.ndarray, plan: PlanState, in_flight: bool) -> int:
         x = self.observe(robot, plan, in_flight)
-        old = x[-2] == 0 or plan.age_steps > self.max_age  # x[-2]: has_chunk
+        old = x[self._has_chunk] == 0 or plan.age_steps > self.max_age
         return self.j if old and not in_flight else self.keep
 
 

@@ -201,6 +201,24 @@ def test_baseline_choosers_and_their_errors(bundle):
             make_chooser(bundle, spec, bad)
 
 
+def test_age_heuristic_reads_has_chunk_where_a_preview_gate_puts_it(bundle):
+    """With a plan preview the observation ends in preview rows, not in has_chunk/in_flight:
+    the heuristic still keeps a young usable plan and replans a stale one."""
+    import dataclasses
+
+    from edgerl.runtime.gate import AgeHeuristic
+
+    spec = load_bundle_manifest(bundle)
+    preview = dataclasses.replace(spec.gate, preview_steps=[0, 4], action_dim=2,
+                                  extra=list(spec.gate.extra))
+    assert preview.position("has_chunk") == len(preview.fast_indices) + 2 < preview.dim - 2 * 2
+    age = AgeHeuristic(dataclasses.replace(spec, gate=preview), "fast", 8)
+    rows = np.zeros((16, 2), np.float32)  # a plan of zeros: every preview element is 0
+    robot = np.zeros(10, np.float32)
+    assert age.budgets[age.decide(robot, PlanState(8, 8, 16, rows), False)].name == "keep"
+    assert age.budgets[age.decide(robot, PlanState(3, 16, 16, rows), False)].name == "fast"
+
+
 def test_client_waits_for_a_post_reset_observation_and_drops_old_requests(bundle):
     planner = ZeroRows()
     client, buffer, slot = _client(bundle, planner)
