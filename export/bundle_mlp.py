@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from edgerl.export.numpy_mlp import NPZ_NAME
 from edgerl.runtime.inference.numpy_mlp import MLPWeights, load_mlp_npz
 from edgerl.spec import PolicySpec, load_bundle_manifest
 
@@ -52,7 +53,7 @@ def load_bundle_mlp(bundle: str | Path) -> tuple[BundleMLP, PolicySpec]:
     spec = load_bundle_manifest(bundle)
     if spec.method != "edit":
         raise ValueError(f"{bundle}: method {spec.method!r}; fine-tuning needs an edit policy")
-    path = bundle / "policy_mlp.npz"
+    path = bundle / NPZ_NAME
     if not path.exists():
         raise ValueError(f"{bundle}: no policy_mlp.npz (a recurrent or non-MLP policy?)")
     return BundleMLP(load_mlp_npz(path)), spec

@@ -18,6 +18,7 @@ executed (noisy) actions, so the planner learns the continuation of a prefix it 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -30,12 +31,24 @@ __all__ = [
     "ExpertDemos",
     "chunk_labels",
     "collect_expert_demos",
+    "elu_mlp",
     "fit_bc",
     "init_bounded_mlp",
     "prefix_inputs",
 ]
 
 log = logging.getLogger(__name__)
+
+
+def elu_mlp(in_dim: int, hidden_dims: Sequence[int], out_dim: int) -> nn.Sequential:
+    """``in_dim`` -> ELU hidden layers ``hidden_dims`` -> linear ``out_dim`` (layers created
+    in that order)."""
+    layers: list[nn.Module] = []
+    width = in_dim
+    for h in hidden_dims:
+        layers += [nn.Linear(width, h), nn.ELU()]
+        width = h
+    return nn.Sequential(*layers, nn.Linear(width, out_dim))
 
 
 def init_bounded_mlp(module: nn.Module, in_dim: int, hidden_dims: list[int], out_dim: int,
@@ -45,13 +58,7 @@ def init_bounded_mlp(module: nn.Module, in_dim: int, hidden_dims: list[int], out
     buffers ``in_mean`` / ``in_std`` (``in_dim``; identity until set) and the action box
     ``act_center`` / ``act_half`` (A,) from the limits, for ``act_center + act_half * tanh(.)``.
     """
-    layers: list[nn.Module] = []
-    width = in_dim
-    for h in hidden_dims:
-        layers += [nn.Linear(width, h), nn.ELU()]
-        width = h
-    layers.append(nn.Linear(width, out_dim))
-    module.mlp = nn.Sequential(*layers)
+    module.mlp = elu_mlp(in_dim, hidden_dims, out_dim)
     low = torch.as_tensor(action_low, dtype=torch.float32)
     high = torch.as_tensor(action_high, dtype=torch.float32)
     module.register_buffer("in_mean", torch.zeros(in_dim))

@@ -27,6 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from edgerl.policies.bc_planner import elu_mlp
+
 __all__ = ["FINETUNE_METHODS", "FinetuneConfig", "FinetuneResult", "finetune",
            "intervention_dataset"]
 
@@ -108,14 +110,6 @@ def intervention_dataset(steps: dict[str, np.ndarray], bound: float) -> dict[str
     return {k: torch.as_tensor(v) for k, v in t.items()}
 
 
-def _mlp(d_in: int, hidden: tuple[int, ...], d_out: int) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    for h in hidden:
-        layers += [nn.Linear(d_in, h), nn.ELU()]
-        d_in = h
-    return nn.Sequential(*layers, nn.Linear(d_in, d_out))
-
-
 class ValueNet(nn.Module):
     """``V(s)`` ``(N,)``, inputs standardized with the data's statistics."""
 
@@ -124,7 +118,7 @@ class ValueNet(nn.Module):
         super().__init__()
         self.register_buffer("mean", mean)
         self.register_buffer("std", std)
-        self.v = _mlp(d_s, hidden, 1)
+        self.v = elu_mlp(d_s, hidden, 1)
 
     def forward(self, s: torch.Tensor) -> torch.Tensor:
         return self.v((s - self.mean) / self.std)[:, 0]
@@ -138,7 +132,7 @@ class TwinQ(nn.Module):
         super().__init__()
         self.register_buffer("mean", mean)
         self.register_buffer("std", std)
-        self.q1, self.q2 = _mlp(d_s + d_a, hidden, 1), _mlp(d_s + d_a, hidden, 1)
+        self.q1, self.q2 = elu_mlp(d_s + d_a, hidden, 1), elu_mlp(d_s + d_a, hidden, 1)
 
     def both(self, s: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = torch.cat(((s - self.mean) / self.std, u), -1)
