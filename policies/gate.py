@@ -2,10 +2,15 @@
 comparison with fixed budgets, the chunk-age heuristic and random choices.
 
 The gate is trained with rsl_rl's PPO (:class:`~edgerl.policies.ppo_runner.EdgeRunner`) on a
-:class:`~edgerl.sim.wrappers.gate.GatedEnv`. rsl_rl's actor is Gaussian, so the gate outputs
-one score per budget and the env runs the best-scored one (:class:`ScoreActions`; the sampled
-scores are what PPO explores with). The critic also reads the full robot observation (the
-planner-only elements), the actor only the fast observation + chunk age / rows left.
+:class:`~edgerl.sim.wrappers.gate.GatedEnv`. The gate outputs one logit per budget. With
+``GateRunCfg.head = "categorical"`` (the default) PPO samples a budget from
+``softmax(logits)`` (:class:`~edgerl.policies.categorical.CategoricalDistribution`, one-hot
+actions) and the greedy gate runs its mode, ``argmax(logits)``: training and deployment run
+the same policy. ``"gaussian"`` is session 6's head (rsl_rl's Gaussian over the scores, argmax
+of the *sampled* scores in training, of the mean scores greedily; runs without a ``head`` in
+their ``gate.json`` load as it). :class:`ScoreActions` runs the argmax of the action for both.
+The critic also reads the full robot observation (the planner-only elements), the actor only
+the fast observation + chunk age / rows left.
 
 Run directory (``edgerl gate train --out DIR``)::
 
@@ -36,6 +41,7 @@ from typing import Any
 
 import torch
 
+from edgerl.policies.categorical import CATEGORICAL
 from edgerl.policies.gate_baselines import (
     GatePolicy,
     age_heuristic,
@@ -47,11 +53,11 @@ from edgerl.sim.wrappers.base import VecEnvWrapper
 from edgerl.sim.wrappers.budgets import KEEP, PlanBudget, load_budget_latencies
 from edgerl.sim.wrappers.gate import GateCfg, GatedEnv
 
-__all__ = ["EVAL_SEED_OFFSET", "GATE_NAME", "HEURISTIC_AGES", "ROADS", "ROAD_GATES",
-           "TUNE_SEED_OFFSET", "GateRunCfg", "ScoreActions", "chicanes_gate_cfg", "compare_gate",
-           "driving_gate_cfg", "gate_with_latencies", "load_gate", "load_gate_actor",
-           "make_gate_env",
-           "road_gate_cfg", "train_gate", "tune_heuristic"]
+__all__ = ["EVAL_SEED_OFFSET", "GATE_NAME", "HEADS", "HEURISTIC_AGES", "ROADS", "ROAD_GATES",
+           "TUNE_SEED_OFFSET", "GateRunCfg", "ScoreActions", "actor_kwargs",
+           "chicanes_gate_cfg", "compare_gate", "driving_gate_cfg", "gate_with_latencies",
+           "load_gate", "load_gate_actor", "make_gate_env", "road_gate_cfg", "train_gate",
+           "tune_heuristic"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +74,8 @@ ROADS: dict[str, dict[str, Any]] = {
     "chicanes": {"road_amp": 3.5, "road_wavelength": 75.0, "road_shape": "chicanes",
                  "road_sharpness": 3.0},
 }
+#: Output heads of the gate actor (:attr:`GateRunCfg.head`).
+HEADS = ("categorical", "gaussian")
 #: Chunk-age thresholds (steps) the heuristic baseline is tuned over.
 HEURISTIC_AGES = (2, 4, 8, 12, 16, 24, 32, 48)
 #: Seed offsets of the evaluation and of the heuristic's tuning episodes (from the run seed).
@@ -126,6 +134,7 @@ class GateRunCfg:
         seed: Torch / env / wrapper seed (eval and heuristic tuning use ``seed +``
             :data:`EVAL_SEED_OFFSET` / :data:`TUNE_SEED_OFFSET`).
         gate: The :class:`GateCfg` as a dict (budgets as dicts); empty = the driving one.
+        head: The actor's output distribution, one of :data:`HEADS` (see the module doc).
     """
 
     task: str = "driving"
@@ -136,6 +145,11 @@ class GateRunCfg:
     hidden: list[int] = field(default_factory=lambda: [32, 32])
     seed: int = 0
     gate: dict[str, Any] = field(default_factory=dict)
+    head: str = "categorical"
+
+    def __post_init__(self) -> None:
+        if self.head not in HEADS:
+            raise ValueError(f"unknown gate head {self.head!r}; heads: {', '.join(HEADS)}")
 
     def gate_cfg(self, seed: int) -> GateCfg:
         """The :class:`GateCfg` with the wrapper seed ``seed``."""
@@ -178,6 +192,22 @@ def _train_config(cfg: GateRunCfg) -> Any:
                        save_interval=max(cfg.iterations, 1), actor=net, critic=net)
 
 
+def actor_kwargs(cfg: GateRunCfg) -> dict[str, Any]:
+    """rsl_rl ``MLPModel`` keyword arguments of the gate actor, with the ``cfg.head``
+    distribution."""
+    kwargs = _train_config(cfg).mlp_kwargs("actor")
+    if cfg.head == "categorical":
+        kwargs["distribution_cfg"] = {"class_name": CATEGORICAL}
+    return kwargs
+
+
+def _runner_config(cfg: GateRunCfg) -> dict[str, Any]:
+    """The rsl_rl runner dict of the gate (its actor built by :func:`actor_kwargs`)."""
+    runner_cfg = _train_config(cfg).rsl_rl_cfg(["policy", "critic"])
+    runner_cfg["actor"] = {"class_name": "MLPModel", **actor_kwargs(cfg)}
+    return runner_cfg
+
+
 def train_gate(cfg: GateRunCfg, out: str | Path, show_progress: bool = False
                ) -> tuple[GatePolicy, list[dict[str, Any]]]:
     """Train the gate with PPO; writes ``out`` (see the module doc). Returns the greedy gate
@@ -189,9 +219,8 @@ def train_gate(cfg: GateRunCfg, out: str | Path, show_progress: bool = False
     out.mkdir(parents=True, exist_ok=True)
     seed_everything(cfg.seed)
     env = ScoreActions(make_gate_env(cfg, cfg.num_envs, cfg.seed))
-    tcfg = _train_config(cfg)
     try:
-        runner = EdgeRunner(env, tcfg.rsl_rl_cfg(["policy", "critic"]), log_dir=out,
+        runner = EdgeRunner(env, _runner_config(cfg), log_dir=out,
                             total_iterations=cfg.iterations, show_progress=show_progress)
         runner.learn(cfg.iterations)
         history = runner.history
@@ -221,7 +250,7 @@ def load_gate_actor(run_dir: str | Path) -> tuple[GateRunCfg, Any]:
 
     run_dir = Path(run_dir)
     doc = json.loads((run_dir / GATE_NAME).read_text())
-    cfg = GateRunCfg(**doc["cfg"])
+    cfg = GateRunCfg(**{"head": "gaussian", **doc["cfg"]})  # runs before the head field
     ckpts = sorted(run_dir.glob("model_*.pt"), key=lambda p: int(p.stem.split("_")[1])
                    if p.stem.split("_")[1].isdigit() else -1)
     if not ckpts:
@@ -229,8 +258,7 @@ def load_gate_actor(run_dir: str | Path) -> tuple[GateRunCfg, Any]:
     state = torch.load(ckpts[-1], map_location="cpu", weights_only=False)["actor_state_dict"]
     env = make_gate_env(cfg, 1, cfg.seed)
     obs = env.get_observations()
-    actor = MLPModel(obs, {"actor": ["policy"]}, "actor", env.num_budgets,
-                     **_train_config(cfg).mlp_kwargs("actor"))
+    actor = MLPModel(obs, {"actor": ["policy"]}, "actor", env.num_budgets, **actor_kwargs(cfg))
     env.close()
     actor.load_state_dict(state)
     actor.eval()

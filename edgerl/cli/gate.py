@@ -29,6 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     train.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     train.add_argument("--road", default="curves", choices=("curves", "straights", "chicanes"),
                        help="driving road (edgerl.policies.gate.ROADS; default curves)")
+    train.add_argument("--head", default="categorical", choices=("categorical", "gaussian"),
+                       help="the gate's output distribution: categorical (PPO samples a budget "
+                            "from softmax(logits), the greedy gate runs the mode) or gaussian "
+                            "(session 6: argmax of Gaussian scores); default categorical")
     train.add_argument("--budget-latency", action="append", default=[], metavar="NAME=FILE",
                        help="take budget NAME's delay from a LatencyModel JSON (`edgerl bench "
                             "planner --write-latency-model FILE`); repeatable")
@@ -86,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--budget-latency: {exc}") from exc
         cfg = GateRunCfg(num_envs=args.num_envs, iterations=args.iterations,
                          steps_per_env=args.steps_per_env, seed=args.seed, gate=gate,
-                         task_kwargs=dict(ROADS[args.road]))
+                         task_kwargs=dict(ROADS[args.road]), head=args.head)
         gate, _ = train_gate(cfg, args.out, show_progress=not args.json)
     else:
         try:

@@ -9,6 +9,8 @@ budget's quality knobs, the stand-in for a planner with a size / refinement-step
 * ``horizon``: rows planned (a fast planner looks less far ahead);
 * ``hold``: every ``hold``-th row is planned and held (a coarser plan, fewer steps);
 * ``noise_std``: Gaussian noise on every row (action units; a less exact plan);
+* ``gain``: every row is multiplied by it (< 1: a small model that underfits and shrinks its
+  actions toward zero; harmless where little action is needed, wrong in sharp manoeuvres);
 * ``compensate``: the plan starts from where the rows the robot executes during the delay
   (the committed prefix) lead, not from the state at the query (a delay-aware planner; the
   task's ``expert_chunk`` must take ``prefix``).
@@ -46,6 +48,7 @@ class PlanBudget:
         hold: Plan resolution: rows ``0, hold, 2 hold...`` are planned, each held ``hold``
             rows (1 = exact).
         noise_std: Std of Gaussian noise added to every row (action units).
+        gain: Factor on every planned row (1 = exact; see the module doc).
         cost: Reward subtracted each time this budget is chosen (compute price).
         keep: No new plan: the current chunk keeps running.
         compensate: Plan from the committed prefix (see the module doc).
@@ -59,6 +62,7 @@ class PlanBudget:
     cost: float = 0.0
     keep: bool = False
     compensate: bool = False
+    gain: float = 1.0
 
     def __post_init__(self) -> None:
         if isinstance(self.delay, Mapping):
@@ -67,9 +71,9 @@ class PlanBudget:
             raise ValueError(f"budget {self.name!r}: horizon must be >= 1, got {self.horizon}")
         if isinstance(self.delay, int) and self.delay < 0:
             raise ValueError(f"budget {self.name!r}: delay must be >= 0, got {self.delay}")
-        if self.hold < 1 or self.noise_std < 0 or self.cost < 0:
+        if self.hold < 1 or self.noise_std < 0 or self.cost < 0 or not 0 <= self.gain <= 1:
             raise ValueError(f"budget {self.name!r}: hold must be >= 1, noise_std and cost "
-                             f">= 0")
+                             f">= 0, gain in [0, 1]")
 
     @property
     def latency(self) -> LatencyModel:
@@ -149,6 +153,8 @@ class BudgetPlanner:
         if budget.hold > 1:
             rows = rows[:, ::budget.hold].repeat_interleave(budget.hold, dim=1)
             rows = rows[:, :budget.horizon]
+        if budget.gain != 1.0:
+            rows = rows * budget.gain
         if budget.noise_std > 0:
             noise = torch.randn(rows.shape, generator=self.generator, dtype=rows.dtype)
             rows = rows + budget.noise_std * noise.to(rows.device)

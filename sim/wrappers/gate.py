@@ -58,6 +58,15 @@ class GateCfg:
         action_noise_std: Std of Gaussian noise on the executed row (action units): one
             for every element, or one per action element.
         noise_dims: Action elements the noise applies to (empty = all).
+        action_noise_gain: Signal-dependent part of that noise (1): the std on an element is
+            ``action_noise_std + action_noise_gain * |row|`` (a large command, such as hard
+            steering near the tyres' limit, is executed less faithfully than a small one).
+        kick_rate / kick_size / kick_steps: Sudden disturbances (a gust, a pothole, a push):
+            each control step an env starts one with probability ``kick_rate``; for
+            ``kick_steps`` steps ``+-kick_size`` (random sign, action units) is added to the
+            executed row on the noise elements. No plan foresees one, and the fast
+            observation shows its effect; 0 = none (their own generator, so the other random
+            streams do not change).
         use_cost: Subtract each chosen budget's ``cost`` from the reward.
         stale_steps: Steps past a plan's last row (its budget's horizon) before it is
             dropped (command zeros).
@@ -71,6 +80,10 @@ class GateCfg:
     decision_steps: int = 1
     action_noise_std: float | tuple[float, ...] = 0.0
     noise_dims: tuple[int, ...] = ()
+    action_noise_gain: float = 0.0
+    kick_rate: float = 0.0
+    kick_size: float = 0.0
+    kick_steps: int = 3
     use_cost: bool = True
     stale_steps: int = 0
     age_scale: float = 20.0
@@ -93,6 +106,13 @@ class GateCfg:
             self.action_noise_std = tuple(float(v) for v in self.action_noise_std)
         if min(self._noise_stds(), default=0.0) < 0:
             raise ValueError(f"action_noise_std must be >= 0, got {self.action_noise_std}")
+        if not 0.0 <= self.kick_rate <= 1.0 or not math.isfinite(self.kick_size) \
+                or self.kick_size < 0 or self.kick_steps < 1:
+            raise ValueError(f"kicks need 0 <= kick_rate <= 1, kick_size >= 0, kick_steps >= 1; "
+                             f"got {self.kick_rate}, {self.kick_size}, {self.kick_steps}")
+        if not math.isfinite(self.action_noise_gain) or self.action_noise_gain < 0:
+            raise ValueError(f"action_noise_gain must be finite and >= 0, "
+                             f"got {self.action_noise_gain}")
 
     def _noise_stds(self) -> tuple[float, ...]:
         std = self.action_noise_std
@@ -173,6 +193,16 @@ class GatedEnv(VecEnvWrapper):
         self._noise_std = torch.zeros(a, device=dev)
         self._noise_std[dims] = torch.as_tensor(std, dtype=torch.float32, device=dev)[dims] \
             if isinstance(std, tuple) else float(std)
+        self._noise_gain = torch.zeros(a, device=dev)
+        self._noise_gain[dims] = float(cfg.action_noise_gain)
+        self._kick_dims = torch.zeros(a, device=dev)
+        self._kick_dims[dims] = 1.0
+        self._kick_gen = torch.Generator(device="cpu").manual_seed(int(cfg.seed) + 7919)
+        #: Steps left of each env's kick (N,) and its signed offset (N, A).
+        self.kick_left = torch.zeros(n, dtype=torch.int64, device=dev)
+        self.kick = torch.zeros(n, a, device=dev)
+        #: Control steps since each env's last kick started (N,) (privileged; baselines only).
+        self.kick_age = torch.full((n,), 1 << 30, dtype=torch.int64, device=dev)
         self.spec_gate = gate_spec(cfg, self._fast, a)
         self.policy_obs_dim = self.spec_gate.dim
         self.scheduler.reset(torch.arange(n, device=dev))
@@ -300,7 +330,7 @@ class GatedEnv(VecEnvWrapper):
                 self._draw_delays(request)
                 adopted = s.tick(seen, self._plan, only=request)
                 self._track_rows(request, adopted)
-            obs, rew, dones, extras = self.env.step(self._noisy(self._row_now()))
+            obs, rew, dones, extras = self.env.step(self._kicked(self._noisy(self._row_now())))
             dones = dones.to(torch.bool)
             live = ~ended
             reward = reward + torch.where(live, rew, torch.zeros_like(rew))
@@ -322,10 +352,31 @@ class GatedEnv(VecEnvWrapper):
         return self._obs, reward, ended, {**flags, "log": logs}
 
     def _noisy(self, command: torch.Tensor) -> torch.Tensor:
-        if not bool((self._noise_std > 0).any()):
+        """The executed row (N, A) plus process noise of std ``std + gain * |row|``."""
+        if not bool((self._noise_std > 0).any() or (self._noise_gain > 0).any()):
             return command
         noise = torch.randn(command.shape, generator=self.generator, dtype=command.dtype)
-        return command + noise.to(command.device) * self._noise_std
+        std = self._noise_std + self._noise_gain * command.abs()
+        return command + noise.to(command.device) * std
+
+    def _kicked(self, command: torch.Tensor) -> torch.Tensor:
+        """``command`` (N, A) plus the running kicks; starts new ones (``GateCfg.kick_*``)."""
+        cfg = self.gate_cfg
+        if cfg.kick_rate <= 0 or cfg.kick_size <= 0:
+            return command
+        n = self.num_envs
+        start = (torch.rand(n, generator=self._kick_gen) < cfg.kick_rate).to(self.device)
+        start &= self.kick_left <= 0
+        self.kick_age = torch.where(start, torch.zeros_like(self.kick_age), self.kick_age + 1)
+        if bool(start.any()):
+            sign = torch.randint(0, 2, (n, 1), generator=self._kick_gen).to(self.device) * 2 - 1
+            self.kick = torch.where(start[:, None], sign * cfg.kick_size * self._kick_dims,
+                                    self.kick)
+            self.kick_left = torch.where(start, torch.full_like(self.kick_left, cfg.kick_steps),
+                                         self.kick_left)
+        active = (self.kick_left > 0)[:, None]
+        self.kick_left = (self.kick_left - 1).clamp_min(0)
+        return command + torch.where(active, self.kick, torch.zeros_like(self.kick))
 
     def _observe(self, inner: TensorDict) -> TensorDict:
         """The gate's observation groups from the inner observation."""

@@ -52,3 +52,28 @@ def test_gate_train_on_the_chicanes_road_round_trips_its_scenario(tmp_path):
     env = make_gate_env(cfg, 2, 0)
     assert env.policy_obs_dim == 3 + 4 + 8
     assert gate(env, env.get_observations()).shape == (2,)
+
+
+def test_gate_train_head_flag_matches_the_library_and_round_trips(tmp_path):
+    import argparse
+
+    from edgerl.cli.gate import add_arguments
+    from edgerl.policies.gate import HEADS, GateRunCfg, load_gate
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    train = next(a for a in parser._subparsers._group_actions[0].choices["train"]._actions
+                 if a.dest == "head")
+    assert tuple(train.choices) == HEADS and train.default == GateRunCfg().head
+    assert main(["gate", "train", "--out", str(tmp_path / "g"), "--head", "gaussian",
+                 "--iterations", "1", "--num-envs", "2", "--steps-per-env", "2",
+                 "--episodes", "0", "--json"]) == 0
+    cfg, _ = load_gate(tmp_path / "g")
+    assert cfg.head == "gaussian"
+    with pytest.raises(ValueError, match="unknown gate head 'beta'"):
+        GateRunCfg(head="beta")
+    # a session-6 run (no head in gate.json) loads as the Gaussian head it was trained with
+    doc = json.loads((tmp_path / "g" / "gate.json").read_text())
+    del doc["cfg"]["head"]
+    (tmp_path / "g" / "gate.json").write_text(json.dumps(doc))
+    assert load_gate(tmp_path / "g")[0].head == "gaussian"

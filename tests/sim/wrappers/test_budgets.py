@@ -73,3 +73,12 @@ def test_budget_planner_degrades_and_pads():
     with pytest.raises(TypeError, match="takes no prefix"):
         BudgetPlanner(RampTask(), (PlanBudget("c", horizon=2, compensate=True),),
                       torch.Generator())
+
+
+def test_budget_gain_shrinks_the_plan():
+    budgets = (PlanBudget("exact", horizon=5), PlanBudget("small", horizon=5, gain=0.5))
+    planner = BudgetPlanner(RampTask(), budgets, torch.Generator().manual_seed(0))
+    ids = torch.tensor([1])
+    assert torch.equal(planner.plan(budgets[1], ids), 0.5 * planner.plan(budgets[0], ids))
+    with pytest.raises(ValueError, match="gain in"):
+        PlanBudget("bad", horizon=2, gain=1.5)

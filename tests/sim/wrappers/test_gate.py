@@ -127,3 +127,45 @@ def test_plan_preview_and_per_element_noise():
         GatedEnv(StampTask(1), GateCfg(budgets=BUDGETS, action_noise_std=(0.1, 0.2)))
     with pytest.raises(ValueError, match="preview_steps"):
         GateCfg(preview_steps=(-1,))
+
+
+def test_signal_dependent_noise_grows_with_the_command():
+    # no plan: the command is 0, so only the constant part acts; with a plan (rows ~1000+)
+    # the gain part dominates: std = 0.01 + 0.001 * |row|
+    env = GatedEnv(StampTask(2), GateCfg(budgets=BUDGETS, action_noise_std=0.01,
+                                         action_noise_gain=0.001))
+    drive(env, [0] * 40)
+    calm = torch.stack(env.unwrapped.applied)
+    assert 0.005 < float(calm.std()) < 0.02
+    env.unwrapped.applied.clear()
+    drive(env, [1] * 40)  # a fast plan every step: rows 1000 * (step + 1) + i
+    rows = torch.stack(env.unwrapped.applied)[:, :, 0]
+    resid = rows - torch.round(rows)
+    assert float(resid.abs().max()) > 0.3  # ~1 std at |row| ~ 1000
+    with pytest.raises(ValueError, match="action_noise_gain"):
+        GateCfg(action_noise_gain=-0.1)
+
+
+def test_kicks_start_at_their_rate_last_their_steps_and_leave_other_streams_alone():
+    base, _ = make(num_envs=64, action_noise_std=0.1)
+    kicked, _ = make(num_envs=64, action_noise_std=0.1, kick_rate=0.05, kick_size=2.0,
+                     kick_steps=3)
+    drive(base, [0] * 200)
+    starts = 0
+    for _ in range(200):  # one control step per decision here
+        kicked.step(torch.zeros(64, 1))
+        starts += int((kicked.kick_age == 0).sum())
+    a = torch.stack(base.unwrapped.applied)[:, :, 0]  # no plan: the process noise only
+    k = torch.stack(kicked.unwrapped.applied)[:, :, 0] - a  # same noise draws: the kicks
+    assert float(a.std()) > 0.05
+    assert bool(((k.abs() < 1e-5) | ((k.abs() - 2.0).abs() < 1e-5)).all())
+    k = torch.round(k)
+    on = float((k != 0).sum())
+    assert on == 3 * starts or 0 < 3 * starts - on <= 3 * 64  # 3 steps each (last ones cut)
+    free = 200 * 64 - on  # a kick starts only where none runs
+    assert 0.035 < starts / free < 0.065
+    assert int(kicked.kick_age.min()) >= 0
+    with pytest.raises(ValueError, match="kicks need"):
+        GateCfg(kick_rate=1.5)
+    with pytest.raises(ValueError, match="kicks need"):
+        GateCfg(kick_steps=0)

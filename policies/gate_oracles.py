@@ -1,0 +1,75 @@
+"""Privileged gate rules: how much a state-dependent gate could win on a scenario at all.
+
+Before a gate is trained on a scenario, the margin a state-dependent choice can have over the
+chunk-age heuristic is measured with rules that read what no deployed gate sees (the oracle
+margin): :func:`curvature_rule` looks at the road's true curvature ahead of the car and
+:func:`kick_rule` knows when a disturbance (``GateCfg.kick_*``) started. If even these do not
+beat the tuned heuristic, a learned gate cannot be expected to, and the scenario, not the
+gate, is what must change. ``benchmarks/gate_oracle.py`` runs them.
+
+Both are :data:`~edgerl.policies.gate_baselines.GatePolicy` callables on a driving
+:class:`~edgerl.sim.wrappers.gate.GatedEnv`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from edgerl.policies.gate_baselines import GatePolicy, keep_index
+from edgerl.sim.wrappers.gate import GatedEnv
+
+__all__ = ["curvature_rule", "kick_rule", "road_task"]
+
+
+def road_task(env: GatedEnv) -> Any:
+    """The driving task under the gate's wrappers (the object with ``road`` and ``state``);
+    ``TypeError`` for a task without a road."""
+    e: Any = env.env
+    while not hasattr(e, "road"):
+        if not hasattr(e, "env"):
+            raise TypeError(f"{type(env.unwrapped).__name__} has no road: the curvature rule "
+                            f"needs the driving task")
+        e = e.env
+    return e
+
+
+def curvature_rule(look_m: float, threshold: float, sharp: tuple[int, int],
+                   calm: tuple[int, int], samples: int = 8) -> GatePolicy:
+    """Privileged: ``sharp`` = (budget, X) when the road's |curvature| (1/m) exceeds
+    ``threshold`` anywhere in the next ``look_m`` metres ahead of the ego car, else ``calm``;
+    the chosen budget is asked when the running plan is older than its X (steps) or there is
+    none, and nothing is in flight; ``keep`` otherwise."""
+
+    def policy(env: GatedEnv, obs: Any) -> torch.Tensor:
+        task = road_task(env)
+        s = env.scheduler
+        x = task.state.x[:, 0]
+        ahead = x[:, None] + torch.linspace(0.0, float(look_m), samples, device=x.device)
+        is_sharp = task.road.curvature(ahead).abs().amax(dim=1) > threshold
+        age = s.age_steps()
+        limit = torch.where(is_sharp, torch.full_like(age, sharp[1]),
+                            torch.full_like(age, calm[1]))
+        budget = torch.where(is_sharp, torch.full_like(s.t, sharp[0]),
+                             torch.full_like(s.t, calm[0]))
+        ask = (~env.has_plan() | (age > limit)) & ~s.fly_valid.any(dim=1)
+        return torch.where(ask, budget, torch.full_like(s.t, keep_index(env)))
+
+    return policy
+
+
+def kick_rule(budget: int, max_age: int, react_steps: int) -> GatePolicy:
+    """Privileged: ask ``budget`` when the running plan is older than ``max_age`` steps (or
+    there is none), and also as soon as a kick started within the last ``react_steps`` steps
+    after the running plan was made (the plan cannot know of it); nothing is asked while a
+    plan is in flight."""
+
+    def policy(env: GatedEnv, obs: Any) -> torch.Tensor:
+        s = env.scheduler
+        age = s.age_steps()
+        kicked = (env.kick_age < react_steps) & (age > env.kick_age)
+        ask = (~env.has_plan() | (age > max_age) | kicked) & ~s.fly_valid.any(dim=1)
+        return torch.where(ask, torch.full_like(s.t, budget), torch.full_like(s.t, keep_index(env)))
+
+    return policy
