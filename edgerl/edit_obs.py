@@ -252,11 +252,11 @@ class EditObsWriter:
         else:
             np.take(obs, self._idx, out=self._obs, mode="clip")
         np.multiply(chunk_rows.reshape(-1), has, out=self._chunk)
-        # np.clip's rule on a float32 scalar (NaN kept; -0.0 -> 0.0 as np.clip gives)
+        # np.clip's rule on a float32 scalar: NaN and a value equal to a bound (-0.0) kept
         age = np.float32(chunk_age_s) / self._scale
-        if not (age != age or age > self._zero):
+        if age < self._zero:
             age = self._zero
-        if not (age != age or age < self._clip):
+        elif age > self._clip:
             age = self._clip
         out = self.out
         out[self._age_i] = age * has

@@ -186,8 +186,7 @@ class SafetyFilter:
         self.escalation.clear()
         np.maximum(action, self.low, out=out)
         np.minimum(out, self.high, out=out)
-        np.not_equal(out, action, out=self._mask)
-        if self._mask.any():
+        if out.tolist() != action.tolist():  # finite here: exact as Python floats
             self.count("clip")
         if self.has_rate:
             self._rate_limit(out, dt)
