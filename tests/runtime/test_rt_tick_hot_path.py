@@ -159,3 +159,23 @@ def test_onnxruntime_session_runs_single_threaded_without_spinning(mlp_bundle):
     assert so.execution_mode == ort.ExecutionMode.ORT_SEQUENTIAL
     assert so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert net._fast is not None  # the C-level IOBinding path (no per-call Python wrapper)
+
+
+def test_guard_command_fast_path_agrees_with_the_exact_checks(mlp_bundle):
+    """A composed node checks every tick's command: the Python-float fast path accepts
+    exactly what the numpy checks accept, and a refusal still names the problem."""
+    from edgerl.runtime.input_guard import InputGuard
+
+    spec, _ = load_bundle(mlp_bundle, warmup=1)
+    guard = InputGuard(spec)
+    low, high = guard._cmd_low, guard._cmd_high
+    edges = np.concatenate([low, high, np.nextafter(low, -np.inf), np.nextafter(high, np.inf),
+                            [np.nan, np.inf, -np.inf, 0.0, -0.0]])
+    rng = np.random.default_rng(1)
+    for dtype in (np.float32, np.float64):
+        for _ in range(400):
+            v = rng.uniform(-1.2, 1.2, spec.action.dim)
+            v[rng.integers(spec.action.dim)] = rng.choice(edges)
+            v = v.astype(dtype)
+            assert guard.check_command(v, 1.0, 1.0) == guard._values("command", v, low, high)
+    assert guard.check_command(np.array([0.0, np.nan]), 1.0, 1.0) == "nonfinite: value 1 is nan"
