@@ -9,36 +9,44 @@
 # floor of the cross-process rows), all in the same minutes.
 # Usage: benchmarks/deploy_trigger.sh [OUT_DIR] [SECONDS]   (numbers: docs/ros2.md;
 #        benchmarks/deploy_trigger_table.py OUT_DIR prints the table)
+# Environment: PY (default .venv/bin/python), RATES (default "50 200"), CONFIGS (default
+# "state:80:compose state:80:sep state:0:sep clock:0:sep", each trigger:rt_priority:mode),
+# REFS (default 1): `bench loop` reference runs before and after each deploy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/deploy_trigger}
 SECS=${2:-8}
 mkdir -p "$OUT"
 B=$OUT/cartpole_bundle
-(.venv/bin/python -c "
+PY=${PY:-.venv/bin/python}
+(${PY} -c "
 from pathlib import Path
 from tests.helpers.task_bundles import write_task_bundle
 write_task_bundle(Path('$B'))")
-for hz in 50 200; do
+for hz in ${RATES:-50 200}; do
   period_ms=$(python3 -c "print(1000 / $hz)")
   ROS_DOMAIN_ID=${EDGERL_BENCH_DOMAIN:-221} ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST \
-    .venv/bin/python benchmarks/ros2_roundtrip.py --n 500 --period-ms "$period_ms" --json \
+    ${PY} benchmarks/ros2_roundtrip.py --n 500 --period-ms "$period_ms" --json \
     > "$OUT/roundtrip_$hz.json"
-  for cfg in state:80:compose state:80:sep state:0:sep clock:0:sep; do
+  for cfg in ${CONFIGS:-state:80:compose state:80:sep state:0:sep clock:0:sep}; do
     IFS=: read -r trig rt mode <<< "$cfg"
     tag=${hz}_${trig}_rt${rt}_${mode}
     extra=()
     [ "$mode" = compose ] && extra=(--compose)
     sensor=()  # the reference ticks on the same trigger: a sensor thread's states
     [ "$trig" = state ] && sensor=(--trigger state --sensor thread --sensor-hz $hz)
-    bench=(.venv/bin/python -m edgerl bench loop --bundle "$B" --seconds 4 --rate $hz
+    bench=(${PY} -m edgerl bench loop --bundle "$B" --seconds 4 --rate $hz
            --planner burn --planner-process --rt-priority "$rt" "${sensor[@]}" --json)
-    "${bench[@]}" > "$OUT/benchpre_$tag.json"  # before and after: the reference's own spread
+    for k in $(seq 1 "${REFS:-1}"); do  # REFS runs before and after: the reference's spread
+      "${bench[@]}" > "$OUT/benchpre$([ "$k" = 1 ] || echo "$k")_$tag.json"
+    done
     echo "== $tag, load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load_$tag.txt"
-    .venv/bin/python -m edgerl deploy --bundle "$B" --duration "$SECS" --trigger "$trig" \
+    ${PY} -m edgerl deploy --bundle "$B" --duration "$SECS" --trigger "$trig" \
       --rate-hz $hz --rt-priority "$rt" "${extra[@]}" --json > "$OUT/deploy_$tag.json" \
       || true  # exit 2: the untrained test bundle does not reach the task's success
-    "${bench[@]}" > "$OUT/bench_$tag.json"
+    for k in $(seq 1 "${REFS:-1}"); do
+      "${bench[@]}" > "$OUT/bench$([ "$k" = 1 ] || echo "post$k")_$tag.json"
+    done
   done
 done
-.venv/bin/python benchmarks/deploy_trigger_table.py "$OUT"
+${PY} benchmarks/deploy_trigger_table.py "$OUT"

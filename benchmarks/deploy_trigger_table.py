@@ -1,7 +1,9 @@
 """Print the table of benchmarks/deploy_trigger.sh: deploy e2e beside the bare rclpy round
 trip at the same pace, and node tick compute beside `bench loop`'s tick compute from the same
 run (ratio; the reference runs before and after each deploy, so its own spread shows), with
-the load each ran under.
+the load each ran under. ``bench_median_p50_us`` / ``node_over_bench_median``: the median over
+every reference run of the row (REFS before and REFS after the deploy), the denominator least
+moved by one reference run's minute; none is dropped.
 
 Usage: python benchmarks/deploy_trigger_table.py OUT_DIR [--json]
 """
@@ -9,6 +11,7 @@ Usage: python benchmarks/deploy_trigger_table.py OUT_DIR [--json]
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -25,6 +28,20 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return None if not a or not b or a != a or b != b else round(a / b, 2)
 
 
+def _references(out: Path, tag: str) -> list[dict]:
+    """Every ``bench loop`` reference of a row: benchpre[K]_TAG (before), bench_TAG and
+    benchpostK_TAG (after), in run order."""
+    pre, post = [], []
+    for k in range(1, 100):
+        before = out / f"benchpre{'' if k == 1 else k}_{tag}.json"
+        after = out / (f"bench_{tag}.json" if k == 1 else f"benchpost{k}_{tag}.json")
+        if not (before.is_file() or after.is_file()):
+            break
+        pre += [json.loads(before.read_text())] if before.is_file() else []
+        post += [json.loads(after.read_text())] if after.is_file() else []
+    return pre + post
+
+
 def rows(out: Path) -> list[dict]:
     """One row per deploy_*.json with its bench_*.json partner."""
     table = []
@@ -36,6 +53,8 @@ def rows(out: Path) -> list[dict]:
         d = json.loads(dep.read_text())
         load = (out / f"load_{tag}.txt").read_text().split("load:")[-1].split()
         b50 = bench.get("tick_compute_p50_us")
+        refs = [r["tick_compute_p50_us"] for r in _references(out, tag)]
+        mid = statistics.median(refs) if refs else None
         hz = tag.split("_")[0]
         rt_file = out / f"roundtrip_{hz}.json"
         floor = json.loads(rt_file.read_text()) if rt_file.is_file() else {}
@@ -51,6 +70,9 @@ def rows(out: Path) -> list[dict]:
             "node_policy_p50_us": _round(d.get("edit_tick_policy_p50_us")),
             "bench_tick_p50_us": _round(b50),
             "bench_before_p50_us": _round(pre.get("tick_compute_p50_us")),
+            "bench_refs": len(refs),
+            "bench_median_p50_us": _round(mid),
+            "node_over_bench_median": _ratio(d["edit_tick_compute_p50_us"], mid),
             "node_over_bench": _ratio(d["edit_tick_compute_p50_us"], b50),
             "node_over_bench_before": _ratio(d["edit_tick_compute_p50_us"],
                                              pre.get("tick_compute_p50_us")),

@@ -17,7 +17,7 @@ class Clock(Protocol):
 
     def now(self) -> float: ...
 
-    def sleep_until(self, t: float) -> None: ...
+    def sleep_until(self, t: float, spin_s: float | None = None) -> None: ...
 
 
 class MonotonicClock:
@@ -30,10 +30,13 @@ class MonotonicClock:
     def now(self) -> float:
         return time.perf_counter()
 
-    def sleep_until(self, t: float) -> None:
+    def sleep_until(self, t: float, spin_s: float | None = None) -> None:
+        """Sleep, then busy-wait the last ``spin_s`` seconds (default: the clock's) until
+        ``t``; ``spin_s=0`` only sleeps (the OS may wake it late), ``math.inf`` only spins."""
+        spin = self.spin_s if spin_s is None else spin_s
         remaining = t - time.perf_counter()
-        if remaining > self.spin_s:
-            time.sleep(remaining - self.spin_s)
+        if remaining > spin:
+            time.sleep(remaining - spin)
         while time.perf_counter() < t:
             pass
 
@@ -54,5 +57,5 @@ class VirtualClock:
         self._t += dt
         return self._t
 
-    def sleep_until(self, t: float) -> None:
+    def sleep_until(self, t: float, spin_s: float | None = None) -> None:
         self._t = max(self._t, float(t))

@@ -137,6 +137,16 @@ class InterventionSlot:
             hit, self._estop = self._estop, False
             return hit
 
+    def poll_into(self, out: np.ndarray) -> tuple[bool, bool, bool]:
+        """:meth:`take_estop` and :meth:`read_into` under one lock (the loop's one call per
+        tick): ``(estop, active, started)``."""
+        with self._lock:
+            estop, self._estop = self._estop, False
+            started, self._started = self._started and self._active, False
+            if self._active:
+                np.copyto(out, self._cmd)
+            return estop, self._active, started
+
     def read_into(self, out: np.ndarray) -> tuple[bool, bool]:
         """Copy the override command into ``out`` ``(A,)``; returns ``(active, started)``
         (``started``: an override began since the previous read)."""

@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 from edgerl.clock import Clock, MonotonicClock
-from edgerl.edit_obs import build_edit_obs, compose_edit_action, select_chunk_rows
+from edgerl.edit_obs import EditObsWriter, compose_edit_action, select_chunk_rows
 from edgerl.intervention import InterventionSlot
 from edgerl.methods import CHUNK_METHODS
 from edgerl.runtime.chunk_buffer import ChunkBuffer
@@ -51,7 +51,7 @@ from edgerl.runtime.loop_config import LoopConfig
 from edgerl.runtime.loop_io import CommandSink, ObservationSlot, TransportDown
 from edgerl.runtime.loop_scheduler import LoopScheduler
 from edgerl.runtime.metrics import STATES, LoopMetrics
-from edgerl.runtime.safety import SafetyFilter
+from edgerl.runtime.safety import SafetyFilter, all_finite
 from edgerl.runtime.transition_log import TransitionLog
 from edgerl.spec import PolicySpec
 
@@ -120,13 +120,15 @@ class EditLoop(LoopScheduler):
         self._row_idx = np.zeros(n_rows, np.intp)
         self._rows_chunk: object = None
         self._rows_index = -1
-        self._finite = np.zeros(o_dim, bool)
-        self._finite_a = np.zeros(a_dim, bool)
         self._committed = np.zeros((self.edit_cfg.n_committed, a_dim), np.float32)
         self._action = np.zeros(a_dim, np.float32)
         self.command = np.zeros(a_dim, np.float32)
-        self._edit_x = np.zeros((1, self.edit_cfg.dim), np.float32)
+        # The edit observation is written straight into the network's input row (no copy).
+        self._edit_x = (backend.input if self.input_mode == "edit"  # type: ignore[union-attr]
+                        else np.zeros((1, self.edit_cfg.dim), np.float32))
+        self._edit_obs = EditObsWriter(self.edit_cfg, self._edit_x[0])
         self._warm_x = np.zeros(self.edit_cfg.dim, np.float32)
+        self._warm_obs = EditObsWriter(self.edit_cfg, self._warm_x)
         self._can_prewarm = (self.cfg.prewarm_s > 0 and backend is not None
                              and spec.recurrent.kind == "none")
         self._mean = np.asarray(spec.observation.mean, np.float32)
@@ -210,16 +212,16 @@ class EditLoop(LoopScheduler):
         cmd = self.command
         pol = safety.cfg
         safety.note_overrun(overrun)
-        if self.interventions.take_estop():
+        estop, override, started = self.interventions.poll_into(self._override)
+        if estop:
             safety.estop("operator")
-        override, started = self.interventions.read_into(self._override)
         self._ran_policy = False
         if safety.estopped:
             state = _S["estop"]
             safety.filter(self._action, dt, cmd)
         elif override:
             state = _S["ok"]
-            if self.is_edit and np.isfinite(self._obs, out=self._finite).all():
+            if self.is_edit and all_finite(self._obs):
                 self._policy_action(t, None if row is None else chunk, row)
             safety.filter(self._override, dt, cmd)
         elif overrun and pol.overrun_policy != "compute":
@@ -229,7 +231,7 @@ class EditLoop(LoopScheduler):
             reason = "no_chunk" if chunk is None else "stale_chunk"
             state = _S[reason]
             safety.fallback(pol.stale_policy, dt, cmd, reason=reason)
-        elif not np.isfinite(self._obs, out=self._finite).all():
+        elif not all_finite(self._obs):
             state = _S["nonfinite_obs"]
             # no state yet at all (the robot still booting): the ladder ends at the safe
             # action but does not latch, as before the first chunk
@@ -243,7 +245,7 @@ class EditLoop(LoopScheduler):
                 safety.count(reason)
                 chunk = None
             self._policy_action(t, chunk, row)
-            if state == _S["ok"] and not np.isfinite(self._action, out=self._finite_a).all():
+            if state == _S["ok"] and not all_finite(self._action):
                 state = _S["nonfinite_action"]
             safety.filter(self._action, dt, cmd)
         self.state = STATES[state]
@@ -271,19 +273,16 @@ class EditLoop(LoopScheduler):
             obs = self._obs_in
         net = self.backend
         assert net is not None
-        if self.input_mode == "edit":
-            has = 1.0 if chunk is not None else 0.0
-            age = chunk.age(t) if chunk is not None else 0.0
-            build_edit_obs(obs, self._rows, age, self._committed, has, self.edit_cfg,
-                           out=self._edit_x[0])
-            np.copyto(net.input[0], self._edit_x[0])
+        if self.input_mode == "edit":  # self._edit_x is net.input
+            self._edit_obs.write(obs, self._rows, 0.0 if chunk is None else chunk.age(t),
+                                 self._committed, chunk is not None)
         else:
-            np.copyto(net.input[0], obs)
+            net.input[0] = obs
         y = net.infer()[0]
         if self.is_edit:
-            np.copyto(self._policy_out, y)
+            self._policy_out[...] = y
             self._ran_policy = True
-        if self.is_edit and not np.isfinite(y, out=self._finite_a).all():
+        if self.is_edit and not all_finite(y):
             self._action.fill(np.nan)  # before the residual clip turns inf into +-1
             return
         if self.is_edit:
@@ -317,9 +316,8 @@ class EditLoop(LoopScheduler):
     def _commit(self, cmd: np.ndarray) -> None:
         """Shift the committed-action history (newest first)."""
         c = self._committed
-        for k in range(c.shape[0] - 1, 0, -1):
-            c[k] = c[k - 1]
         if c.shape[0]:
+            c[1:] = c[:-1]  # numpy copies overlapping views as if through a temporary
             c[0] = cmd
 
     def _send(self, cmd: np.ndarray, t: float) -> None:
@@ -375,8 +373,7 @@ class EditLoop(LoopScheduler):
         """Touch the tick's working set without side effects (see ``LoopConfig.prewarm_s``):
         the feed-forward network on its unchanged last input (same output) and the builder
         into a scratch buffer."""
-        build_edit_obs(self._obs, self._rows, 0.0, self._committed, 1.0, self.edit_cfg,
-                       out=self._warm_x)
+        self._warm_obs.write(self._obs, self._rows, 0.0, self._committed, True)
         self.backend.infer()  # type: ignore[union-attr]
 
     def _on_crash(self, exc: BaseException) -> None:

@@ -29,6 +29,7 @@ time, or the monotonic clock). Pure numpy; thread-safe counters.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -85,6 +86,15 @@ class GuardBounds:
                    high=np.asarray(spec.action.high, np.float64))
 
 
+def _inside(values: list[float], bounds: list[tuple[float, float]]) -> bool:
+    """Whether every value is finite and within its ``(low, high)``: the fast path of
+    :meth:`InputGuard.check_command` (Python floats compare exactly as numpy's float64 does;
+    NaN fails the comparisons, an inf the sum). False sends it to the exact checks that name
+    the problem."""
+    return (all(lo <= v <= hi for v, (lo, hi) in zip(values, bounds))
+            and math.isfinite(sum(values)))
+
+
 class InputGuard:
     """Checks states, chunks and commands against :class:`GuardBounds`; counts drops.
 
@@ -101,6 +111,7 @@ class InputGuard:
         self._chunk_high = b.high + CHUNK_LIMIT_SPANS * span
         tol = 1e-6 * np.maximum(np.abs(b.low), np.abs(b.high)) + 1e-6  # float32 round trip
         self._cmd_low, self._cmd_high = b.low - tol, b.high + tol
+        self._cmd_bounds = list(zip(self._cmd_low.tolist(), self._cmd_high.tolist()))
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -123,7 +134,7 @@ class InputGuard:
 
     # --- shared rules ------------------------------------------------------------------
     def _stamp(self, what: str, stamp: float | None, now: float, max_age: float) -> str | None:
-        if stamp is None or not np.isfinite(stamp):
+        if stamp is None or not math.isfinite(stamp):
             return self._drop(what, "no_stamp: the stamp is zero or missing")
         age = now - stamp
         if age > max_age:
@@ -193,4 +204,6 @@ class InputGuard:
         if values.shape != self.bounds.low.shape:
             return self._drop("command", f"wrong_dim: {values.shape} values, the manifest has "
                                          f"{self.bounds.low.shape[0]} actions")
+        if _inside(values.tolist(), self._cmd_bounds):  # every tick of a composed node
+            return None
         return self._values("command", values, self._cmd_low, self._cmd_high)

@@ -23,13 +23,22 @@ class LoopConfig:
         switch_interval_s: ``sys.setswitchinterval`` while running (process-wide; restored
             at stop): how long another Python thread may hold the GIL before the loop gets
             it. ``None`` leaves it alone.
+        spin_switch_interval_s: ``sys.setswitchinterval`` from the start of each spin to
+            the end of its tick, then back (``switch_interval_s``) for the sleep: a thread
+            that wants the GIL while the loop spins (the planner client, back from a C call)
+            waits until the loop sleeps instead of forcing a GIL hand-over inside the spin
+            window (a hand-over costs the loop a futex wake-up: tens of us late here). The
+            loop's own wait for the GIL when it wakes stays bounded by ``switch_interval_s``,
+            which is below ``spin_s``. ``None`` leaves the interval alone.
         rt_priority: ``SCHED_FIFO`` priority (1-99) of the loop thread (Linux; needs
             CAP_SYS_NICE or root); 0 = normal scheduling. If refused, a warning is logged
             and the loop runs normally.
-        prewarm_s: This long before each deadline (inside the spin) the loop re-runs the
-            network on its last input and the edit-observation builder into a scratch buffer,
-            so weights and code are in cache when the tick starts (other processes evict
-            them while the loop sleeps). Skipped for recurrent backends; 0 disables it.
+        prewarm_s: Time budgeted, before the spin window (``spin_s + prewarm_s`` before each
+            deadline), to re-run the network on its last input and the edit-observation
+            builder into a scratch buffer, so weights and code are in cache when the tick
+            starts (other processes evict them while the loop sleeps). Its run time is
+            absorbed by the spin, so it never delays the tick; skipped when the loop woke
+            inside the spin window, and for recurrent backends; 0 disables it.
         metrics_capacity: Ticks kept for percentiles.
         safety: Fallback policies and latch thresholds.
         trigger: ``clock`` (fixed-rate grid), ``state`` (tick on each new observation, with
@@ -42,6 +51,7 @@ class LoopConfig:
     row_mode: str = "hold"
     gc_freeze: bool = True
     switch_interval_s: float | None = 2e-4
+    spin_switch_interval_s: float | None = 5e-3
     rt_priority: int = 0
     prewarm_s: float = 150e-6
     metrics_capacity: int = 1 << 16
@@ -58,6 +68,9 @@ class LoopConfig:
             raise ValueError(f"rate_hz must be > 0, got {self.rate_hz}")
         if self.spin_s < 0:
             raise ValueError("spin_s must be >= 0")
+        if self.spin_switch_interval_s is not None and not self.spin_switch_interval_s > 0:
+            raise ValueError(f"spin_switch_interval_s must be > 0 (or None), got "
+                             f"{self.spin_switch_interval_s}")
         if self.prewarm_s < 0:
             raise ValueError("prewarm_s must be >= 0")
         if not 0 <= self.rt_priority <= 99:

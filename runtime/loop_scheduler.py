@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import os
 import sys
 import threading
@@ -104,6 +105,19 @@ class LoopScheduler:
             n += 1
 
     def _loop_on_clock(self, seconds: float | None, ticks: int | None) -> None:
+        """Per tick: sleep until the prewarm (``spin_s + prewarm_s`` before the deadline),
+        hold the GIL (:attr:`LoopConfig.spin_switch_interval_s`), prewarm, spin to the
+        deadline, tick, let the GIL go; without prewarm or hold: sleep, spin, tick."""
+        hold = self.cfg.spin_switch_interval_s
+        base = sys.getswitchinterval()
+        try:
+            self._clock_ticks(seconds, ticks, hold, base)
+        finally:
+            if hold is not None:
+                sys.setswitchinterval(base)
+
+    def _clock_ticks(self, seconds: float | None, ticks: int | None, hold: float | None,
+                     base: float) -> None:
         clock, period, metrics = self.clock, self.period, self.metrics
         now = clock.now
         start = clock.now() + period
@@ -112,11 +126,19 @@ class LoopScheduler:
         deadline = start
         n = 0
         lead = self.cfg.prewarm_s if self._can_prewarm else 0.0
+        spin = self.cfg.spin_s
+        split = bool(lead) or hold is not None
+        setswitch = sys.setswitchinterval
         while not self._stop.is_set() and deadline < end and n != n_max:
-            if lead:
-                clock.sleep_until(deadline - lead)
-                self._prewarm()
-            clock.sleep_until(deadline)
+            if split:
+                clock.sleep_until(deadline - spin - lead, spin_s=0.0)  # the OS sleep only
+                if hold is not None:
+                    setswitch(hold)
+                if lead and now() < deadline - spin:  # woke in time: warm, then spin
+                    self._prewarm()
+                clock.sleep_until(deadline, spin_s=math.inf)  # spin, holding the GIL
+            else:
+                clock.sleep_until(deadline)
             woke = now()
             late = woke - deadline
             overrun = late > period
@@ -128,6 +150,8 @@ class LoopScheduler:
             done = now()
             metrics.record(late, done - woke, self.last_chunk_age_s, state,
                            done > deadline + period, self.last_send_s)
+            if hold is not None:
+                setswitch(base)
             deadline += period
             n += 1
 

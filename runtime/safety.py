@@ -23,6 +23,7 @@ Every intervention is counted by reason (:data:`REASONS`); nothing allocates per
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +31,16 @@ import numpy as np
 from edgerl.runtime.escalation import Escalation, EscalationConfig
 from edgerl.spec import ActionSpec
 
-__all__ = ["FALLBACK_POLICIES", "REASONS", "STALE_POLICIES", "SafetyConfig", "SafetyFilter"]
+__all__ = ["FALLBACK_POLICIES", "REASONS", "STALE_POLICIES", "SafetyConfig", "SafetyFilter",
+           "all_finite"]
+
+
+def all_finite(x: np.ndarray) -> bool:
+    """Whether every element of the float32 array ``x`` is finite: the sum of its elements as
+    Python floats (doubles) is finite exactly then (a float32 is exact in a double, and fewer
+    than 2**800 of them cannot overflow its range; inf and NaN propagate without a warning).
+    ~10x faster than ``np.isfinite(x).all()`` on the few elements of a tick."""
+    return math.isfinite(sum(x.tolist()))
 
 log = logging.getLogger(__name__)
 
@@ -169,15 +179,14 @@ class SafetyFilter:
             np.copyto(out, self.safe)
             np.copyto(self.last, out)
             return out
-        if not np.isfinite(action, out=self._mask).all():
+        if not all_finite(action):
             self.count("nonfinite_action")
             return self.fallback(self.cfg.nonfinite_policy, dt, out, nonfinite=True)
         self._nonfinite_in_row = 0
         self.escalation.clear()
         np.maximum(action, self.low, out=out)
         np.minimum(out, self.high, out=out)
-        np.not_equal(out, action, out=self._mask)
-        if self._mask.any():
+        if out.tolist() != action.tolist():  # finite here: exact as Python floats
             self.count("clip")
         if self.has_rate:
             self._rate_limit(out, dt)

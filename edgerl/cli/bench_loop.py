@@ -56,6 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(us); 0 disables")
     p.add_argument("--switch-interval-us", type=float, default=200.0,
                    help="sys.setswitchinterval while running (us); 0 leaves it alone")
+    p.add_argument("--spin-switch-interval-us", type=float, default=5000.0,
+                   help="sys.setswitchinterval from each spin's start to the tick's end (us): "
+                        "another thread cannot take the GIL inside the window; 0 leaves it")
     p.add_argument("--rt-priority", type=int, default=0,
                    help="SCHED_FIFO priority (1-99) for the loop thread; 0 = normal scheduling")
     p.add_argument("--no-gc-freeze", action="store_true", help="do not gc.freeze() at start")
@@ -140,7 +143,9 @@ def run(args: argparse.Namespace) -> int:
                      gc_freeze=not args.no_gc_freeze, rt_priority=args.rt_priority,
                      prewarm_s=args.prewarm_us * 1e-6, trigger=args.trigger,
                      switch_interval_s=(args.switch_interval_us * 1e-6
-                                        if args.switch_interval_us > 0 else None))
+                                        if args.switch_interval_us > 0 else None),
+                     spin_switch_interval_s=(args.spin_switch_interval_us * 1e-6
+                                             if args.spin_switch_interval_us > 0 else None))
     try:  # buffer (merge) and loop (stale rule, trigger) as the manifest's timing says
         dep = Deployment.from_bundle(args.bundle, loop_cfg=cfg, planner="none",
                                      backend=args.backend, device=args.device)

@@ -116,6 +116,7 @@ def loop_ratios(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
     ns = argparse.Namespace(rate=args.loop_rate, seconds=args.loop_seconds, warmup=0.5,
                             spin_us=300.0, switch_interval_us=200.0,
+                            spin_switch_interval_us=5000.0, prewarm_us=150.0,
                             rt_priority=args.rt_priority, work_us=0.0, bundle=args.bundle,
                             pairs=args.loop_pairs, planner_latency_ms=70.0,
                             planner_period_ms=100.0, planner_process=False)

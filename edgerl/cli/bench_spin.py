@@ -32,6 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="busy-wait this long before each deadline (us; the edit loop's default)")
     p.add_argument("--switch-interval-us", type=float, default=200.0,
                    help="sys.setswitchinterval while running (us); 0 leaves it alone")
+    p.add_argument("--spin-switch-interval-us", type=float, default=5000.0,
+                   help="--bundle: the edit loop's switch interval inside its spin+tick window "
+                        "(us; 0 leaves it alone)")
+    p.add_argument("--prewarm-us", type=float, default=150.0,
+                   help="--bundle: the edit loop's prewarm budget before the spin (us; 0 = off)")
     p.add_argument("--rt-priority", type=int, default=0,
                    help="SCHED_FIFO priority (1-99) of the loop thread; 0 = normal scheduling")
     p.add_argument("--work-us", type=float, default=0.0,
@@ -70,6 +75,8 @@ def edit_loop(args: argparse.Namespace) -> dict[str, Any]:
            "--rate", f"{args.rate:g}", "--seconds", f"{args.seconds:g}",
            "--warmup", f"{args.warmup:g}", "--spin-us", f"{args.spin_us:g}",
            "--switch-interval-us", f"{args.switch_interval_us:g}",
+           "--spin-switch-interval-us", f"{args.spin_switch_interval_us:g}",
+           "--prewarm-us", f"{args.prewarm_us:g}",
            "--rt-priority", str(args.rt_priority), "--planner", "burn",
            "--planner-latency-ms", f"{args.planner_latency_ms:g}",
            "--planner-period-ms", f"{args.planner_period_ms:g}", "--json"]
