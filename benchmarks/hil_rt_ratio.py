@@ -1,7 +1,7 @@
 """``edgerl hil --rt-priority`` command round trip against ``edgerl bench serial``, interleaved.
 
 Each run is one set, back to back on the same machine, all at ``--rt-priority P`` (each
-process at SCHED_FIFO P, its firmware at P+1):
+process at SCHED_FIFO P, its firmware at P+1) and on the same ``--target`` firmware build:
 
 1. ``edgerl bench serial --pace-hz R``: the link's round trip with the HIL's traffic
    pattern, one SETPOINT -> STATE round trip per tick of the control rate R (the reference);
@@ -46,13 +46,13 @@ def pair(rt_priority: int, count: int, episodes: int, target: str, max_steps: in
     """One set (paced bench serial, back-to-back bench serial, hil); returns the numbers
     and the ratios. ``paced_count`` defaults to the HIL's step budget."""
     load = os.getloadavg()[0]
-    rt = ["--rt-priority", str(rt_priority)]
+    rt = ["--rt-priority", str(rt_priority), "--target", target]  # the same firmware build
     paced = _edgerl(["bench", "serial", "--count", str(paced_count or episodes * max_steps),
                      "--warmup", "25", "--pace-hz", str(pace_hz), "--watchdog-trials", "0",
                      *rt])
     bench = _edgerl(["bench", "serial", "--count", str(count), "--watchdog-trials", "0", *rt])
     hil = _edgerl(["hil", "--episodes", str(episodes), "--max-steps", str(max_steps),
-                   "--no-estop-check", "--target", target, *rt])
+                   "--no-estop-check", *rt])
     if hil["control_hz"] != pace_hz:
         raise RuntimeError(f"the HIL ran at {hil['control_hz']} Hz, the paced reference at "
                            f"{pace_hz} Hz: pass --pace-hz {hil['control_hz']}")

@@ -8,7 +8,8 @@ back-to-back one on an idle-prone CPU, docs/firmware.md). ``--rt-priority P`` ru
 ``edgerl hil --rt-priority P`` does: this process at SCHED_FIFO P, the firmware at P+1, a
 0.1 ms GIL switch interval and a frozen GC. Watchdog: after the last applied setpoint the
 host goes silent; latency = first SAFE actuator output - that setpoint's send time (host
-clock), and the firmware's own ``safe_entry_us`` (its clock).
+clock), and the firmware's own ``safe_entry_us`` (its clock). ``--target qemu-m4`` measures
+the Cortex-M4 build in QEMU instead of the host build (``edgerl hil --target``'s link).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="SCHED_FIFO priority for this process, the firmware one higher, as "
                         "edgerl hil --rt-priority (0: off; needs CAP_SYS_NICE); shows the "
                         "floor on a busy machine")
+    p.add_argument("--target", default="host", choices=("host", "qemu-m4"),
+                   help="firmware: host build on a pty, or the Cortex-M4 build in QEMU")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -59,18 +62,24 @@ def _run(args: argparse.Namespace) -> int:
 
     from edgerl.cli.output import print_json, print_table
     from edgerl.clock import MonotonicClock
-    from edgerl.hil.firmware import FirmwareConfig, FirmwareError, FirmwareProcess
+    from edgerl.hil.firmware import FirmwareConfig, FirmwareError
+    from edgerl.hil.rt import set_fifo_process
+    from edgerl.hil.targets import make_firmware
     from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
     from edgerl.wire import Mode
 
     show = not args.json and sys.stderr.isatty()
     try:
-        fw = FirmwareProcess(FirmwareConfig(watchdog_ms=args.watchdog_ms,
-                                            state_period_ms=0, status_period_ms=0)).start()
+        fw = make_firmware(FirmwareConfig(watchdog_ms=args.watchdog_ms, state_period_ms=0,
+                                          status_period_ms=0), args.target).start()
     except FirmwareError as exc:
         raise CliError(str(exc)) from None
-    if fw.proc is not None:
-        _set_fifo(fw.proc.pid, args.rt_priority + 1 if args.rt_priority else 0)
+    if fw.proc is not None and args.rt_priority:
+        try:  # one above this process, as edgerl hil runs it (QEMU: all its threads)
+            set_fifo_process(fw.proc.pid, args.rt_priority + 1)
+        except OSError as exc:
+            fw.stop()
+            raise CliError(f"--rt-priority {args.rt_priority}: {exc}") from None
     clock = MonotonicClock()
     period = 1.0 / args.pace_hz if args.pace_hz else 0.0
     try:
@@ -109,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
         "cmd_rtt_p50_us": float(np.percentile(r, 50)) if r.size else None,
         "cmd_rtt_p99_us": float(np.percentile(r, 99)) if r.size else None,
         "cmd_rtt_max_us": float(r.max()) if r.size else None,
-        "pace_hz": args.pace_hz, "rt_priority": args.rt_priority,
+        "target": args.target, "pace_hz": args.pace_hz, "rt_priority": args.rt_priority,
         "watchdog_ms": args.watchdog_ms,
         "watchdog_trials": len(entry_ms),
         "safe_entry_ms_max": max(entry_ms) if entry_ms else None,
@@ -123,13 +132,3 @@ def _run(args: argparse.Namespace) -> int:
                     title="edgerl bench serial")
     return 0
 
-
-def _set_fifo(pid: int, priority: int) -> None:
-    import os
-
-    if priority <= 0:
-        return
-    try:
-        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(priority))
-    except (OSError, AttributeError) as exc:
-        raise CliError(f"--rt-priority {priority}: cannot set SCHED_FIFO ({exc})") from None

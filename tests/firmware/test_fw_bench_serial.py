@@ -42,3 +42,18 @@ def test_bench_serial_rejects_a_bad_pace():
     res = subprocess.run([sys.executable, "-m", "edgerl", "bench", "serial", "--pace-hz", "-1"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode != 0 and "--pace-hz must be in 0..10000" in res.stderr
+
+
+def test_bench_serial_on_the_qemu_m4_firmware():
+    from qemu_requirements import require_qemu
+
+    require_qemu()
+    res = subprocess.run([sys.executable, "-m", "edgerl", "bench", "serial", "--target",
+                          "qemu-m4", "--count", "30", "--warmup", "5", "--watchdog-ms", "30",
+                          "--watchdog-trials", "2", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout)
+    assert out["target"] == "qemu-m4" and out["round_trips"] == 30 and out["lost"] == 0
+    assert 0 < out["cmd_rtt_p50_us"] <= out["cmd_rtt_p99_us"]
+    assert out["watchdog_trials"] == 2 and 30.0 <= out["fw_safe_entry_ms_max"] < 30.0 + 250.0
