@@ -14,7 +14,6 @@ probe's p99. Before the fix the loop ticked on every STATE echo of an unchanged 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -25,24 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["main", "state_trigger_bundle"]
-
-
-def state_trigger_bundle(path: Path) -> Path:
-    """A 50 Hz cartpole edit bundle (obs 4, action 1, 8 hidden) with ``timing.trigger``
-    ``state``; returns its directory."""
-    from tests.helpers.bundles import write_mlp_bundle
-    from tests.helpers.specs import make_spec
-
-    kw = dict(obs_dim=4, action_dim=1, control_hz=50.0, horizon=10, period_s=0.1,
-              residual_bound=0.05)
-    base = make_spec(**kw)
-    return write_mlp_bundle(path, hidden=(8,), latency=base.latency,
-                            timing=dataclasses.replace(base.timing, trigger="state"), **kw)
+__all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
     from edgerl.hil.harness import HilConfig, run_hil
+    from tests.helpers.bundles import write_state_trigger_bundle
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
@@ -51,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rt-priority", type=int, default=10)
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        bundle = state_trigger_bundle(Path(tmp) / "bundle")
+        bundle = write_state_trigger_bundle(Path(tmp) / "bundle")
         for i in range(args.runs):
             load = os.getloadavg()[0]
             res = run_hil(HilConfig(bundle=bundle, task="cartpole", episodes=args.episodes,

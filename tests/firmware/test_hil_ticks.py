@@ -5,7 +5,6 @@ on a pty, real time: keep runs short."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import numpy as np
@@ -52,21 +51,12 @@ def test_firmware_sends_each_new_plant_state_once_when_sensed(fw_binaries):
         assert got.sensor_age_us < 5_000  # sent as sensed, not at a later echo or period
 
 
-def _state_trigger_bundle(path):
-    from tests.helpers.bundles import write_mlp_bundle
-    from tests.helpers.specs import make_spec
-
-    kw = dict(obs_dim=4, action_dim=1, control_hz=50.0, horizon=10, period_s=0.1,
-              residual_bound=0.05)
-    base = make_spec(**kw)
-    return write_mlp_bundle(path, hidden=(8,), latency=base.latency,
-                            timing=dataclasses.replace(base.timing, trigger="state"), **kw)
-
-
 def test_state_triggered_host_loop_ticks_once_per_plant_step(fw_binaries, tmp_path):
     # the firmware echoes the newest state after every setpoint: ticking on each echo gave
     # ~15 ticks (and setpoints) per 50 Hz plant step before the loop took one per new state
-    bundle = _state_trigger_bundle(tmp_path / "b")
+    from tests.helpers.bundles import write_state_trigger_bundle
+
+    bundle = write_state_trigger_bundle(tmp_path / "b")
     res = run_hil(HilConfig(bundle=bundle, task="cartpole", max_steps=50, check_estop=False,
                             link_probe=0)).as_dict()
     steps = res["steps"]
