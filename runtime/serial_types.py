@@ -95,6 +95,13 @@ class StateSample:
     cmd: np.ndarray
     sensor_age_us: int
 
+    @property
+    def sensor_stamp_us(self) -> int:
+        """Firmware time (us, wraps at 2^32) at which ``state`` was sensed: the same in every
+        STATE that repeats one plant state, new with each sensor sample (the plant state's
+        identity, exact on the firmware's own clock)."""
+        return (self.fw_time_us - self.sensor_age_us) & 0xFFFFFFFF
+
 
 @dataclass
 class TransportStats:

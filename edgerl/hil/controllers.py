@@ -155,12 +155,13 @@ class BundleController:
         self.spec, self.buffer, self.loop, self.client = dep.spec, dep.buffer, dep.loop, \
             dep.client
         self._obs_dim = spec.observation.dim
-        # gated: one observation per plant state, stamped when it was sensed (the firmware
-        # also repeats the newest state between sensor updates), so the gate's decisions
-        # and chunk ages count control steps as the sim does
-        self._per_sensor = budget_planner is not None
-        self._last_sensed = -np.inf
-        self._half_period = 0.5 / rate_hz
+        # gated: each observation stamped when it was sensed, so the gate's decisions and
+        # chunk ages count control steps as the sim does
+        self._stamp_sensed = budget_planner is not None
+        self._last_stamp: int | None = None
+        #: New plant states written to the loop (one per plant step; echoes of an unchanged
+        #: state are not: a state-triggered loop would tick on each of them).
+        self.states_written = 0
         transport.on_state = self._on_state
 
     def episode_reset(self, t: float) -> None:
@@ -169,15 +170,18 @@ class BundleController:
         self.deployment.episode_reset(t)
 
     def _on_state(self, s: StateSample) -> None:
+        """One observation per plant state: the firmware repeats its newest state in every
+        STATE (each setpoint's echo, the state period), and only the first STATE of a sensor
+        sample (a new ``sensor_stamp_us``) is written to the loop's slot."""
         if s.state.shape[0] < self._obs_dim:  # no plant state before the first SENSOR
             return
-        t = s.t_host
-        if self._per_sensor:
-            t = s.t_host - s.sensor_age_us * 1e-6
-            if t < self._last_sensed + self._half_period:  # the same sensor sample again
-                return
-            self._last_sensed = t
+        stamp = s.sensor_stamp_us
+        if stamp == self._last_stamp:  # the same sensor sample again
+            return
+        self._last_stamp = stamp
+        t = s.t_host - s.sensor_age_us * 1e-6 if self._stamp_sensed else s.t_host
         self.loop.obs.write(s.state[:self._obs_dim], t)
+        self.states_written += 1
 
     def start(self, t0: float) -> None:
         self.deployment.start()

@@ -298,6 +298,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                 if progress is not None:
                     progress(ep + 1, cfg.episodes)
             controller.stop()
+            host_ticks = _host_ticks(controller)
             operator_summary = {} if channel is None else channel.close()
             loop = getattr(controller, "loop", None)
             latencies = [] if loop is None else list(loop.metrics.planner_latency_s)
@@ -336,6 +337,9 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         "setpoints_sent": loop_ts.setpoints_sent,
         "setpoints_applied": loop_status.get("setpoints_applied"),
         "cmd_rtt_max_us": loop_ts.rtt_max_us, "rtt_samples": loop_ts.rtt_samples,
+        "host_ticks": host_ticks, "host_ticks_per_step": (
+            round(host_ticks / steps_total, 3) if host_ticks is not None and steps_total
+            else None),
         **probe, "rtt_p99_vs_link": (round(loop_ts.rtt_p99_us / probe["link_rtt_p99_us"], 3)
                                      if probe.get("link_rtt_p99_us") else None),
         "fw_bad_frames": status.get("bad_frames"), "host_bad_frames": ts.bad_frames,
@@ -364,6 +368,17 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         watchdog_trips=status.get("watchdog_trips", 0),
         estop_ok=all(estop.values()) if estop else None, details=details,
         planner_latencies_s=latencies)
+
+
+def _host_ticks(controller: Any) -> int | None:
+    """Commands the host computed in the episodes (LQR ticks, or the edit loop's ticks;
+    None for the fast loop, where the MCU computes them): one per plant step is the design,
+    ``host_ticks_per_step`` in the JSON."""
+    loop = getattr(controller, "loop", None)
+    if loop is not None:
+        return int(loop.metrics.ticks)
+    ticks = getattr(controller, "ticks", None)  # the fast loop's are the MCU's tick records
+    return ticks if isinstance(ticks, int) else None
 
 
 def _bundle_task(bundle: Path | None) -> str | None:

@@ -152,7 +152,8 @@ MESSAGES: tuple[Message, ...] = (
         _f("state", "f32", MAX_STATE, unit="observation units", doc="plant state echo"),
         _f("n_cmd", "u8"),
         _f("cmd", "f32", MAX_CMD, unit="action units", doc="command now applied"),
-    ), "Sent after every applied SETPOINT (and at the state rate without setpoints)."),
+    ), "Sent after every applied SETPOINT, once per new plant state (sensor sample), and at "
+       "the state rate without either."),
     Message("HEARTBEAT", 0x12, "both", (
         _f("time_us", "u32", unit="us"),
     ), "Keep-alive. From the host it feeds the watchdog but does not leave SAFE."),

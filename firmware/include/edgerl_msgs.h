@@ -189,7 +189,7 @@ static inline void edgerl_setpoint_unpack(edgerl_setpoint_t *m, const uint8_t *b
     for (i = 0; i < 8; ++i) m->q[i] = edgerl_get_f32(buf + 9 + 4 * i);
 }
 
-/* STATE (0x11, fw->host): Sent after every applied SETPOINT (and at the state rate without setpoints). */
+/* STATE (0x11, fw->host): Sent after every applied SETPOINT, once per new plant state (sensor sample), and at the state rate without either. */
 typedef struct {
     uint32_t fw_time_us; /* [us] */
     uint32_t setpoint_seq; /* seq of the last applied SETPOINT */

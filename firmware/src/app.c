@@ -349,6 +349,11 @@ void edgerl_fw_on_sensor(edgerl_fw_t *fw, const float *state, uint8_t n, uint32_
     if (fw->mode == EDGERL_MODE_LOCAL_POLICY) {
         run_policy(fw);
     }
+    if (fw->linked) {
+        /* each new plant state goes out once, when sensed: a host that computes one command
+         * per plant state (state-triggered) sees it now, not at the next echo or period */
+        send_state(fw, now_us);
+    }
 }
 
 void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us)

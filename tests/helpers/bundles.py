@@ -187,3 +187,17 @@ if __name__ == "__main__":
                            control_hz=1000.0, horizon=50, chunk_dt=0.01, period_s=0.1,
                            obs_dim=12, action_dim=4, hidden=(128, 128))
     print(out)
+
+
+def write_state_trigger_bundle(path: str | Path) -> Path:
+    """A 50 Hz cartpole-sized edit bundle (obs 4, action 1, 8 hidden, no planner) whose
+    manifest asks for the ``state`` trigger (the edit loop ticks on each new observation)."""
+    import dataclasses
+
+    from tests.helpers.specs import make_spec
+
+    kw = dict(obs_dim=4, action_dim=1, control_hz=50.0, horizon=10, period_s=0.1,
+              residual_bound=0.05)
+    base = make_spec(**kw)
+    return write_mlp_bundle(path, hidden=(8,), latency=base.latency,
+                            timing=dataclasses.replace(base.timing, trigger="state"), **kw)

@@ -83,6 +83,7 @@ def test_bridge_states_out_commands_in(firmware, rclpy_context, session_bundle):
     from sensor_msgs.msg import JointState
 
     _, pty, actuator = firmware
+    t_node = time.monotonic()
     node = SerialBridgeNode(context=rclpy_context, parameter_overrides=[
         Parameter("port", value=pty), Parameter("bundle", value=str(session_bundle))])
     import rclpy
@@ -104,12 +105,18 @@ def test_bridge_states_out_commands_in(firmware, rclpy_context, session_bundle):
             deadline = time.monotonic() + 0.02
             while time.monotonic() < deadline:
                 ex.spin_once(timeout_sec=0.005)
+        alive_s = time.monotonic() - t_node
         assert len(states) >= 30, len(states)
+        # one JointState per sensor sample (fed at most every 10 ms), none for the firmware's
+        # echo of each setpoint, which repeats the newest sample (published too, they gave
+        # ~150 states/s here and a state-triggered edit node one more command per echo)
+        assert node.states_published <= alive_s / 0.01 + 3, (node.states_published, alive_s)
         last = states[-1]
         assert list(last.name) == OBS
         np.testing.assert_allclose(last.position, STATE, atol=1e-6)
         stats = node.transport.stats()
         assert stats.connected and stats.setpoints_acked >= 30
+        assert node.states_repeated >= 0.8 * stats.setpoints_acked  # the echoes, not published
         assert stats.bad_frames == 0
         assert node.drops.by_key().get("robot/command unknown_joint", 0) >= 5
         applied = [cmd for mode, cmd in actuator if mode == 1]  # Mode.ACTIVE

@@ -3,9 +3,13 @@
 A thin shell over :class:`edgerl.runtime.serial_transport.SerialTransport` (COBS frames,
 CRC, schema-hash handshake, reconnect with backoff):
 
-* each firmware STATE becomes a ``robot/joint_states`` ``JointState`` (names = the bundle's
-  observation names, values in ``position``; stamp = host receive time minus the firmware's
-  reported sensor age), published from the transport's reader thread;
+* each new plant state from the firmware becomes a ``robot/joint_states`` ``JointState``
+  (names = the bundle's observation names, values in ``position``; stamp = host receive time
+  minus the firmware's reported sensor age), published from the transport's reader thread.
+  The firmware sends a STATE when it senses a sample and repeats the newest one in each
+  setpoint's echo and at its state period; only the first STATE of a sensor sample (a new
+  ``StateSample.sensor_stamp_us``) is published, so a state-triggered edit node computes one
+  command per sensor sample, not one more per echo of its own last command;
 * each ``robot/command`` ``JointState`` (names checked against the bundle's action names)
   becomes one absolute SETPOINT; malformed commands are dropped and counted, and so are
   commands the manifest's bounds refuse (:class:`edgerl.runtime.input_guard.InputGuard`:
@@ -97,6 +101,9 @@ class SerialBridgeNode(Node):
         self.command_field = p["command_field"]
         self.drops = DropCounter()
         self.states_published = 0
+        #: STATEs that repeated an already published sensor sample (not published).
+        self.states_repeated = 0
+        self._last_sensor_stamp: int | None = None
         self.latency = AnswerLatency()  # e2e, first answer to each state
         #: In-process edit node (composed): gets each state before it is published.
         self.link: Any = None
@@ -125,8 +132,12 @@ class SerialBridgeNode(Node):
         return reason
 
     def _on_fw_state(self, sample: Any) -> None:
-        """Reader-thread callback: one firmware STATE -> one JointState."""
+        """Reader-thread callback: the first firmware STATE of a sensor sample -> one
+        JointState (repeats of that sample are counted, not published)."""
         state = sample.state
+        if sample.sensor_stamp_us == self._last_sensor_stamp:
+            self.states_repeated += 1
+            return
         if state.shape[0] != len(self.obs_names):
             self.drops.drop("serial STATE", f"wrong_length: {state.shape[0]} values for "
                             f"{len(self.obs_names)} names")
@@ -134,6 +145,7 @@ class SerialBridgeNode(Node):
         age_ns = int(sample.sensor_age_us) * 1000 + int((time.perf_counter() - sample.t_host)
                                                         * 1e9)
         stamp = time.time_ns() - age_ns
+        self._last_sensor_stamp = sample.sensor_stamp_us
         if self.link is not None:  # the composed edit node ticks on it first
             self.link.state(state, stamp)
         self.state_pub.publish(make_joint_state(self.obs_names, state, stamp))
@@ -185,6 +197,7 @@ class SerialBridgeNode(Node):
     def values(self) -> dict[str, Any]:
         stats = self.transport.stats().as_dict()
         return {**stats, "states_published": self.states_published,
+                "states_repeated": self.states_repeated,
                 "e2e_latency_p50_us": self.latency.percentile(50) * 1e6,
                 "e2e_latency_p99_us": self.latency.percentile(99) * 1e6,
                 "dropped_bad_msgs": self.drops.total,
