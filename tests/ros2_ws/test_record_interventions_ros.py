@@ -175,7 +175,7 @@ def test_record_refuses_an_existing_file_and_an_unwritable_path(tmp_path, capsys
 
 
 def test_edit_node_configure_fails_naming_an_unwritable_transitions_file(
-        rclpy_context, session_bundle, tmp_path):
+        rclpy_context, session_bundle, tmp_path, capfd):
     from edgerl_ros.edit_policy_node import EditPolicyNode
     from rclpy.lifecycle import TransitionCallbackReturn as R
     from rclpy.parameter import Parameter
@@ -188,6 +188,9 @@ def test_edit_node_configure_fails_naming_an_unwritable_transitions_file(
     try:
         assert node.trigger_configure() == R.FAILURE
         assert node.loop is None and node.transitions is None
+        err = capfd.readouterr().err
+        assert "configure failed: transitions_file" in err, err
+        assert f"{blocker} is not a directory" in err, err
     finally:
         node.shutdown()
         node.destroy_node()

@@ -67,7 +67,7 @@ from edgerl_ros.common import (
 )
 from edgerl_ros.edit_diagnostics import EditNodeDiagnostics
 from edgerl_ros.edit_io import EditNodeIO
-from edgerl_ros.edit_transitions import DRAIN_PERIOD_S, TransitionRecording
+from edgerl_ros.edit_transitions import TransitionRecording, drain_period_s
 from edgerl_ros.messages import (
     COMMAND_FIELDS,
     StampMemo,
@@ -220,10 +220,11 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
                 self.transitions = TransitionRecording(
                     p["transitions_file"], loop, {"bundle": str(p["bundle"]),
                                                   "source": f"ROS 2 {self.get_name()}"})
-            except OSError as exc:
+            except (OSError, ValueError) as exc:
                 self.get_logger().error(f"configure failed: transitions_file: {exc}")
                 return TransitionCallbackReturn.FAILURE
-            self._drain_timer = self.create_timer(DRAIN_PERIOD_S, self.transitions.drain)
+            self._drain_timer = self.create_timer(drain_period_s(loop.rate_hz),
+                                                  self.transitions.drain)
         self.guard = InputGuard(spec)
         self.spec, self.loop, self._slot = spec, loop, slot
         self.command_field = p["command_field"]

@@ -6,10 +6,10 @@ the configured node turns on :meth:`EditLoop.log_transitions` (a preallocated ri
 only copies into it) and this object drains the ring into an
 :class:`~edgerl.intervention_log.InterventionRecorder` -- the same JSON-MCAP (``loop/tick``,
 ``operator/intervention``) that ``edgerl hil --record`` writes -- off the tick path: from a
-node timer every :data:`DRAIN_PERIOD_S`, at each episode reset and when the node is cleaned
-up or shut down (SIGINT/SIGTERM end in :meth:`close`, which writes the rest and finishes the
-file). The operator records the node accepted on ``operator/intervention`` go in beside the
-ticks, stamped on the loop's clock like the ticks.
+node timer every :func:`drain_period_s` (a few ticks' worth), at each episode reset and
+when the node is cleaned up or shut down (SIGINT/SIGTERM end in :meth:`close`, which writes
+the rest and finishes the file). The operator records the node accepted on
+``operator/intervention`` go in beside the ticks, stamped on the loop's clock like them.
 
 A reconfigure (cleanup, configure) starts the file again.
 """
@@ -24,13 +24,20 @@ from typing import Any
 from edgerl.intervention import Intervention
 from edgerl.intervention_log import InterventionRecorder
 
-__all__ = ["DRAIN_PERIOD_S", "TransitionRecording"]
+__all__ = ["DRAIN_ROWS", "TransitionRecording", "drain_period_s"]
 
 log = logging.getLogger(__name__)
 
-#: How often the node timer moves logged ticks into the file (s). The ring holds 32768
-#: ticks: 655 s at 50 Hz, 33 s at 1 kHz, so a drain every half second never loses a tick.
-DRAIN_PERIOD_S = 0.5
+#: Ticks per timer drain the period aims at: writing a row costs ~30 us (JSON + zstd MCAP),
+#: and a drain runs on the node's executor thread, where the inline state trigger ticks, so
+#: a drain must stay short (16 rows: ~0.5 ms; docs/interventions.md has the measurement).
+DRAIN_ROWS = 16
+
+
+def drain_period_s(rate_hz: float) -> float:
+    """Timer period (s) for a loop at ``rate_hz``: :data:`DRAIN_ROWS` ticks, within
+    [0.01, 0.5] s (0.32 s at 50 Hz, 16 ms at 1 kHz; the 32768-tick ring is never close)."""
+    return min(0.5, max(0.01, DRAIN_ROWS / float(rate_hz)))
 
 
 class TransitionRecording:
@@ -43,13 +50,20 @@ class TransitionRecording:
         metadata: The file's ``edgerl`` metadata (bundle, node).
 
     Raises:
-        OSError: the file cannot be created (the node's configure then fails, naming it).
+        ValueError: the file cannot be created (message names the path and why; the node's
+            configure then fails with it). An existing file is overwritten.
     """
 
     def __init__(self, path: str | Path, loop: Any, metadata: dict[str, str]) -> None:
+        from edgerl_ros.graph_record import check_output
+
         self._lock = threading.Lock()  # the timer, the intervention callback and a composed
         # robot's thread (episode resets) all write
-        self.recorder = InterventionRecorder(path, metadata)
+        check_output(Path(path), force=True)  # RecordError (a ValueError) naming the reason
+        try:
+            self.recorder = InterventionRecorder(path, metadata)
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot write it ({exc})") from exc
         self.log = loop.transitions if loop.transitions is not None else loop.log_transitions()
 
     @property

@@ -22,7 +22,7 @@ __all__ = ["RecordError", "check_output", "record_graph"]
 log = logging.getLogger(__name__)
 
 
-class RecordError(UserError):
+class RecordError(UserError, ValueError):
     """The recording cannot be made (the message names the path or the domain)."""
 
 
