@@ -116,12 +116,14 @@ def test_deploy_transitions_carry_the_overrides_and_finetune_on_them(session):
     assert len(ticks["t"]) >= result["transitions_recorded"] > 100
     on = ticks["intervened"]
     assert 10 <= on.sum() < len(on)
-    # each intervened tick lies in an override's window and executed its command
+    # each intervened tick lies in an override's window and executed its command (the
+    # window ends when the node receives the release: within 0.5 s of its stamp, or the
+    # node would have refused it as stale)
     overrides = [iv for iv in ivs if iv.kind == "override"]
     releases = [iv for iv in ivs if iv.kind == "release"]
     for t, cmd in zip(ticks["t"][on], ticks["command"][on], strict=True):
         k = max(i for i, iv in enumerate(overrides) if iv.stamp_s <= t)
-        assert t <= releases[k].stamp_s + 0.2, (t, releases[k].stamp_s)
+        assert t <= releases[k].stamp_s + 0.5, (t, releases[k].stamp_s)
         assert cmd[0] == pytest.approx(overrides[k].command[0])
     # a start opens a run of intervened ticks; outside the windows the policy commanded
     starts = np.flatnonzero(ticks["start"])
