@@ -40,6 +40,7 @@ VERBS: dict[str, str] = {
     "hil": "edgerl.cli.hil",
     "deploy": "edgerl.cli.deploy",
     "soak": "edgerl.cli.soak",
+    "record": "edgerl.cli.record",
     "replay": "edgerl.cli.replay",
     "serve-planner": "edgerl.cli.serve_planner",
     "language-planner": "edgerl.cli.language_planner",

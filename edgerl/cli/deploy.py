@@ -40,6 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", type=Path, default=None,
                    help="ROS 2 parameter YAML (default: edgerl_ros/config/edgerl.yaml)")
     p.add_argument("--record", type=Path, default=None, help="write the topics to this MCAP")
+    p.add_argument("--record-transitions", type=Path, default=None, metavar="FILE",
+                   help="the edit node records its loop's transitions and the operator "
+                        "interventions it accepts (operator/intervention) to this MCAP, the "
+                        "input of `edgerl finetune --interventions`")
     p.add_argument("--trigger", choices=("manifest", "state", "clock"), default=None,
                    help="edit node tick trigger (overrides the params file): state = tick on "
                         "each state message, clock = own grid, manifest = as trained")
@@ -113,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = DeployConfig(bundle=args.bundle, robot=args.robot, port=args.port, baud=args.baud,
                        device=args.device, duration_s=args.duration,
                        params_file=params, record=record,
+                       record_transitions=args.record_transitions,
                        domain_id=args.domain_id, instruction=args.instruction,
                        inject_bad_hz=args.inject_bad_hz, log_dir=args.log_dir,
                        rt_priority=args.rt_priority, min_success=args.min_success,
@@ -139,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
         print_table([{k: result.get(k) for k in SUMMARY_KEYS}], title="edgerl deploy")
         if record:
             print(f"recorded {record}")
+        if args.record_transitions:
+            print(f"recorded transitions {args.record_transitions}")
         if args.write_latency_model is not None:
             print(f"wrote latency model {args.write_latency_model}")
     return 0 if result["success"] else 2

@@ -14,8 +14,8 @@ HELP = ("fine-tune a bundle's edit policy off-policy on recorded operator interv
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interventions", type=Path, nargs="+", required=True, metavar="FILE",
-                   help="MCAP recordings from `edgerl hil --record` (loop ticks + operator "
-                        "interventions)")
+                   help="MCAP recordings from `edgerl hil --record` or `edgerl deploy "
+                        "--record-transitions` (loop ticks + operator interventions)")
     p.add_argument("--bundle", type=Path, required=True,
                    help="the starting bundle (an edit policy with policy_mlp.npz)")
     p.add_argument("--out", type=Path, required=True, help="bundle directory to write")

@@ -53,6 +53,8 @@ class EditNodeDiagnostics:
                 **{f"ticks {k}": v for k, v in m["states"].items()},
                 **{f"safety {k}": v for k, v in loop.safety.interventions().items()},
             })
+        if self.transitions is not None:  # transitions_file: ticks and records written
+            out.update(self.transitions.counts())
         out["dropped_bad_msgs"] = self.drops.total
         out.update({f"dropped {k}": v for k, v in self.drops.by_key().items()})
         return out

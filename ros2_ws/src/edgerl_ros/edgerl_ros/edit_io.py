@@ -39,6 +39,7 @@ class EditNodeIO:
     """Input callbacks, ``accept_*`` entry points and the command sink (see the module doc)."""
 
     _inline: Any
+    transitions: Any  # edgerl_ros.edit_transitions.TransitionRecording or None
     _fallback_timer: Any
     _prewarm_timer: Any
 
@@ -130,6 +131,8 @@ class EditNodeIO:
         loop.buffer.clear()
         loop.request_reset()
         self.episode_resets += 1
+        if self.transitions is not None:  # the ended episode's ticks into the file
+            self.transitions.drain()
 
     def _on_estop_reset(self, msg: Header) -> None:
         """Operator re-arm (``robot/estop_reset``, a fresh ``Header`` stamp): release the
@@ -159,14 +162,16 @@ class EditNodeIO:
         kind = msg.name[0] if len(msg.name) == 1 else f"<{len(msg.name)} names>"
         age_s = (time.time_ns() - stamp_to_ns(msg.header.stamp)) * 1e-9
         now = loop.clock.now()
+        iv = Intervention(kind, now - age_s, np.asarray(msg.position, np.float32))
         try:
-            loop.interventions.push(Intervention(kind, now - age_s,
-                                                 np.asarray(msg.position, np.float32)), now)
+            loop.interventions.push(iv, now)
         except InterventionError as exc:
             self.drops.drop(TOPICS["intervention"], exc.reason)
             log.debug("intervention refused: %s", exc)
             return
         self.interventions_applied += 1
+        if self.transitions is not None:  # edgerl_ros.edit_transitions
+            self.transitions.write_intervention(iv)
 
     def _send(self, command: np.ndarray, t: float) -> bool:
         """CommandSink: one JointState per tick, stamped with the state it answers."""

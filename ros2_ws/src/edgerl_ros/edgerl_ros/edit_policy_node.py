@@ -67,6 +67,7 @@ from edgerl_ros.common import (
 )
 from edgerl_ros.edit_diagnostics import EditNodeDiagnostics
 from edgerl_ros.edit_io import EditNodeIO
+from edgerl_ros.edit_transitions import TransitionRecording, drain_period_s
 from edgerl_ros.messages import (
     COMMAND_FIELDS,
     StampMemo,
@@ -105,6 +106,9 @@ PARAMS = [
               "(robot/joint_states, robot/episode) or in_process (a robot node composed in "
               "this process calls accept_state/accept_episode; edgerl_ros.container)",
               choices=("topic", "in_process"), read_only=True),
+    ParamSpec("transitions_file", "", "record the loop's transitions and the accepted "
+              "operator interventions to this JSON-MCAP for `edgerl finetune --interventions` "
+              "('' = off; edgerl_ros.edit_transitions)", read_only=True),
     ParamSpec("autostart", False, "configure and activate at start-up (no lifecycle manager)",
               read_only=True),
     *DEVICE_PARAMS,
@@ -169,6 +173,9 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
         #: before it is published (set by :class:`~edgerl_ros.composition.ComposedLink`).
         self.command_link: Any = None
         self._pending: tuple[np.ndarray, int] | None = None  # composed: command to publish
+        #: ``transitions_file`` set: the loop's transitions go to this recording
+        self.transitions: TransitionRecording | None = None
+        self._drain_timer = None
 
     def _check_live(self, changed: dict[str, Any]) -> str | None:
         """Unconfigured: all used at the next configure; configured: see the module doc."""
@@ -208,6 +215,16 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
         except Exception as exc:  # a bad bundle must not take the process down
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
+        if p["transitions_file"]:
+            try:
+                self.transitions = TransitionRecording(
+                    p["transitions_file"], loop, {"bundle": str(p["bundle"]),
+                                                  "source": f"ROS 2 {self.get_name()}"})
+            except (OSError, ValueError) as exc:
+                self.get_logger().error(f"configure failed: transitions_file: {exc}")
+                return TransitionCallbackReturn.FAILURE
+            self._drain_timer = self.create_timer(drain_period_s(loop.rate_hz),
+                                                  self.transitions.drain)
         self.guard = InputGuard(spec)
         self.spec, self.loop, self._slot = spec, loop, slot
         self.command_field = p["command_field"]
@@ -327,6 +344,12 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
         if self._diag_pub is not None:
             self.destroy_publisher(self._diag_pub)
             self._diag_pub = None
+        if self._drain_timer is not None:
+            self.destroy_timer(self._drain_timer)
+            self._drain_timer = None
+        if self.transitions is not None:  # the loop has stopped: write the rest, finish
+            self.transitions.close()
+            self.transitions = None
         self.loop = None
         self._slot = None
         self.spec = None

@@ -79,6 +79,9 @@ class DeployConfig:
         duration_s: Seconds to run after the first command arrives.
         params_file: ROS 2 parameter YAML (defaults: config/edgerl.yaml).
         record: Write the session's topics to this MCAP file.
+        record_transitions: The edit node writes its loop's transitions and the operator
+            interventions it accepted to this JSON-MCAP (``edgerl finetune
+            --interventions``; node parameter ``transitions_file``).
         domain_id: ROS_DOMAIN_ID for the graph (default: a random one in 1..200).
         warmup_s: Start of the run excluded from rate/latency statistics (s).
         startup_timeout_s: Longest wait for the first command (s).
@@ -101,6 +104,7 @@ class DeployConfig:
     duration_s: float = 10.0
     params_file: Path | None = DEFAULT_CONFIG
     record: Path | None = None
+    record_transitions: Path | None = None
     domain_id: int | None = None
     warmup_s: float = 1.0
     startup_timeout_s: float = 90.0
@@ -149,6 +153,9 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
         for node in ("planner_node", "edit_policy_node"):
             params.setdefault(node, {})["device"] = cfg.device
     node_params = robot_nodes(cfg.robot, params, spec, bundle, cfg.port, cfg.baud)
+    if cfg.record_transitions is not None:  # absolute: the node runs in its own process
+        node_params["edit_policy_node"]["transitions_file"] = \
+            str(Path(cfg.record_transitions).resolve())
     domain = cfg.domain_id if cfg.domain_id is not None else random.randint(1, 200)
     env = ros_env(domain)
     own_log_dir = cfg.log_dir is None

@@ -121,6 +121,11 @@ class McapRecorder:
             self._seq[topic] += 1
             self.count += 1
 
+    def counts(self) -> dict[str, int]:
+        """Messages written per registered topic (0 for a topic that got none)."""
+        with self._lock:
+            return dict(self._seq)
+
     def close(self) -> None:
         """Finish the file (summary, index); idempotent."""
         with self._lock:

@@ -102,5 +102,12 @@ def summarise(monitor: GraphMonitor, spec: Any, cfg: Any, t_first: float, t_end:
         "edit_state_age_at_tick_p99_ms": _as_number(edit.get("state_age_at_tick_p99_ms")),
         "ros_domain_id": domain,
         "record": str(cfg.record) if cfg.record else None,
+        # the edit node's transitions file: the counts at its last diagnostics (the final
+        # drain at shutdown adds the ticks after it)
+        "record_transitions": str(cfg.record_transitions) if cfg.record_transitions else None,
+        **({k: _as_number(edit.get(k)) for k in ("transitions_recorded",
+                                                 "transitions_interventions",
+                                                 "transitions_dropped")}
+           if cfg.record_transitions else {}),
         "log_dir": str(log_dir),
     }
