@@ -12,9 +12,11 @@ GPU machine: ``edgerl serve-planner``) and the simulated envs query it in batche
   model (the delay in control steps, e.g. measured with ``edgerl bench planner
   --write-latency-model``) to the chunks, exactly as for an in-process planner.
   Asynchronous: the wrapper's scheduler calls :meth:`ServedPlanFn.submit`, which sends the
-  query from one worker thread and returns a future; the simulation steps on and the answer
-  is collected when its chunk is due (``D`` steps later), so the round trip overlaps with
-  ``D`` control steps instead of stalling each query.
+  query at once (``DirectPlanner.send_many``, on the trainer's own thread: no worker thread,
+  so no GIL hand-offs or thread wake-ups) and returns a future; the simulation steps on while
+  the service computes, and the answer is read from the socket when its chunk is due (``D``
+  steps later), so the round trip overlaps with ``D`` control steps instead of stalling each
+  query.
 * :class:`BCServedPlanner` serves a behaviour-cloned chunk planner (``edgerl serve-planner
   --bc TASK``): the same network ``--planner bc`` fits in-process, behind the service.
 """
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -32,7 +34,8 @@ import torch
 from edgerl.chunk import ActionChunk
 from edgerl.planner import PlannerHealth, PlannerInfo
 
-__all__ = ["BCServedPlanner", "ServedPlanFn", "is_remote_planner", "parse_remote_planner"]
+__all__ = ["BCServedPlanner", "ServedAnswer", "ServedPlanFn", "is_remote_planner",
+           "parse_remote_planner"]
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +81,8 @@ class ServedPlanFn:
         self.timeout_s = timeout_s
         self.calls = 0
         self.rows = 0
+        #: Seconds the caller waited in ``result()`` for answers not yet arrived.
         self.wait_s = 0.0
-        #: One worker: the client's socket is used by one thread at a time, in query order.
-        self._worker: ThreadPoolExecutor | None = None
 
     @classmethod
     def connect(cls, spec: str, horizon: int, **kwargs: Any) -> ServedPlanFn:
@@ -98,32 +100,57 @@ class ServedPlanFn:
 
     def __call__(self, obs: torch.Tensor, env_ids: torch.Tensor) -> torch.Tensor:
         """Synchronous query: ``obs (n, O)`` -> chunks ``(n, H, A)`` on ``obs.device``."""
-        return self._plan(obs.detach().float().cpu().numpy()).to(obs.device)
+        return self.submit(obs, env_ids).result()
 
-    def submit(self, obs: torch.Tensor, env_ids: torch.Tensor) -> Future:
-        """Asynchronous query: a future of the ``(n, H, A)`` chunks (on ``obs.device``); the
-        caller steps on and calls ``.result()`` when the chunks are due."""
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(1, thread_name_prefix="served-planner")
-        x = obs.detach().float().cpu().numpy()  # a copy: the caller may overwrite obs
-        device = obs.device
-        return self._worker.submit(lambda: self._plan(x).to(device))
-
-    def _plan(self, x: np.ndarray) -> torch.Tensor:
-        start = time.perf_counter()
+    def submit(self, obs: torch.Tensor, env_ids: torch.Tensor) -> ServedAnswer | Future:
+        """Asynchronous query: sends ``obs (n, O)`` now and returns a future of the
+        ``(n, H, A)`` chunks (on ``obs.device``); the caller steps on and calls ``.result()``
+        when the chunks are due. A client without ``send_many`` (a ``RemotePlanner``) is
+        asked synchronously and its future is already done."""
+        x = obs.detach().float().cpu().numpy()
         pieces = [x[i:i + self.max_rows] for i in range(0, len(x), self.max_rows)]
-        out = self.client.plan_many(pieces, now=0.0, timeout_s=self.timeout_s)
-        self.wait_s += time.perf_counter() - start
         self.calls += 1
         self.rows += len(x)
-        return torch.from_numpy(np.concatenate(out))
+        send_many = getattr(self.client, "send_many", None)
+        if send_many is not None:
+            return ServedAnswer(self, send_many(pieces, now=0.0, timeout_s=self.timeout_s),
+                                obs.device)
+        done: Future = Future()
+        done.set_result(self._chunks(self.client.plan_many(pieces, now=0.0,
+                                                           timeout_s=self.timeout_s), obs.device))
+        return done
+
+    def _chunks(self, out: list[np.ndarray], device: torch.device) -> torch.Tensor:
+        return torch.from_numpy(np.concatenate(out)).to(device)
 
     def close(self) -> None:
-        """Finish the queries in flight, stop the worker, close the connection."""
-        if self._worker is not None:
-            self._worker.shutdown(wait=True)
-            self._worker = None
+        """Close the connection (the scheduler drains its pending answers first)."""
         self.client.close()
+
+
+class ServedAnswer:
+    """The future :meth:`ServedPlanFn.submit` returns: ``result()`` reads the answers from
+    the socket (waiting only if they have not arrived), ``done()`` never waits."""
+
+    def __init__(self, owner: ServedPlanFn, ticket: Any, device: torch.device) -> None:
+        self._owner, self._ticket, self._device = owner, ticket, device
+        self._value: torch.Tensor | None = None
+
+    def done(self) -> bool:
+        """Whether the answers are in (or failed), after filing those already received."""
+        if self._value is None and not self._ticket.done and self._ticket.error is None:
+            self._owner.client.poll()
+        return self._value is not None or self._ticket.done or self._ticket.error is not None
+
+    def result(self, timeout: float | None = None) -> torch.Tensor:
+        """The ``(n, H, A)`` float32 chunks; raises the service's ``RemotePlannerError``.
+        ``timeout`` is ignored: the client's ``timeout_s`` bounds the wait."""
+        if self._value is None:
+            start = time.perf_counter()
+            out = self._owner.client.receive(self._ticket)
+            self._owner.wait_s += time.perf_counter() - start
+            self._value = self._owner._chunks(out, self._device)
+        return self._value
 
 
 class BCServedPlanner:

@@ -4,6 +4,9 @@ the batched callable over a real PlannerServer (127.0.0.1) serving a real BC net
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -62,20 +65,29 @@ def test_served_chunks_equal_the_in_process_network(served):
         plan.close()
 
 
-def test_submit_overlaps_queries_and_matches_the_network(served):
-    """``submit`` (what the wrapper's scheduler calls) sends from a worker thread: several
-    queries in flight, each future's chunks equal to the network's; close waits for them."""
+def test_submit_sends_at_once_and_reads_the_answers_later(served):
+    """``submit`` (what the wrapper's scheduler calls) sends on the caller's thread (no
+    worker thread) and returns at once: several queries in flight, computed while nothing
+    reads them; ``done()`` never waits; each future's chunks equal the network's."""
     net, spec, server = served
+    before = threading.active_count()
     plan = ServedPlanFn.connect(spec, horizon=H, max_rows=64)
     try:
         batches = [torch.randn(40, OBS) for _ in range(4)]
         futures = [plan.submit(obs, torch.arange(40)) for obs in batches]
-        for obs, fut in zip(batches, futures):
-            torch.testing.assert_close(fut.result(timeout=10), net.plan(obs), rtol=0, atol=1e-6)
-        assert plan.calls == 4 and plan.rows == 160
+        assert threading.active_count() == before
+        end = time.monotonic() + 10.0
+        while not futures[-1].done():  # answered while the caller does something else
+            assert time.monotonic() < end, "the service never answered"
+            time.sleep(0.005)
+        assert all(f.done() for f in futures)  # earlier answers filed on the way
+        wait = plan.wait_s
+        for obs, fut in reversed(list(zip(batches, futures))):
+            torch.testing.assert_close(fut.result(), net.plan(obs), rtol=0, atol=1e-6)
+        assert plan.wait_s - wait < 0.05  # the answers were in: result() read, not waited
+        assert plan.calls == 4 and plan.rows == 160 and server.metrics()["served"] >= 4
     finally:
         plan.close()
-    assert plan._worker is None and server.metrics()["served"] >= 4
 
 
 def test_horizon_mismatch_is_a_clear_error(served):
