@@ -24,6 +24,7 @@ GPU machine: ``edgerl serve-planner``) and the simulated envs query it in batche
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import Future
 from typing import Any
@@ -113,6 +114,7 @@ class ServedPlanFn:
         self.rows += len(x)
         send_many = getattr(self.client, "send_many", None)
         if send_many is not None:
+            self.client.poll()  # file the answers in, resend refused pieces: keep it flowing
             return ServedAnswer(self, send_many(pieces, now=0.0, timeout_s=self.timeout_s),
                                 obs.device)
         done: Future = Future()
@@ -125,6 +127,8 @@ class ServedPlanFn:
 
     def close(self) -> None:
         """Close the connection (the scheduler drains its pending answers first)."""
+        log.info("served planner: %d queries, %d rows, %.3f s waited for answers", self.calls,
+                 self.rows, self.wait_s)
         self.client.close()
 
 
@@ -155,15 +159,29 @@ class ServedAnswer:
 
 class BCServedPlanner:
     """A :class:`~edgerl.planner.Planner` over a :class:`BCChunkPlanner` network, with
-    ``plan_batch`` (``obs (n, O)`` -> ``(n, H, A)`` float32); instructions are ignored."""
+    ``plan_batch`` (``obs (n, O)`` -> ``(n, H, A)`` float32); instructions are ignored.
 
-    def __init__(self, net: Any, dt_s: float, period_s: float) -> None:
+    ``threads``: torch intra-op threads for the network, set in every thread that calls it.
+    torch's thread count is per OS thread (an OpenMP setting): the server's loop or worker
+    thread does not inherit the ``torch.set_num_threads(1)`` of the thread that started it
+    and would run each tiny forward with one OpenMP thread per core, 5-20x slower on a
+    loaded machine (docs/planner.md, "Where the served run's time went").
+    """
+
+    def __init__(self, net: Any, dt_s: float, period_s: float, threads: int = 1) -> None:
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
         self.net = net.eval()
+        self.threads = int(threads)
+        self._configured = threading.local()  # .done in each thread that set its threads
         self.info = PlannerInfo(horizon=net.horizon, action_dim=net.action_dim, dt_s=dt_s,
                                 period_s=period_s, expected_latency_s=0.001)
 
     def plan_batch(self, observations: np.ndarray, instructions: list[str],
                    now: float) -> np.ndarray:
+        if not getattr(self._configured, "done", False):
+            torch.set_num_threads(self.threads)  # this thread's OpenMP team
+            self._configured.done = True
         with torch.no_grad():
             x = torch.from_numpy(np.asarray(observations, np.float32))
             return self.net.plan(x).cpu().numpy().astype(np.float32)

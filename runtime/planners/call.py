@@ -61,6 +61,8 @@ class BatchTicket:
     results: list[np.ndarray | None] = field(default_factory=list)  # (n_i, H, A) or None
     waiting: set[int] = field(default_factory=set)  # pieces sent, not yet answered
     refused: list[int] = field(default_factory=list)  # pieces to send again (quota)
+    retry_at: float = 0.0  # client monotonic seconds: send the refused pieces again then
+    pause: float = 0.002  # the next back-off (s)
     error: Exception | None = None
 
     def __post_init__(self) -> None:
@@ -212,7 +214,7 @@ class DirectPlanner:
     def receive(self, ticket: BatchTicket) -> list[np.ndarray]:
         """Wait for ``ticket``'s answers (reading and filing other tickets' answers as they
         come) -> ``[(n_i, H, A) float32, ...]``; raises :class:`RemotePlannerError`."""
-        pause, losses = 0.002, 0
+        losses = 0
         while not ticket.done:
             if ticket.error is not None:
                 self._forget(ticket)
@@ -220,16 +222,13 @@ class DirectPlanner:
             try:
                 if self._lost is not None:
                     raise self._lost
-                if ticket.refused and not ticket.waiting:
-                    if time.monotonic() + pause > ticket.deadline:
+                if ticket.refused and not ticket.waiting:  # only refusals left: back off
+                    if ticket.retry_at > ticket.deadline:
                         self._forget(ticket)
                         raise RemotePlannerError("quota_exceeded", "the server kept refusing "
                                                  f"{len(ticket.refused)} pieces")
-                    self._counts["batch_retries"] += len(ticket.refused)
-                    time.sleep(pause)
-                    pause = min(0.05, 2 * pause)
-                    todo, ticket.refused = ticket.refused, []
-                    self._send_pieces(ticket, todo)
+                    time.sleep(max(0.0, ticket.retry_at - time.monotonic()))
+                    self._retry(ticket)
                     continue
                 self._file(self._recv(ticket.deadline))
             except (OSError, ConnectionError) as exc:
@@ -248,16 +247,25 @@ class DirectPlanner:
         return ticket.results  # type: ignore[return-value]
 
     def poll(self) -> None:
-        """File every answer that has already arrived, without waiting (errors are left for
-        :meth:`receive`)."""
+        """Without waiting: file every answer that has already arrived and send again the
+        refused pieces whose back-off has passed (errors are raised by :meth:`receive`)."""
         try:
             while self._sock is not None and self._lost is None and \
                     select.select([self._sock], [], [], 0)[0]:
                 self._file(self._recv(time.monotonic() + self.timeout_s))
+            for ticket in list(self._open):
+                if ticket.refused and time.monotonic() >= ticket.retry_at:
+                    self._retry(ticket)
         except (OSError, ConnectionError) as exc:
-            self._lost = exc
-        except RemotePlannerError:
-            pass  # a connection-level error: raised again by the next receive()
+            self._lost = exc  # receive() reconnects
+        except RemotePlannerError as exc:  # the connection's own error (id -1)
+            for ticket in self._open:
+                ticket.error = exc
+
+    def _retry(self, ticket: BatchTicket) -> None:
+        self._counts["batch_retries"] += len(ticket.refused)
+        todo, ticket.refused = ticket.refused, []
+        self._send_pieces(ticket, todo)
 
     def _send_pieces(self, ticket: BatchTicket, todo: Iterable[int]) -> None:
         for i in todo:
@@ -281,6 +289,9 @@ class DirectPlanner:
         ticket.waiting.discard(i)
         if reply.get("type") == "error":
             if reply.get("code") in _RETRY_CODES:
+                if not ticket.refused:  # back off, doubling up to 50 ms
+                    ticket.retry_at = time.monotonic() + ticket.pause
+                    ticket.pause = min(0.05, 2 * ticket.pause)
                 ticket.refused.append(i)
             else:
                 ticket.error = RemotePlannerError(str(reply.get("code")),

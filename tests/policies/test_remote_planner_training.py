@@ -4,6 +4,7 @@ the batched callable over a real PlannerServer (127.0.0.1) serving a real BC net
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 
@@ -105,6 +106,40 @@ def test_bc_served_planner_plan_matches_plan_batch():
     chunk = p.plan(obs[1], "", now=7.0)
     np.testing.assert_allclose(chunk.actions, batch[1], atol=1e-6)  # batch-size rounding
     assert chunk.t0 == 7.0 and p.info.horizon == H and p.info.period_s == 0.04
+
+
+def _in_fresh_thread(fn):
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()))
+    t.start()
+    t.join()
+    return out[0]
+
+
+def test_bc_served_planner_sets_torch_threads_in_every_calling_thread():
+    """torch's thread count is per OS thread (OpenMP): the server thread that calls the
+    planner would otherwise run it with one OpenMP thread per core, whatever the main thread
+    set. Read from the OpenMP runtime torch really uses."""
+    torch.tanh(torch.zeros(1))  # OpenMP loaded
+    with open("/proc/self/maps") as maps:
+        libs = sorted({line.split()[-1] for line in maps if "libgomp" in line})
+    if not libs:
+        pytest.skip("this torch build does not use libgomp")
+    omp_threads = ctypes.CDLL(libs[0]).omp_get_max_threads
+    default = _in_fresh_thread(omp_threads)
+    want = 1 if default != 1 else 2
+    torch.manual_seed(2)
+    p = BCServedPlanner(BCChunkPlanner(OBS, ACT, H, [-1.0], [1.0], hidden_dims=(8,)),
+                        dt_s=0.02, period_s=0.02, threads=want)
+    obs = np.zeros((2, OBS), np.float32)
+
+    def plan_then_read():
+        p.plan_batch(obs, ["", ""], 0.0)
+        return omp_threads()
+
+    assert _in_fresh_thread(plan_then_read) == want != default
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        BCServedPlanner(p.net, dt_s=0.02, period_s=0.02, threads=0)
 
 
 def test_serve_planner_refuses_all_interfaces_without_a_secret(capsys, monkeypatch):
