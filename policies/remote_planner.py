@@ -179,12 +179,16 @@ class BCServedPlanner:
 
     def plan_batch(self, observations: np.ndarray, instructions: list[str],
                    now: float) -> np.ndarray:
-        if not getattr(self._configured, "done", False):
-            torch.set_num_threads(self.threads)  # this thread's OpenMP team
-            self._configured.done = True
+        self._use_own_threads()
         with torch.no_grad():
             x = torch.from_numpy(np.asarray(observations, np.float32))
             return self.net.plan(x).cpu().numpy().astype(np.float32)
+
+    def _use_own_threads(self) -> None:
+        """Set ``threads`` in the calling thread, once per thread (OpenMP's team size)."""
+        if not getattr(self._configured, "done", False):
+            torch.set_num_threads(self.threads)
+            self._configured.done = True
 
     def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
         rows = self.plan_batch(np.asarray(observation, np.float32)[None], [instruction], now)[0]
