@@ -71,6 +71,10 @@ class ServedPlanFn:
         timeout_s: Longest wait for one query's answers.
     """
 
+    #: Ask the wrapper's scheduler to send the queries of several control steps together
+    #: (each by half its delay): one request instead of one per step's group of envs.
+    coalesce = True
+
     def __init__(self, client: Any, horizon: int, max_rows: int = 256,
                  timeout_s: float = 30.0) -> None:
         if client.info.horizon != horizon:
