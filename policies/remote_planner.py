@@ -168,8 +168,9 @@ class BCServedPlanner:
     ``threads``: torch intra-op threads for the network, set in every thread that calls it.
     torch's thread count is per OS thread (an OpenMP setting): the server's loop or worker
     thread does not inherit the ``torch.set_num_threads(1)`` of the thread that started it
-    and would run each tiny forward with one OpenMP thread per core, 5-20x slower on a
-    loaded machine (docs/planner.md, "Where the served run's time went").
+    and would run each tiny forward with one OpenMP thread per core: 8-11x the round trip
+    and server CPU per request on a loaded machine (docs/planner.md, "Where the served
+    run's time went").
     """
 
     def __init__(self, net: Any, dt_s: float, period_s: float, threads: int = 1) -> None:
