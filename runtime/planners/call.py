@@ -283,6 +283,9 @@ class DirectPlanner:
         if entry is None:
             self._counts["rejected"] += 1
             if reply.get("type") == "error" and req_id == -1:
+                if reply.get("code") == "shutting_down":  # reconnect, send again
+                    raise ConnectionError(f"the planner server is stopping "
+                                          f"({str(reply.get('message'))[:80]})")
                 raise RemotePlannerError(str(reply.get("code")), str(reply.get("message")))
             return
         ticket, i = entry

@@ -11,7 +11,7 @@ import pytest
 from edgerl.runtime.planners.call import DirectPlanner
 from edgerl.runtime.planners.remote_config import RemotePlannerError
 from edgerl.runtime.planners.server import PlannerServer, ServerConfig
-from edgerl.runtime.planners.wire import encode_array
+from edgerl.runtime.planners.wire import decode_array, encode_array
 from tests.helpers.planners import OBS_DIM, BatchAffinePlanner, FakeServer, expected_rows
 
 SECRET = b"another-shared-secret-0123"
@@ -132,4 +132,28 @@ def test_tickets_in_flight_are_sent_again_after_a_lost_connection():
         assert client.metrics()["reconnects"] == 1
     finally:
         client.close()
+        server.stop()
+
+
+def test_a_stopping_server_is_a_lost_connection_and_the_pieces_go_again():
+    """The server's connection-level ``shutting_down`` (id -1) is answered by reconnecting
+    and sending the unanswered pieces again, not by failing the ticket."""
+    def respond(msg, conn):
+        if conn == 0:  # the first connection's server is stopping
+            return [{"type": "error", "id": -1, "code": "shutting_down",
+                     "message": "the planner server is stopping"}, "close"]
+        rows = decode_array(msg["obs"], "obs")
+        return [{"type": "chunk_batch", "id": msg["id"], "actions": encode_array(
+            np.stack([expected_rows(r, "") for r in rows])), "t0": 0.0, "dt": 0.1,
+            "obs_time": 0.0, "latency_s": 0.0}]
+
+    server = FakeServer(respond)
+    try:
+        with DirectPlanner(*server.address, timeout_s=3.0) as client:
+            obs = pieces(1, 3)
+            out = client.receive(client.send_many(obs))
+            np.testing.assert_array_equal(out[0], np.stack([expected_rows(r, "")
+                                                            for r in obs[0]]))
+            assert client.metrics()["reconnects"] == 1 and server.connections == 2
+    finally:
         server.stop()
