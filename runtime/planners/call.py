@@ -5,18 +5,24 @@ callers such as training (``edgerl train --planner remote:HOST:PORT``).
 keep ``request()``/``latest()`` from ever waiting. A training step instead *waits* for its
 chunks, and every thread hand-off costs a scheduler wake-up (milliseconds on a busy machine).
 ``DirectPlanner`` sends its requests and reads the answers on the calling thread itself: one
-wake-up per round trip on this side. Same wire protocol, same authentication, same reply
-validation (ids, shapes, finite values); a lost connection is reopened and the unanswered
-pieces are sent again (``reconnects`` times at most).
+wake-up per round trip on this side. :meth:`DirectPlanner.send_many` /
+:meth:`DirectPlanner.receive` split a call in two, still thread-free: the requests go out
+at once and the answers wait in the socket until the caller reads them (training sends a
+query, simulates the ``D`` steps of its delay, then reads the chunks). Same wire protocol,
+same authentication, same reply validation (ids, shapes, finite values); a lost connection
+is reopened and every unanswered piece is sent again (``reconnects`` times at most).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import select
 import socket
 import time
 from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,11 +43,35 @@ from edgerl.runtime.planners.wire import (
 )
 from edgerl.runtime.planners.wire_auth import FrameAuth
 
-__all__ = ["DirectPlanner"]
+__all__ = ["BatchTicket", "DirectPlanner"]
 
 log = logging.getLogger(__name__)
 
 _RETRY_CODES = ("quota_exceeded", "overloaded")
+
+
+@dataclass(eq=False)
+class BatchTicket:
+    """The pieces of one :meth:`DirectPlanner.send_many` and their answers so far."""
+
+    pieces: list[np.ndarray]  # obs (n_i, O) float32
+    texts: list[list[str]]
+    now: float
+    deadline: float  # client monotonic seconds
+    results: list[np.ndarray | None] = field(default_factory=list)  # (n_i, H, A) or None
+    waiting: set[int] = field(default_factory=set)  # pieces sent, not yet answered
+    refused: list[int] = field(default_factory=list)  # pieces to send again (quota)
+    retry_at: float = 0.0  # client monotonic seconds: send the refused pieces again then
+    pause: float = 0.002  # the next back-off (s)
+    error: Exception | None = None
+
+    def __post_init__(self) -> None:
+        self.results = [None] * len(self.pieces)
+
+    @property
+    def done(self) -> bool:
+        """Every piece answered."""
+        return all(r is not None for r in self.results)
 
 
 class DirectPlanner:
@@ -71,6 +101,9 @@ class DirectPlanner:
         self._auth: FrameAuth | None = None
         self._ids = itertools.count(1)
         self._counts: Counter[str] = Counter()
+        self._open: list[BatchTicket] = []  # sent, not yet received
+        self._inflight: dict[int, tuple[BatchTicket, int]] = {}  # request id -> piece
+        self._lost: OSError | None = None  # a send failed: reconnect in receive()
 
     # --- connection ------------------------------------------------------------------------
     def connect(self) -> DirectPlanner:
@@ -157,62 +190,138 @@ class DirectPlanner:
         """One ``plan_batch`` per piece (``obs (n_i, O)``), all in flight at once ->
         ``[(n_i, H, A) float32, ...]``. Pieces refused for the server's quotas are sent
         again after a short pause; other errors raise :class:`RemotePlannerError`."""
+        return self.receive(self.send_many(pieces, now, timeout_s, instructions))
+
+    def send_many(self, pieces: list[np.ndarray], now: float = 0.0,
+                  timeout_s: float | None = None,
+                  instructions: list[list[str]] | None = None) -> BatchTicket:
+        """Send one ``plan_batch`` per piece and return at once: a :class:`BatchTicket` whose
+        answers :meth:`receive` reads later. Several tickets may be in flight; each answer is
+        filed under its own ticket whichever call reads it (all on the caller's thread)."""
         if self._sock is None or self.info is None:
             self.connect()
-        texts = instructions or [[""] * len(p) for p in pieces]
-        deadline = time.monotonic() + (timeout_s or self.timeout_s)
-        results: list[np.ndarray | None] = [None] * len(pieces)
-        todo = list(range(len(pieces)))
-        pause, losses = 0.002, 0
-        while todo:
+        ticket = BatchTicket(
+            pieces=[np.array(p, np.float32, order="C") for p in pieces],  # own copies
+            texts=instructions or [[""] * len(p) for p in pieces], now=float(now),
+            deadline=time.monotonic() + (timeout_s or self.timeout_s))
+        self._open.append(ticket)
+        try:
+            self._send_pieces(ticket, range(len(pieces)))
+        except OSError as exc:  # resent after reconnecting, in receive()
+            self._lost = exc
+        return ticket
+
+    def receive(self, ticket: BatchTicket) -> list[np.ndarray]:
+        """Wait for ``ticket``'s answers (reading and filing other tickets' answers as they
+        come) -> ``[(n_i, H, A) float32, ...]``; raises :class:`RemotePlannerError`."""
+        losses = 0
+        while not ticket.done:
+            if ticket.error is not None:
+                self._forget(ticket)
+                raise ticket.error
             try:
-                todo = self._round(pieces, texts, now, todo, results, deadline)
+                if self._lost is not None:
+                    raise self._lost
+                if ticket.refused and not ticket.waiting:  # only refusals left: back off
+                    if ticket.retry_at > ticket.deadline:
+                        self._forget(ticket)
+                        raise RemotePlannerError("quota_exceeded", "the server kept refusing "
+                                                 f"{len(ticket.refused)} pieces")
+                    time.sleep(max(0.0, ticket.retry_at - time.monotonic()))
+                    self._retry(ticket)
+                    continue
+                self._file(self._recv(ticket.deadline))
             except (OSError, ConnectionError) as exc:
                 losses += 1
                 if losses > self.reconnects:
+                    self._forget(ticket)
                     raise RemotePlannerError("disconnected", str(exc)) from exc
                 log.warning("planner service connection lost (%s); reconnecting", exc)
                 self._counts["reconnects"] += 1
-                self.connect()
-                todo = [i for i, r in enumerate(results) if r is None]
-                continue
-            if todo:
-                if time.monotonic() + pause > deadline:
-                    raise RemotePlannerError("quota_exceeded", "the server kept refusing "
-                                                               f"{len(todo)} pieces")
-                self._counts["batch_retries"] += len(todo)
-                time.sleep(pause)
-                pause = min(0.05, 2 * pause)
-        self._counts["batches"] += len(pieces)
-        return results  # type: ignore[return-value]
+                self._resend_all()
+            except RemotePlannerError:
+                self._forget(ticket)
+                raise
+        self._forget(ticket)
+        self._counts["batches"] += len(ticket.pieces)
+        return ticket.results  # type: ignore[return-value]
 
-    def _round(self, pieces: list[np.ndarray], texts: list[list[str]], now: float,
-               todo: list[int], results: list[np.ndarray | None], deadline: float
-               ) -> list[int]:
-        """Send the pieces in ``todo``, read their answers; returns the refused ones."""
-        waiting: dict[int, int] = {}
+    def poll(self) -> None:
+        """Without waiting: file every answer that has already arrived and send again the
+        refused pieces whose back-off has passed (errors are raised by :meth:`receive`)."""
+        try:
+            while self._sock is not None and self._lost is None and \
+                    select.select([self._sock], [], [], 0)[0]:
+                self._file(self._recv(time.monotonic() + self.timeout_s))
+            for ticket in list(self._open):
+                if ticket.refused and time.monotonic() >= ticket.retry_at:
+                    self._retry(ticket)
+        except (OSError, ConnectionError) as exc:
+            self._lost = exc  # receive() reconnects
+        except RemotePlannerError as exc:  # the connection's own error (id -1)
+            for ticket in self._open:
+                ticket.error = exc
+
+    def _retry(self, ticket: BatchTicket) -> None:
+        self._counts["batch_retries"] += len(ticket.refused)
+        todo, ticket.refused = ticket.refused, []
+        self._send_pieces(ticket, todo)
+
+    def _send_pieces(self, ticket: BatchTicket, todo: Iterable[int]) -> None:
         for i in todo:
             req_id = next(self._ids)
-            waiting[req_id] = i
+            self._inflight[req_id] = (ticket, i)
+            ticket.waiting.add(i)
             self._send({"type": "plan_batch", "id": req_id, "obs": encode_array(
-                np.ascontiguousarray(pieces[i], np.float32)), "instructions": texts[i],
-                "obs_time": float(now), "deadline_s": 0.0, "priority": self.priority})
-        refused = []
-        while waiting:
-            reply = self._recv(deadline)
-            i = waiting.pop(reply.get("id"), None) if type(reply.get("id")) is int else None
-            if i is None:
-                self._counts["rejected"] += 1
-                if reply.get("type") == "error" and reply.get("id") == -1:
-                    raise RemotePlannerError(str(reply.get("code")), str(reply.get("message")))
-                continue
-            if reply.get("type") == "error":
-                if reply.get("code") in _RETRY_CODES:
-                    refused.append(i)
-                    continue
+                ticket.pieces[i]), "instructions": ticket.texts[i], "obs_time": ticket.now,
+                "deadline_s": 0.0, "priority": self.priority})
+
+    def _file(self, reply: dict[str, Any]) -> None:
+        """File one reply under its ticket (an answer, a refusal to resend, or an error)."""
+        req_id = reply.get("id")
+        entry = self._inflight.pop(req_id, None) if type(req_id) is int else None
+        if entry is None:
+            self._counts["rejected"] += 1
+            if reply.get("type") == "error" and req_id == -1:
+                if reply.get("code") == "shutting_down":  # reconnect, send again
+                    raise ConnectionError(f"the planner server is stopping "
+                                          f"({str(reply.get('message'))[:80]})")
                 raise RemotePlannerError(str(reply.get("code")), str(reply.get("message")))
-            results[i] = self._validated(reply, len(pieces[i]))
-        return refused
+            return
+        ticket, i = entry
+        ticket.waiting.discard(i)
+        if reply.get("type") == "error":
+            if reply.get("code") in _RETRY_CODES:
+                if not ticket.refused:  # back off, doubling up to 50 ms
+                    ticket.retry_at = time.monotonic() + ticket.pause
+                    ticket.pause = min(0.05, 2 * ticket.pause)
+                ticket.refused.append(i)
+            else:
+                ticket.error = RemotePlannerError(str(reply.get("code")),
+                                                  str(reply.get("message")))
+        else:
+            try:
+                ticket.results[i] = self._validated(reply, len(ticket.pieces[i]))
+            except RemotePlannerError as exc:
+                ticket.error = exc
+        if (ticket.done or ticket.error is not None) and ticket in self._open:
+            self._open.remove(ticket)  # nothing left to send again after a reconnect
+
+    def _resend_all(self) -> None:
+        """Reconnect and send every open ticket's unanswered pieces again."""
+        self._lost = None
+        self._inflight.clear()
+        self.connect()
+        for ticket in self._open:
+            ticket.waiting.clear()
+            ticket.refused = []
+            self._send_pieces(ticket, [i for i, r in enumerate(ticket.results) if r is None])
+
+    def _forget(self, ticket: BatchTicket) -> None:
+        if ticket in self._open:
+            self._open.remove(ticket)
+        for req_id in [k for k, (t, _) in self._inflight.items() if t is ticket]:
+            del self._inflight[req_id]
 
     def _validated(self, reply: dict[str, Any], rows: int) -> np.ndarray:
         assert self.info is not None

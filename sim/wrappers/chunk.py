@@ -21,6 +21,11 @@ method returning a future (``.result() -> (n, H, A)``) is queried with ``submit`
 simulation steps on while the request is in flight; the future is collected only when one of
 its chunks is due (step ``k + D_k``). The chunks, their timing and therefore training are
 exactly those of the synchronous call: only the wall-clock wait overlaps with simulation.
+A planner whose ``coalesce`` attribute is true (a planner service, where every request costs
+a round of wake-ups) has its queries held and sent together: a query of step ``k`` with delay
+``D_k`` is sent by step ``k + D_k // 2`` at the latest, in one ``submit`` with every query
+held then (its chunk still comes from the observation of step ``k`` and arrives at ``k + D_k``;
+a chunk needed before its query was sent is sent at once).
 """
 
 from __future__ import annotations
@@ -138,6 +143,12 @@ class ChunkScheduler:
         self._serial = 0
         #: Submitted, not yet collected: (future, env ids (n,), slots (n,), serial).
         self._pending: list[tuple[Any, torch.Tensor, torch.Tensor, int]] = []
+        #: Control steps counted by :meth:`advance`; queries held for a coalescing planner,
+        #: the step by which they must be sent, and the planner to send them to.
+        self.steps = 0
+        self._held: list[_Held] = []
+        self._send_by: int | None = None
+        self._held_plan: Any = None
 
     def reset(self, env_ids: torch.Tensor) -> None:
         """Start new episodes for ``env_ids``: t = 0, nothing in flight, no chunk."""
@@ -156,6 +167,7 @@ class ChunkScheduler:
     def advance(self, not_done: torch.Tensor) -> None:
         """Count one control step for the envs that did not start a new episode."""
         self.t += not_done.to(torch.int64)
+        self.steps += 1
 
     def due(self) -> torch.Tensor:
         """Bool (N,): envs whose planner is queried at their current step."""
@@ -179,12 +191,17 @@ class ChunkScheduler:
         due_ids = due.nonzero().squeeze(-1)
         if due_ids.numel():
             self._query(obs, plan, due_ids, obs_delay)
+        if self._send_by is not None and self.steps >= self._send_by:
+            self._send_held()
         return self._adopt()
 
     def _query(self, obs: torch.Tensor, plan: PlanFn, ids: torch.Tensor, obs_delay: int) -> None:
         submit = getattr(plan, "submit", None)
-        if submit is not None:
-            answer: Any = submit(obs[ids], ids)
+        coalesce = submit is not None and bool(getattr(plan, "coalesce", False))
+        if coalesce:
+            answer: Any = None  # held below, once its delay is known
+        elif submit is not None:
+            answer = submit(obs[ids], ids)
         else:
             answer = self._checked(plan(obs[ids], ids), int(ids.numel()))
         t = self.t[ids]
@@ -197,6 +214,8 @@ class ChunkScheduler:
             delay = sample_delays(self.latency, int(ids.numel()), self.generator).to(self.device)
         if self.extra_delay is not None:
             delay = delay + self.extra_delay[ids]
+        if coalesce:
+            answer = self._hold(plan, obs[ids], ids, int(delay.min()) // 2)
         slot = torch.remainder(self.n_queries[ids], self.slots)
         self._serial += 1
         if submit is not None:
@@ -240,8 +259,31 @@ class ChunkScheduler:
                 keep.append(entry)
         self._pending = keep
 
+    def _hold(self, plan: Any, obs: torch.Tensor, ids: torch.Tensor, slack: int) -> _Held:
+        """Hold a query for a coalescing planner; it is sent by ``steps + slack``."""
+        held = _Held(self, obs, ids)
+        self._held.append(held)
+        self._held_plan = plan
+        by = self.steps + slack
+        self._send_by = by if self._send_by is None else min(self._send_by, by)
+        return held
+
+    def _send_held(self) -> None:
+        """One ``submit`` with every held query (rows in holding order)."""
+        held, self._held, self._send_by = self._held, [], None
+        if not held:
+            return
+        future = self._held_plan.submit(torch.cat([h.obs for h in held]),
+                                        torch.cat([h.ids for h in held]))
+        start = 0
+        for h in held:
+            h.sent(future, start)
+            start += int(h.ids.numel())
+
     def drain(self) -> None:
-        """Wait for every pending answer (before the planner is closed)."""
+        """Send the held queries, wait for every pending answer (before the planner is
+        closed)."""
+        self._send_held()
         for future, *_ in self._pending:
             future.result()
         self._pending = []
@@ -292,3 +334,24 @@ class ChunkScheduler:
     def prev_row_index(self) -> torch.Tensor:
         """Int64 (N,): ``t - step0`` of the previous chunk (for blending)."""
         return torch.where(self.prev_valid, self.t - self.prev_step0, torch.zeros_like(self.t))
+
+
+class _Held:
+    """A query held for a coalescing planner, then its rows of the combined answer."""
+
+    def __init__(self, scheduler: ChunkScheduler, obs: torch.Tensor, ids: torch.Tensor) -> None:
+        self.scheduler, self.obs, self.ids = scheduler, obs, ids
+        self.future: Any = None
+        self.start = 0
+
+    def sent(self, future: Any, start: int) -> None:
+        self.future, self.start, self.obs = future, start, None
+
+    def done(self) -> bool:
+        return self.future is not None and self.future.done()
+
+    def result(self) -> torch.Tensor:
+        """Its ``(n, H, A)`` rows; sends every held query first if this one was not sent."""
+        if self.future is None:
+            self.scheduler._send_held()
+        return self.future.result()[self.start:self.start + int(self.ids.numel())]

@@ -4,6 +4,10 @@ the batched callable over a real PlannerServer (127.0.0.1) serving a real BC net
 
 from __future__ import annotations
 
+import ctypes
+import threading
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -62,20 +66,29 @@ def test_served_chunks_equal_the_in_process_network(served):
         plan.close()
 
 
-def test_submit_overlaps_queries_and_matches_the_network(served):
-    """``submit`` (what the wrapper's scheduler calls) sends from a worker thread: several
-    queries in flight, each future's chunks equal to the network's; close waits for them."""
+def test_submit_sends_at_once_and_reads_the_answers_later(served):
+    """``submit`` (what the wrapper's scheduler calls) sends on the caller's thread (no
+    worker thread) and returns at once: several queries in flight, computed while nothing
+    reads them; ``done()`` never waits; each future's chunks equal the network's."""
     net, spec, server = served
+    before = threading.active_count()
     plan = ServedPlanFn.connect(spec, horizon=H, max_rows=64)
     try:
         batches = [torch.randn(40, OBS) for _ in range(4)]
         futures = [plan.submit(obs, torch.arange(40)) for obs in batches]
-        for obs, fut in zip(batches, futures):
-            torch.testing.assert_close(fut.result(timeout=10), net.plan(obs), rtol=0, atol=1e-6)
-        assert plan.calls == 4 and plan.rows == 160
+        assert threading.active_count() == before
+        end = time.monotonic() + 10.0
+        while not futures[-1].done():  # answered while the caller does something else
+            assert time.monotonic() < end, "the service never answered"
+            time.sleep(0.005)
+        assert all(f.done() for f in futures)  # earlier answers filed on the way
+        wait = plan.wait_s
+        for obs, fut in reversed(list(zip(batches, futures))):
+            torch.testing.assert_close(fut.result(), net.plan(obs), rtol=0, atol=1e-6)
+        assert plan.wait_s - wait < 0.05  # the answers were in: result() read, not waited
+        assert plan.calls == 4 and plan.rows == 160 and server.metrics()["served"] >= 4
     finally:
         plan.close()
-    assert plan._worker is None and server.metrics()["served"] >= 4
 
 
 def test_horizon_mismatch_is_a_clear_error(served):
@@ -93,6 +106,40 @@ def test_bc_served_planner_plan_matches_plan_batch():
     chunk = p.plan(obs[1], "", now=7.0)
     np.testing.assert_allclose(chunk.actions, batch[1], atol=1e-6)  # batch-size rounding
     assert chunk.t0 == 7.0 and p.info.horizon == H and p.info.period_s == 0.04
+
+
+def _in_fresh_thread(fn):
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()))
+    t.start()
+    t.join()
+    return out[0]
+
+
+def test_bc_served_planner_sets_torch_threads_in_every_calling_thread():
+    """torch's thread count is per OS thread (OpenMP): the server thread that calls the
+    planner would otherwise run it with one OpenMP thread per core, whatever the main thread
+    set. Read from the OpenMP runtime torch really uses."""
+    torch.tanh(torch.zeros(1))  # OpenMP loaded
+    with open("/proc/self/maps") as maps:
+        libs = sorted({line.split()[-1] for line in maps if "libgomp" in line})
+    if not libs:
+        pytest.skip("this torch build does not use libgomp")
+    omp_threads = ctypes.CDLL(libs[0]).omp_get_max_threads
+    default = _in_fresh_thread(omp_threads)
+    want = 1 if default != 1 else 2
+    torch.manual_seed(2)
+    p = BCServedPlanner(BCChunkPlanner(OBS, ACT, H, [-1.0], [1.0], hidden_dims=(8,)),
+                        dt_s=0.02, period_s=0.02, threads=want)
+    obs = np.zeros((2, OBS), np.float32)
+
+    def plan_then_read():
+        p.plan_batch(obs, ["", ""], 0.0)
+        return omp_threads()
+
+    assert _in_fresh_thread(plan_then_read) == want != default
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        BCServedPlanner(p.net, dt_s=0.02, period_s=0.02, threads=0)
 
 
 def test_serve_planner_refuses_all_interfaces_without_a_secret(capsys, monkeypatch):

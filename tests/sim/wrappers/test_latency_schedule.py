@@ -172,6 +172,21 @@ class AsyncStampPlanner(StampPlanner):
         return Answer()
 
 
+class CoalescingStampPlanner(AsyncStampPlanner):
+    """:class:`AsyncStampPlanner` that asks the scheduler to coalesce its queries; records
+    the rows of every submit."""
+
+    coalesce = True
+
+    def __init__(self, horizon: int) -> None:
+        super().__init__(horizon)
+        self.submitted: list[int] = []
+
+    def submit(self, obs: torch.Tensor, env_ids: torch.Tensor):
+        self.submitted.append(int(env_ids.numel()))
+        return super().submit(obs, env_ids)
+
+
 class TestAsynchronousPlanner:
     """A planner with ``submit`` (a planner service) is collected when its chunk is due: the
     simulation steps on meanwhile, and every command equals the synchronous run's."""
@@ -200,3 +215,31 @@ class TestAsynchronousPlanner:
             assert np.mean(lags) >= 2.0
         async_env.close()
         assert async_env.scheduler._pending == []
+
+    @pytest.mark.parametrize("lat", [
+        LatencyModel(planner_delay_steps=6, planner_period_steps=2),
+        LatencyModel(planner_delay_steps=5, planner_period_steps=1, delay_jitter_steps=1.5),
+        LatencyModel(planner_delay_steps=0, planner_period_steps=2)])
+    def test_coalesced_queries_give_the_same_commands_in_fewer_submits(self, lat):
+        """A ``coalesce`` planner gets the queries of several steps in one submit (sent by
+        half their delay), and every command still equals the synchronous run's."""
+        h = required_horizon(lat, 2)
+        cfg = LatencyCfg(method="edit", latency=lat, horizon=h, seed=7, random_phase=True)
+        sync_env = LatencyWrapper(StepEnv(5, length=9), cfg, StampPlanner(h))
+        planner = CoalescingStampPlanner(h)
+        async_env = LatencyWrapper(StepEnv(5, length=9), cfg, planner)
+        for t in range(40):
+            planner.step = t + 1
+            act = torch.full((5, 1), 0.1 * t)
+            a, _, da, _ = sync_env.step(act)
+            b, _, db, _ = async_env.step(act)
+            assert torch.equal(sync_env.last_command, async_env.last_command), t
+            assert torch.equal(a["policy"], b["policy"]) and torch.equal(da, db)
+        async_env.close()
+        queries = len(sync_env.planner.calls)
+        assert sum(planner.submitted) == sum(len(ids) for ids, _ in sync_env.planner.calls)
+        if lat.planner_delay_steps >= 4:  # held for >= 1 step: fewer, larger submits
+            assert len(planner.submitted) < 0.7 * queries
+        else:  # D = 0: nothing can wait
+            assert len(planner.submitted) == queries
+        assert async_env.scheduler._pending == [] and async_env.scheduler._held == []
