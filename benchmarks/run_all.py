@@ -98,7 +98,7 @@ def main() -> int:
                   "--png", str(ROOT / "docs" / "img" / "bench_trend.png")]
     if args.quick:
         ratio_args += ["--sim-repeats", "5", "--train-iterations", "2",
-                       "--train-repeats", "1", "--loop-seconds", "5"]
+                       "--train-repeats", "1", "--loop-seconds", "5", "--hil-episodes", "1"]
     subprocess.run([*EDGERL, *ratio_args], check=True, cwd=ROOT)
     if args.ratios_only:
         return 0

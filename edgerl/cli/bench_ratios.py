@@ -188,7 +188,7 @@ def hil_row(sets: list[dict[str, Any]]) -> dict[str, Any]:
             "ours": statistics.median(r["hil_p99_us"] for r in sets),
             "reference": statistics.median(r["bench_paced_p99_us"] for r in sets),
             "unit": "us", "sets": s["runs"], "sets_met": s["met"], "set_ratios": s["ratios"],
-            "set_ratios_b2b": s["ratios_b2b"], "target": sets[0]["target"],
+            "set_ratios_b2b": s["ratios_b2b"], "firmware_target": sets[0]["target"],
             "rt_priority": sets[0]["rt_priority"], "rt_granted": [r["rt_granted"] for r in sets],
             "other_rt": [len(r["other_rt"]) for r in sets]}
 

@@ -119,6 +119,6 @@ def test_ratios_hil_row_against_the_host_firmware(capsys):
                  "--json"]) == 0
     line = json.loads(capsys.readouterr().out)
     (name, row), = line["ratios"].items()
-    assert name == "hil/rtt_p99" and row["target"] == "host" and row["sets"] == 1
+    assert name == "hil/rtt_p99" and row["firmware_target"] == "host" and row["sets"] == 1
     assert row["ratio"] == pytest.approx(row["ours"] / row["reference"], rel=1e-2)
     assert row["met"] == (row["ratio"] <= 2.0) and row["sets_met"] == int(row["met"])
