@@ -146,7 +146,11 @@ def loop_ratios(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     r = compare(ns)
     return {"loop/jitter_p99": {"ratio": r["jitter_p99_ratio"], "ours": r["loop_jitter_p99_us"],
                                 "reference": r["bare_jitter_p99_us"], "unit": "us"},
-            "loop/miss_rate": miss_rate_row(r, args.miss_alpha)}
+            "loop/miss_rate": {**miss_rate_row(r, args.miss_alpha),
+                               # per pair, to see whether the misses cluster in one block
+                               "pair_misses": [[b["loop"]["deadline_misses"],
+                                                b["bare"]["deadline_misses"]]
+                                               for b in r["blocks"]]}}
 
 
 def miss_rate_row(r: dict[str, Any], alpha: float = 0.05) -> dict[str, Any]:

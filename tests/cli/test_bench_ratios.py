@@ -122,3 +122,23 @@ def test_ratios_hil_row_against_the_host_firmware(capsys):
     assert name == "hil/rtt_p99" and row["firmware_target"] == "host" and row["sets"] == 1
     assert row["ratio"] == pytest.approx(row["ours"] / row["reference"], rel=1e-2)
     assert row["met"] == (row["ratio"] <= 2.0) and row["sets_met"] == int(row["met"])
+
+
+@pytest.mark.slow
+def test_ratios_loop_rows_pool_the_pairs_counts(tmp_path, capsys):
+    """Two short (bare, edit loop) pairs on a test bundle: the miss row's counts are the sums
+    of the pairs' and its verdict is the test's (no timing asserted)."""
+    from tests.helpers.task_bundles import write_task_bundle
+
+    bundle = write_task_bundle(tmp_path / "bundle")
+    assert main(["bench", "ratios", "--sim-tasks", "", "--train-tasks", "", "--hil-runs", "0",
+                 "--bundle", str(bundle), "--loop-rate", "200", "--loop-seconds", "0.3",
+                 "--loop-pairs", "2", "--history", "", "--json"]) == 0
+    ratios = json.loads(capsys.readouterr().out)["ratios"]
+    assert set(ratios) == {"loop/jitter_p99", "loop/miss_rate"}
+    miss = ratios["loop/miss_rate"]
+    assert len(miss["pair_misses"]) == 2
+    assert miss["k1"] == sum(p[0] for p in miss["pair_misses"])
+    assert miss["k2"] == sum(p[1] for p in miss["pair_misses"])
+    assert 100 <= miss["n1"] <= 130 and 100 <= miss["n2"] <= 130  # 2 x 0.3 s at 200 Hz
+    assert miss["met"] == (miss["p_above"] > 0.05) and miss["limit"] == 1.5
