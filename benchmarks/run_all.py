@@ -6,7 +6,9 @@ to its limit measured in the same run (``edgerl bench ratios``: appends a line t
 ``docs/bench_history.jsonl`` and redraws ``docs/img/bench_trend.png``), then runs each
 ``edgerl bench`` target with ``--json`` and prints one summary table; the raw JSON of every
 run goes to ``runs/bench/results.json``. The real-time loop benchmarks use ``--rt-priority 50``
-(SCHED_FIFO; needs root or CAP_SYS_NICE) as docs/benchmarks.md does.
+(SCHED_FIFO; needs root or CAP_SYS_NICE) as docs/benchmarks.md does. The ratios include the
+``hil/rtt_p99`` row (one HIL set on the host firmware, ~30 s; the loop and hil rows alone took
+51 s at load 3.5, docs/benchmarks.md); the full-run estimate below predates that row.
 
     .venv/bin/python benchmarks/run_all.py            # full (about 3 minutes)
     .venv/bin/python benchmarks/run_all.py --quick    # short runs (about 1 minute)
@@ -98,7 +100,7 @@ def main() -> int:
                   "--png", str(ROOT / "docs" / "img" / "bench_trend.png")]
     if args.quick:
         ratio_args += ["--sim-repeats", "5", "--train-iterations", "2",
-                       "--train-repeats", "1", "--loop-seconds", "5"]
+                       "--train-repeats", "1", "--loop-seconds", "5", "--hil-episodes", "1"]
     subprocess.run([*EDGERL, *ratio_args], check=True, cwd=ROOT)
     if args.ratios_only:
         return 0

@@ -91,7 +91,8 @@ def edit_loop(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def compare(args: argparse.Namespace) -> dict[str, Any]:
-    """``--pairs`` interleaved (bare, loop) blocks; medians and the median ratios."""
+    """``--pairs`` interleaved (bare, loop) blocks; medians and the median ratios, and the
+    miss and tick counts of each side summed over the pairs."""
     from edgerl.runtime.bare_loop import loop_ratios
 
     pairs = []
@@ -103,6 +104,9 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
     def med(side: str, key: str) -> float:
         return float(statistics.median(float(p[side][key]) for p in pairs))
 
+    def total(side: str, *keys: str) -> int:
+        return sum(int(p[side].get(k, 0)) for p in pairs for k in keys)
+
     return {"rate_hz": args.rate, "seconds": args.seconds, "pairs": len(pairs),
             "rt_priority": args.rt_priority, "planner_mode":
                 "process" if args.planner_process else "thread",
@@ -112,6 +116,11 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
             "loop_miss_pct": med("loop", "deadline_miss_pct"),
             "jitter_p99_ratio": statistics.median(p["jitter_p99_ratio"] for p in pairs),
             "miss_rate_ratio": statistics.median(p["miss_rate_ratio"] for p in pairs),
+            # pooled over the pairs: the counts edgerl.count_ratio tests
+            "bare_misses": total("bare", "deadline_misses"),
+            "bare_ticks": total("bare", "ticks", "skipped_ticks"),
+            "loop_misses": total("loop", "deadline_misses"),
+            "loop_ticks": total("loop", "ticks", "skipped_ticks"),
             "blocks": pairs}
 
 

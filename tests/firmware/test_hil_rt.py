@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from edgerl.hil import rt
+from edgerl.hil import rt_ratio as ratio
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,18 +87,7 @@ def test_interleaved_benchmark_prints_the_ratio_per_run_and_a_summary():
     assert summary["met_without_other_rt"] == int(run["met_2x"] and not run["other_rt"])
 
 
-def _ratio_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("hil_rt_ratio",
-                                                  ROOT / "benchmarks" / "hil_rt_ratio.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_other_rt_threads_lists_a_process_that_outranks_the_benchmark():
-    ratio = _ratio_module()
     code = ("import os, sys, time\n"
             "try:\n    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(30))\n"
             "except OSError:\n    sys.exit(3)\n"
