@@ -42,6 +42,7 @@ from edgerl.sim.vec_env import ActionError
 from edgerl.sim.wrappers.base import VecEnvWrapper, done_ids
 from edgerl.sim.wrappers.budgets import BudgetPlanner, PlanBudget, default_budgets
 from edgerl.sim.wrappers.chunk import ChunkScheduler, sample_delays
+from edgerl.sim.wrappers.disturbance import Kicks
 from edgerl.spec import LatencyModel
 from edgerl.timing import chunk_usable, max_planner_delay
 
@@ -195,14 +196,10 @@ class GatedEnv(VecEnvWrapper):
             if isinstance(std, tuple) else float(std)
         self._noise_gain = torch.zeros(a, device=dev)
         self._noise_gain[dims] = float(cfg.action_noise_gain)
-        self._kick_dims = torch.zeros(a, device=dev)
-        self._kick_dims[dims] = 1.0
-        self._kick_gen = torch.Generator(device="cpu").manual_seed(int(cfg.seed) + 7919)
-        #: Steps left of each env's kick (N,) and its signed offset (N, A).
-        self.kick_left = torch.zeros(n, dtype=torch.int64, device=dev)
-        self.kick = torch.zeros(n, a, device=dev)
-        #: Control steps since each env's last kick started (N,) (privileged; baselines only).
-        self.kick_age = torch.full((n,), 1 << 30, dtype=torch.int64, device=dev)
+        kick_mask = torch.zeros(a, device=dev)
+        kick_mask[dims] = 1.0
+        self.kicks = Kicks(cfg.kick_rate, cfg.kick_size, cfg.kick_steps, kick_mask, n,
+                           int(cfg.seed) + 7919)
         self.spec_gate = gate_spec(cfg, self._fast, a)
         self.policy_obs_dim = self.spec_gate.dim
         self.scheduler.reset(torch.arange(n, device=dev))
@@ -330,7 +327,7 @@ class GatedEnv(VecEnvWrapper):
                 self._draw_delays(request)
                 adopted = s.tick(seen, self._plan, only=request)
                 self._track_rows(request, adopted)
-            obs, rew, dones, extras = self.env.step(self._kicked(self._noisy(self._row_now())))
+            obs, rew, dones, extras = self.env.step(self.kicks.apply(self._noisy(self._row_now())))
             dones = dones.to(torch.bool)
             live = ~ended
             reward = reward + torch.where(live, rew, torch.zeros_like(rew))
@@ -359,24 +356,11 @@ class GatedEnv(VecEnvWrapper):
         std = self._noise_std + self._noise_gain * command.abs()
         return command + noise.to(command.device) * std
 
-    def _kicked(self, command: torch.Tensor) -> torch.Tensor:
-        """``command`` (N, A) plus the running kicks; starts new ones (``GateCfg.kick_*``)."""
-        cfg = self.gate_cfg
-        if cfg.kick_rate <= 0 or cfg.kick_size <= 0:
-            return command
-        n = self.num_envs
-        start = (torch.rand(n, generator=self._kick_gen) < cfg.kick_rate).to(self.device)
-        start &= self.kick_left <= 0
-        self.kick_age = torch.where(start, torch.zeros_like(self.kick_age), self.kick_age + 1)
-        if bool(start.any()):
-            sign = torch.randint(0, 2, (n, 1), generator=self._kick_gen).to(self.device) * 2 - 1
-            self.kick = torch.where(start[:, None], sign * cfg.kick_size * self._kick_dims,
-                                    self.kick)
-            self.kick_left = torch.where(start, torch.full_like(self.kick_left, cfg.kick_steps),
-                                         self.kick_left)
-        active = (self.kick_left > 0)[:, None]
-        self.kick_left = (self.kick_left - 1).clamp_min(0)
-        return command + torch.where(active, self.kick, torch.zeros_like(self.kick))
+    @property
+    def kick_age(self) -> torch.Tensor:
+        """Int64 (N,): control steps since each env's last kick started (privileged;
+        oracle baselines only; :class:`~edgerl.sim.wrappers.disturbance.Kicks`)."""
+        return self.kicks.age
 
     def _observe(self, inner: TensorDict) -> TensorDict:
         """The gate's observation groups from the inner observation."""
