@@ -186,14 +186,15 @@ def build_edit_obs(obs: Array, chunk_rows: Array, chunk_age_s: Array, committed:
             out = torch.empty((*batch, cfg.dim), dtype=f32, device=obs.device)
         age = torch.as_tensor(chunk_age_s, device=obs.device).to(f32)
         scale = torch.tensor(cfg.age_scale_s, dtype=f32, device=obs.device)
-        age = torch.clamp(age / scale, 0.0, cfg.age_clip)
+        age = torch.clamp(age / scale, 0.0, cfg.age_clip) + 0.0  # + 0.0: -0.0 -> +0.0
         has = torch.as_tensor(has_chunk, device=obs.device).to(f32)
     else:
         f32 = np.float32
         if out is None:
             out = np.empty((*batch, cfg.dim), dtype=f32)
         age = np.asarray(chunk_age_s).astype(f32, copy=False) / f32(cfg.age_scale_s)
-        age = np.clip(age, f32(0.0), f32(cfg.age_clip))
+        # + 0.0 turns a -0.0 age into +0.0: clip keeps -0.0 on numpy 2 but not on numpy 1.21
+        age = np.clip(age, f32(0.0), f32(cfg.age_clip)) + f32(0.0)
         has = np.asarray(has_chunk).astype(f32, copy=False)
     if tuple(out.shape) != (*batch, cfg.dim):
         raise ValueError(f"out has shape {tuple(out.shape)}, expected {(*batch, cfg.dim)}")
@@ -252,14 +253,14 @@ class EditObsWriter:
         else:
             np.take(obs, self._idx, out=self._obs, mode="clip")
         np.multiply(chunk_rows.reshape(-1), has, out=self._chunk)
-        # np.clip's rule on a float32 scalar: NaN and a value equal to a bound (-0.0) kept
+        # np.clip's rule on a float32 scalar (NaN kept), then -0.0 -> +0.0 as build_edit_obs
         age = np.float32(chunk_age_s) / self._scale
         if age < self._zero:
             age = self._zero
         elif age > self._clip:
             age = self._clip
         out = self.out
-        out[self._age_i] = age * has
+        out[self._age_i] = (age + self._zero) * has
         self._committed[...] = committed.reshape(-1)
         out[self._has_i] = has
         return out
