@@ -1,0 +1,54 @@
+"""A trained gate evaluated two ways on the same evaluation episodes (seed + 1000): greedy
+(the runtime's choice: the argmax of the actor's output) and sampled (the policy PPO trained:
+a budget drawn from softmax(logits) for a categorical head, argmax of the mean scores plus
+Gaussian noise with the learned std for a Gaussian head; generator seeded with the run seed).
+
+    python benchmarks/gate_eval_modes.py runs/gate7_ch0 --episodes 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+
+from edgerl.policies.gate import EVAL_SEED_OFFSET, greedy_policy, load_gate_actor, make_gate_env
+from edgerl.policies.gate_baselines import evaluate_gate
+
+
+def sampled_policy(actor, head: str, seed: int):
+    """The stochastic policy PPO optimised (see the module doc)."""
+    gen = torch.Generator().manual_seed(seed)
+
+    @torch.no_grad()
+    def policy(env, obs):
+        out = actor(obs)
+        if head == "categorical":
+            return torch.multinomial(out.softmax(-1), 1, generator=gen).squeeze(-1)
+        noise = torch.randn(out.shape, generator=gen) * actor.distribution.std_param.abs()
+        return (out + noise).argmax(-1)
+
+    return policy
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("run")
+    p.add_argument("--episodes", type=int, default=32)
+    p.add_argument("--eval-envs", type=int, default=16)
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    cfg, actor = load_gate_actor(args.run)
+
+    def make():
+        return make_gate_env(cfg, args.eval_envs, cfg.seed + EVAL_SEED_OFFSET)
+
+    for mode, policy in (("greedy", greedy_policy(actor)),
+                         ("sampled", sampled_policy(actor, cfg.head, cfg.seed))):
+        row = evaluate_gate(make, policy, args.episodes)
+        print(json.dumps({"run": args.run, "head": cfg.head, "mode": mode, **row}))
+
+
+if __name__ == "__main__":
+    main()
