@@ -67,8 +67,9 @@ class GateBudgetSpec:
         name: Unique label. keep: No request (the current chunk keeps running).
         latency: Query -> arrival delay in control steps (``planner_delay_steps``, jitter or
             a measured distribution; ``planner_period_steps`` is ignored: the gate decides).
-        horizon: Rows the plan holds (0 for keep). hold / noise_std / compensate: the plan's
-            quality knobs (see ``edgerl.sim.wrappers.budgets``). cost: Reward price per use.
+        horizon: Rows the plan holds (0 for keep). hold / noise_std / gain / compensate: the
+            plan's quality knobs (see ``edgerl.sim.wrappers.budgets``). cost: Reward price per
+            use.
     """
 
     name: str
@@ -79,6 +80,7 @@ class GateBudgetSpec:
     noise_std: float = 0.0
     cost: float = 0.0
     compensate: bool = False
+    gain: float = 1.0
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -86,9 +88,9 @@ class GateBudgetSpec:
         if not self.keep and self.horizon < 1:
             raise SchemaError(f"gate.budgets[{self.name}].horizon: must be >= 1, got "
                               f"{self.horizon}")
-        if self.hold < 1 or self.noise_std < 0 or self.cost < 0:
+        if self.hold < 1 or self.noise_std < 0 or self.cost < 0 or not 0 <= self.gain <= 1:
             raise SchemaError(f"gate.budgets[{self.name}]: hold must be >= 1, noise_std and "
-                              f"cost >= 0")
+                              f"cost >= 0, gain in [0, 1]")
 
 
 @dataclass

@@ -46,7 +46,7 @@ from edgerl.sim.wrappers.disturbance import Kicks
 from edgerl.spec import LatencyModel
 from edgerl.timing import chunk_usable, max_planner_delay
 
-__all__ = ["GATE_EXTRA_OBS", "GateCfg", "GatedEnv", "gate_spec", "plan_budgets"]
+__all__ = ["BUDGET_FIELDS", "GATE_EXTRA_OBS", "GateCfg", "GatedEnv", "gate_spec", "plan_budgets"]
 
 
 @dataclass
@@ -120,13 +120,17 @@ class GateCfg:
         return std if isinstance(std, tuple) else (float(std),)
 
 
+#: The :class:`PlanBudget` fields the manifest's ``GateBudgetSpec`` carries under the same name
+#: (``delay`` is its ``latency``): every one, so a host planner degrades plans as training did.
+BUDGET_FIELDS = ("name", "keep", "horizon", "hold", "noise_std", "gain", "cost", "compensate")
+
+
 def gate_spec(cfg: GateCfg, fast_indices: list[int], action_dim: int = 0) -> GateSpec:
     """The manifest's ``gate`` section (:class:`edgerl.gate_obs.GateSpec`) of ``cfg`` for a task
     whose fast observation is ``fast_indices``: what the runtime's gate needs to build the
     same observation and run the same budgets."""
-    budgets = [GateBudgetSpec(name=b.name, keep=b.keep, latency=b.latency, horizon=b.horizon,
-                              hold=b.hold, noise_std=b.noise_std, cost=b.cost,
-                              compensate=b.compensate) for b in cfg.budgets]
+    budgets = [GateBudgetSpec(latency=b.latency, **{f: getattr(b, f) for f in BUDGET_FIELDS})
+               for b in cfg.budgets]
     return GateSpec(budgets=budgets, decision_steps=cfg.decision_steps,
                     fast_indices=list(fast_indices), age_scale=float(cfg.age_scale),
                     stale_steps=cfg.stale_steps, preview_steps=list(cfg.preview_steps),
@@ -136,9 +140,8 @@ def gate_spec(cfg: GateCfg, fast_indices: list[int], action_dim: int = 0) -> Gat
 def plan_budgets(gate: GateSpec) -> tuple[PlanBudget, ...]:
     """The sim budgets of a manifest's ``gate`` (the inverse of :func:`gate_spec`): what a
     host-side :class:`BudgetPlanner` needs to degrade plans as training did."""
-    return tuple(PlanBudget(name=b.name, delay=b.latency, horizon=b.horizon, hold=b.hold,
-                            noise_std=b.noise_std, cost=b.cost, keep=b.keep,
-                            compensate=b.compensate) for b in gate.budgets)
+    return tuple(PlanBudget(delay=b.latency, **{f: getattr(b, f) for f in BUDGET_FIELDS})
+                 for b in gate.budgets)
 
 
 class GatedEnv(VecEnvWrapper):

@@ -72,3 +72,9 @@ def test_bad_preview_specs_are_clear_errors():
         spec(action_dim=0)
     with pytest.raises(SchemaError, match="gate.extra"):
         spec(extra=list(GATE_EXTRA_OBS)[:3])
+
+
+def test_budget_gain_outside_zero_one_is_refused():
+    assert GateBudgetSpec("small", horizon=4, gain=0.5).gain == 0.5
+    with pytest.raises(SchemaError, match=r"gate.budgets\[small\]: .*gain in \[0, 1\]"):
+        GateBudgetSpec("small", horizon=4, gain=1.5)

@@ -169,3 +169,21 @@ def test_kicks_start_at_their_rate_last_their_steps_and_leave_other_streams_alon
         GateCfg(kick_rate=1.5)
     with pytest.raises(ValueError, match="kicks need"):
         GateCfg(kick_steps=0)
+
+
+def test_manifest_budgets_carry_every_plan_budget_field():
+    import dataclasses
+
+    from edgerl.sim.wrappers.gate import BUDGET_FIELDS, gate_spec, plan_budgets
+
+    names = {f.name for f in dataclasses.fields(PlanBudget)}
+    assert names - {"delay"} == set(BUDGET_FIELDS)  # a new knob must reach the manifest
+    budgets = (KEEP, PlanBudget("small", delay=1, horizon=4, hold=2, noise_std=0.1, gain=0.5,
+                                cost=0.2),
+               PlanBudget("slow", delay=LatencyModel(planner_delay_steps=3), horizon=12,
+                          compensate=True))
+    back = plan_budgets(gate_spec(GateCfg(budgets=budgets), [0]))
+    assert [(b.name, b.latency, b.horizon, b.hold, b.noise_std, b.gain, b.cost, b.keep,
+             b.compensate) for b in back] == \
+        [(b.name, b.latency, b.horizon, b.hold, b.noise_std, b.gain, b.cost, b.keep,
+          b.compensate) for b in budgets]
