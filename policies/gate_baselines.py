@@ -21,8 +21,8 @@ import torch
 
 from edgerl.sim.wrappers.gate import GatedEnv
 
-__all__ = ["GatePolicy", "age_heuristic", "evaluate_gate", "fixed_policy", "keep_index",
-           "random_policy"]
+__all__ = ["GatePolicy", "age_heuristic", "ask_or_keep", "evaluate_gate", "fixed_policy",
+           "keep_index", "random_policy"]
 
 #: ``policy(env, obs) -> int64 (N,)`` budget indices.
 GatePolicy = Callable[[GatedEnv, Any], torch.Tensor]
@@ -45,16 +45,22 @@ def fixed_policy(index: int) -> GatePolicy:
     return policy
 
 
+def ask_or_keep(env: GatedEnv, ask: torch.Tensor, budget: int | torch.Tensor) -> torch.Tensor:
+    """Int64 (N,): ``budget`` (an index, or (N,) indices) where ``ask`` (bool (N,)) and no plan
+    is in flight, ``keep`` elsewhere: the request rule every rule-based gate shares."""
+    s = env.scheduler
+    ask = ask & ~s.fly_valid.any(dim=1)
+    budget = torch.as_tensor(budget, dtype=s.t.dtype, device=s.t.device).expand_as(s.t)
+    return torch.where(ask, budget, torch.full_like(s.t, keep_index(env)))
+
+
 def age_heuristic(index: int, max_age: int) -> GatePolicy:
     """Budget ``index`` when the running plan is older than ``max_age`` steps (or there is
     none) and no plan is in flight; ``keep`` otherwise."""
 
     def policy(env: GatedEnv, obs: Any) -> torch.Tensor:
-        s = env.scheduler
-        old = ~env.has_plan() | (s.age_steps() > max_age)
-        ask = old & ~s.fly_valid.any(dim=1)
-        keep = torch.full_like(s.t, keep_index(env))
-        return torch.where(ask, torch.full_like(s.t, int(index)), keep)
+        return ask_or_keep(env, ~env.has_plan() | (env.scheduler.age_steps() > max_age),
+                           int(index))
 
     return policy
 

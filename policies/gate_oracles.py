@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from edgerl.policies.gate_baselines import GatePolicy, keep_index
+from edgerl.policies.gate_baselines import GatePolicy, ask_or_keep
 from edgerl.sim.wrappers.gate import GatedEnv
 
 __all__ = ["curvature_rule", "kick_rule", "road_task"]
@@ -53,8 +53,7 @@ def curvature_rule(look_m: float, threshold: float, sharp: tuple[int, int],
                             torch.full_like(age, calm[1]))
         budget = torch.where(is_sharp, torch.full_like(s.t, sharp[0]),
                              torch.full_like(s.t, calm[0]))
-        ask = (~env.has_plan() | (age > limit)) & ~s.fly_valid.any(dim=1)
-        return torch.where(ask, budget, torch.full_like(s.t, keep_index(env)))
+        return ask_or_keep(env, ~env.has_plan() | (age > limit), budget)
 
     return policy
 
@@ -66,10 +65,8 @@ def kick_rule(budget: int, max_age: int, react_steps: int) -> GatePolicy:
     plan is in flight."""
 
     def policy(env: GatedEnv, obs: Any) -> torch.Tensor:
-        s = env.scheduler
-        age = s.age_steps()
+        age = env.scheduler.age_steps()
         kicked = (env.kick_age < react_steps) & (age > env.kick_age)
-        ask = (~env.has_plan() | (age > max_age) | kicked) & ~s.fly_valid.any(dim=1)
-        return torch.where(ask, torch.full_like(s.t, budget), torch.full_like(s.t, keep_index(env)))
+        return ask_or_keep(env, ~env.has_plan() | (age > max_age) | kicked, budget)
 
     return policy
