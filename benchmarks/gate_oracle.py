@@ -101,7 +101,7 @@ def run_variant(name: str, seed: int, episodes: int, num_envs: int) -> list[dict
                            rules[best], episodes)
         rows.append({"variant": name, "seed": seed, "family": family, "best": best,
                      "tried": len(rules), "tune_return": tried[best]["return_mean"],
-                     **{k: v for k, v in ev.items()}, "wall_s": round(time.time() - t0, 1)})
+                     **ev, "wall_s": round(time.time() - t0, 1)})
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
