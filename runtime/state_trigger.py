@@ -10,7 +10,12 @@ published by the same thread, with nothing else waiting in between.
 
 The clock fallback stays: :meth:`tick_if_starved`, called from a timer that each state
 restarts, ticks (and counts a ``trigger_timeout``) when no state arrived for
-``loop.trigger_timeout_s``, so a silent sensor still gets the stale/hold fallbacks.
+``loop.trigger_timeout_s``, so a silent sensor still gets the stale/hold fallbacks. Where the
+states come from another thread of the same process (a composed robot), :meth:`start_fallback`
+runs that check in a small thread of its own instead: it sleeps until one timeout after the
+newest tick, so it wakes about once per timeout and takes the GIL for microseconds, where an
+rclpy timer costs a pass of rclpy's Python executor (~1 ms of GIL per wake; at 200 Hz the
+executor thread took half a core and the composed sim robot stepped at 110-180 Hz).
 
 The state may arrive in one thread (a composed robot's stepping thread) while the fallback and
 prewarm timers fire in another (the executor's): :meth:`on_state`, :meth:`tick_if_starved` and
@@ -22,6 +27,7 @@ called in this mode).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from edgerl.runtime.edit_loop import EditLoop
 
@@ -47,6 +53,8 @@ class InlineStateTrigger:
         self.last_tick_t = now
         self.ticks_on_state = 0
         self._lock = threading.Lock()
+        self._fallback: threading.Thread | None = None
+        self._fallback_stop = threading.Event()
 
     def on_state(self, obs_t: float) -> None:
         """Tick now for the state just written to the slot, observed at ``obs_t`` (loop
@@ -87,3 +95,33 @@ class InlineStateTrigger:
             loop.tick(woke)
             self.last_tick_t = woke
         return True
+
+    def start_fallback(self, on_tick: Callable[[], None] | None = None) -> None:
+        """Run the clock fallback in a daemon thread until :meth:`stop_fallback`: it sleeps
+        until ``trigger_timeout_s`` after the newest tick, then :meth:`tick_if_starved`;
+        ``on_tick`` runs after each fallback tick (e.g. publish the command)."""
+        if self._fallback is not None:
+            raise RuntimeError("the fallback thread is already running")
+        self._fallback_stop.clear()
+        self._fallback = threading.Thread(target=self._fallback_main, args=(on_tick,),
+                                          name="edgerl-state-fallback", daemon=True)
+        self._fallback.start()
+
+    def stop_fallback(self, timeout: float = 2.0) -> None:
+        """Stop the fallback thread (no-op when none runs)."""
+        thread, self._fallback = self._fallback, None
+        if thread is None:
+            return
+        self._fallback_stop.set()
+        thread.join(timeout)
+        if thread.is_alive():
+            raise RuntimeError("the state-trigger fallback thread did not stop")
+
+    def _fallback_main(self, on_tick: Callable[[], None] | None) -> None:
+        loop, stop = self.loop, self._fallback_stop
+        while not stop.is_set():
+            wait = self.last_tick_t + loop.trigger_timeout_s - loop.clock.now()
+            if wait > 0:  # a state ticked meanwhile: sleep to one timeout after it
+                stop.wait(wait)
+            elif self.tick_if_starved() and on_tick is not None:
+                on_tick()

@@ -142,3 +142,45 @@ def test_deploy_compose_runs_one_container_and_stops_it(session_bundle, ros_doma
     assert out["edit_state_age_at_tick_p50_ms"] < 0.5  # no transport before the tick
     assert out["e2e_latency_p50_us"] < 2000
     assert not _processes_mentioning("edgerl_ros.container")
+
+
+def test_robot_command_subscription_skips_in_process_commands(rclpy_context):
+    """A composed edit node marks the commands it already handed over in process
+    (``IN_PROCESS_FRAME``); robot nodes subscribe through ``subscribe_commands``, whose DDS
+    content filter drops them before rclpy's executor wakes (each wake cost the composed sim
+    robot ~1 ms of GIL: 200 Hz became 110-180 Hz). Other commands still arrive, and an
+    observer without the filter still sees the marked ones."""
+    import rclpy
+    from edgerl_ros.common import COMMAND_QOS, TOPICS
+    from edgerl_ros.composition import IN_PROCESS_FRAME, in_process_command, subscribe_commands
+    from edgerl_ros.messages import make_joint_state
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+
+    node = rclpy.create_node("cmd_filter_test", context=rclpy_context)
+    robot_got: list[str] = []
+    observer_got: list[str] = []
+    sub = subscribe_commands(node, lambda msg, info: robot_got.append(msg.header.frame_id),
+                             COMMAND_QOS)
+    node.create_subscription(JointState, TOPICS["command"],
+                             lambda msg: observer_got.append(msg.header.frame_id), COMMAND_QOS)
+    pub = node.create_publisher(JointState, TOPICS["command"], COMMAND_QOS)
+    ex = SingleThreadedExecutor(context=rclpy_context)
+    ex.add_node(node)
+    try:
+        assert sub.is_cft_enabled  # Fast DDS filters content
+        for i in range(6):  # one at a time: the command QoS keeps only the newest
+            pub.publish(make_joint_state(["a"], np.zeros(1), 1, "effort",
+                                         IN_PROCESS_FRAME if i % 2 else ""))
+            t_end = time.monotonic() + 5.0
+            while len(observer_got) <= i and time.monotonic() < t_end:
+                ex.spin_once(timeout_sec=0.05)
+            for _ in range(3):  # the robot's copy, if any, is in by now
+                ex.spin_once(timeout_sec=0.01)
+        assert observer_got.count(IN_PROCESS_FRAME) == 3 and observer_got.count("") == 3
+        assert robot_got == ["", "", ""]
+        marked = make_joint_state(["a"], np.zeros(1), 1, "effort", IN_PROCESS_FRAME)
+        assert in_process_command(marked) and not in_process_command(JointState())
+    finally:
+        ex.shutdown()
+        node.destroy_node()

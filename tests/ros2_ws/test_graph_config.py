@@ -37,3 +37,18 @@ def test_sim_expert_chunk_every_half_planner_period(session_bundle, rate_hz, eve
     nodes = robot_nodes("sim", {"sim_robot_node": {**sim, "expert_every": 3}}, spec,
                         session_bundle)
     assert nodes["sim_robot_node"]["expert_every"] == 3
+
+
+def test_shipped_parameter_file_leaves_expert_every_to_the_bundle(session_bundle):
+    """The default ``config/edgerl.yaml`` must not pin ``expert_every`` (it did, at 1, which
+    made ``edgerl deploy --rate-hz 200`` compute the expert chunk at every step: the composed
+    sim robot then stepped at 33-56 Hz of 200); 0 there means the deploy rule."""
+    from edgerl_ros.graph import DEFAULT_CONFIG
+    from edgerl_ros.graph_config import load_params_yaml, robot_nodes
+
+    params = load_params_yaml(DEFAULT_CONFIG)
+    assert params["sim_robot_node"]["expert_every"] == 0
+    spec = load_bundle_manifest(session_bundle)
+    params["sim_robot_node"]["rate_hz"] = 200.0
+    nodes = robot_nodes("sim", params, spec, session_bundle)
+    assert nodes["sim_robot_node"]["expert_every"] == 5

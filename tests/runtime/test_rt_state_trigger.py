@@ -105,3 +105,39 @@ def test_prewarm_is_scheduled_just_before_the_next_state_and_changes_nothing(mlp
     off = EditLoop(spec, net, ChunkBuffer(), clock=VirtualClock(0.0),
                    cfg=LoopConfig(trigger="state", gc_freeze=False, prewarm_s=0.0))
     assert InlineStateTrigger(off).prewarm_due_in() is None and off.prewarm() is False
+
+
+def test_fallback_thread_ticks_only_in_silence_and_stops(mlp_bundle):
+    """``start_fallback`` (composed robots: no rclpy timer): while states come faster than the
+    timeout (15 ms at 100 Hz) it does not tick; in 150 ms of silence it ticks about once per
+    timeout, each counted and followed by ``on_tick``; after ``stop_fallback`` nothing ticks
+    and the thread is gone. Real clock, so the bounds allow a loaded machine's stalls."""
+    import threading
+    import time
+
+    spec, net = load_bundle(mlp_bundle, warmup=1)
+    sent: list[float] = []
+    loop = EditLoop(spec, net, ChunkBuffer(), sink=lambda c, t: sent.append(t) or True,
+                    cfg=LoopConfig(trigger="state", gc_freeze=False))
+    trig = InlineStateTrigger(loop)
+    published: list[int] = []
+    trig.start_fallback(on_tick=lambda: published.append(loop.trigger_timeouts))
+    with pytest.raises(RuntimeError, match="already running"):
+        trig.start_fallback()
+    end = time.monotonic() + 0.1
+    while time.monotonic() < end:  # states every ~1 ms
+        loop.obs.write(np.zeros(4, np.float32), loop.clock.now())
+        trig.on_state(loop.clock.now())
+        time.sleep(0.001)
+    during_states = loop.trigger_timeouts
+    time.sleep(0.15)
+    silent = loop.trigger_timeouts - during_states
+    trig.stop_fallback()
+    after = loop.trigger_timeouts
+    time.sleep(0.05)
+    assert during_states <= 2
+    assert 3 <= silent <= 11
+    assert published == list(range(1, after + 1))  # on_tick after each fallback tick
+    assert loop.trigger_timeouts == after  # stopped
+    assert not any(t.name == "edgerl-state-fallback" for t in threading.enumerate())
+    trig.stop_fallback()  # a second stop is a no-op

@@ -22,6 +22,7 @@ from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory
 
 from edgerl_ros.common import TOPICS
+from edgerl_ros.composition import IN_PROCESS_FRAME
 from edgerl_ros.messages import (
     BadMessage,
     make_joint_state,
@@ -73,7 +74,7 @@ class EditNodeIO:
         if inline is not None:
             inline.on_state(t)
             self._flush_publish()  # composed: the command the robot already has
-            if not self._reset_timers_per_state:  # composed: a periodic fallback check
+            if not self._reset_timers_per_state:  # composed: the fallback thread's check
                 return True
             for timer in (self._fallback_timer, self._prewarm_timer):
                 if timer is not None:  # None/destroyed: deactivated meanwhile (composed robot)
@@ -189,13 +190,14 @@ class EditNodeIO:
                 return True
         return self._publish_command(command, stamp)
 
-    def _publish_command(self, command: np.ndarray, stamp: int) -> bool:
+    def _publish_command(self, command: np.ndarray, stamp: int, frame_id: str = "") -> bool:
         """``robot/command``: the command for the state stamped ``stamp`` (ns)."""
         pub, spec = self._cmd_pub, self.spec
         if pub is None or spec is None:
             return False
         try:
-            pub.publish(make_joint_state(spec.action.names, command, stamp, self.command_field))
+            pub.publish(make_joint_state(spec.action.names, command, stamp, self.command_field,
+                                         frame_id))
         except Exception as exc:  # context shut down / middleware error: transport down
             log.debug("command publish failed: %s", exc)
             return False
@@ -206,5 +208,5 @@ class EditNodeIO:
         """Composed inline ticks: publish the command the robot already has (off the
         state -> command path: the tick ends when the robot has it)."""
         pending, self._pending = self._pending, None
-        if pending is not None:
-            self._publish_command(*pending)
+        if pending is not None:  # marked: no robot node executes it from the topic
+            self._publish_command(*pending, frame_id=IN_PROCESS_FRAME)

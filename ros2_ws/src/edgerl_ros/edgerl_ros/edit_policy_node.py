@@ -276,11 +276,10 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
             gc.freeze()
         self._inline = InlineStateTrigger(loop)
         if self.get_parameter("state_source").value == "in_process":
-            # states tick in the robot's thread: a timer reset per state would wake this
-            # process's executor at the control rate to contend for the GIL with the next
-            # tick; instead a check every half timeout (fallback after 1-1.5 timeouts)
-            self._fallback_timer = self.create_timer(loop.trigger_timeout_s / 2,
-                                                     self._on_silence)
+            # states tick in the robot's thread: any rclpy timer here (reset per state, or
+            # a periodic check) wakes rclpy's Python executor, ~1 ms of GIL per wake taken
+            # from the robot's thread; the fallback runs in a sleeping thread of its own
+            self._inline.start_fallback(on_tick=self._flush_publish)
             self._reset_timers_per_state = False
         else:
             # fires only after trigger_timeout_s of silence: each state restarts it
@@ -300,6 +299,7 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
                 self.destroy_timer(timer)
         self._fallback_timer = self._prewarm_timer = None
         if self._inline is not None:
+            self._inline.stop_fallback()
             self._inline = None
             if self.loop is not None and self.loop.cfg.gc_freeze:
                 gc.unfreeze()

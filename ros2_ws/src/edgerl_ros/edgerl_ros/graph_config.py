@@ -124,8 +124,9 @@ def robot_nodes(robot: str, params: dict[str, dict[str, Any]], spec: Any, bundle
     edit = {**params.get("edit_policy_node", {}), "bundle": str(bundle), "autostart": True}
     if robot == "sim":
         sim = {**params.get("sim_robot_node", {}), "task": spec.task}
-        if "expert_every" not in sim:  # the planner takes one every period: computing it at
-            # every step (0.7-3.8 ms) held the composed robot below 200 Hz
+        if not sim.get("expert_every"):  # absent or 0 (auto): the planner takes one every
+            # period; computing it at every step (7-14 ms at 200 Hz in the composed robot,
+            # under its GIL contention) held the composed robot at 33-56 Hz of 200
             rate = float(sim.get("rate_hz") or 0.0) or float(spec.control_hz)
             sim["expert_every"] = max(1, int(spec.chunk.period_s * rate / 2))
         nodes["sim_robot_node"] = sim

@@ -57,6 +57,7 @@ from edgerl_ros.common import (
     replace_timer,
     run_node,
 )
+from edgerl_ros.composition import in_process_command, subscribe_commands
 from edgerl_ros.messages import (
     COMMAND_FIELDS,
     BadMessage,
@@ -114,7 +115,7 @@ class SerialBridgeNode(Node):
         self.hello = self.transport.connect()
         # the edit node's commands count in the e2e latency (anyone may publish on the topic)
         self._edit_source = PublisherFilter(self, TOPICS["command"], "edit_policy_node")
-        self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
+        self._command_sub = subscribe_commands(self, self._on_command, COMMAND_QOS)
         self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, 10)
         self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
                                              self._publish_diagnostics)
@@ -152,6 +153,8 @@ class SerialBridgeNode(Node):
         self.states_published += 1
 
     def _on_command(self, msg: JointState, info: Any) -> None:
+        if in_process_command(msg):
+            return  # a composed edit node's command: sent in its own process
         from_edit = self._edit_source.accept(info)
         if from_edit and self.link is not None:
             return  # the composed edit node's command: already sent in process

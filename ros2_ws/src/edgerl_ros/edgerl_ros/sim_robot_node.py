@@ -73,6 +73,7 @@ from edgerl_ros.common import (
     replace_timer,
     run_node,
 )
+from edgerl_ros.composition import in_process_command, subscribe_commands
 from edgerl_ros.messages import (
     COMMAND_FIELDS,
     BadMessage,
@@ -104,7 +105,9 @@ PARAMS = [
     ParamSpec("publish_expert", True, "publish the privileged expert chunk (sim only; "
               "computed only while something subscribes to it)"),
     ParamSpec("expert_horizon", 10, "rows of the expert chunk", 1, 10000),
-    ParamSpec("expert_every", 1, "publish the expert chunk every N steps", 1, 100000),
+    ParamSpec("expert_every", 0, "publish the expert chunk every N steps (0 = auto: edgerl "
+              "deploy sets about twice per planner period; every step when run bare)", 0,
+              100000),
     ParamSpec("announce_resets", True, "publish each episode reset on robot/episode"),
     ParamSpec("wait_for_command", True, "do not step the sim before the first command"),
     ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the stepping thread (0 = normal)",
@@ -141,7 +144,7 @@ class SimRobotNode(Node):
         self.command_timeout_s = float(p["command_timeout_s"])
         self.publish_expert = bool(p["publish_expert"])
         self.expert_horizon = int(p["expert_horizon"])
-        self.expert_every = int(p["expert_every"])
+        self.expert_every = max(1, int(p["expert_every"]))
         self.wait_for_command = bool(p["wait_for_command"])
         self.announce_resets = bool(p["announce_resets"])
         self.timebase = TimeBase()
@@ -174,7 +177,7 @@ class SimRobotNode(Node):
                             if self.announce_resets else None)
         # e2e latency counts only the edit node's commands (anyone may publish on the topic)
         self._edit_source = PublisherFilter(self, TOPICS["command"], "edit_policy_node")
-        self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
+        self._command_sub = subscribe_commands(self, self._on_command, COMMAND_QOS)
         self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
                                              self._publish_diagnostics)
         self._stop = threading.Event()
@@ -217,8 +220,10 @@ class SimRobotNode(Node):
                                                  self._publish_diagnostics)
             elif name in ("command_timeout_s",):
                 self.command_timeout_s = float(value)
-            elif name in ("expert_horizon", "expert_every"):
-                setattr(self, name, int(value))
+            elif name == "expert_horizon":
+                self.expert_horizon = int(value)
+            elif name == "expert_every":
+                self.expert_every = max(1, int(value))
             else:  # command_field, publish_expert, wait_for_command
                 setattr(self, name, value)
         self.get_logger().info(f"parameters applied: {changed}")
@@ -228,6 +233,8 @@ class SimRobotNode(Node):
     def _on_command(self, msg: JointState, info: Any) -> None:
         """A command (``info``: rclpy ``MessageInfo``, its publisher GID)."""
         now_ns = time.time_ns()
+        if in_process_command(msg):
+            return  # a composed edit node's command: applied in its own process
         from_edit = self._edit_source.accept(info)
         if from_edit and self.link is not None:
             return  # the composed edit node's command: already applied in process
@@ -302,6 +309,13 @@ class SimRobotNode(Node):
             self.episode_pub.publish(msg)
 
     def _run(self) -> None:
+        # inference mode: no autograd or version-counter bookkeeping on the task's tensors
+        # (measured on cartpole, one env: step 0.61 -> 0.44 ms, a 10-row expert chunk
+        # 5.3 -> 3.0 ms); the robot never differentiates through its physics
+        with self._torch.inference_mode():
+            self._step_forever()
+
+    def _step_forever(self) -> None:
         clock = MonotonicClock()
         torch = self._torch
         step = 0
