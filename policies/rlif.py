@@ -12,7 +12,11 @@ elsewhere (Luo et al. 2023).
   target, ``V(s)`` by expectile regression on the target Q, then advantage-weighted
   regression of the policy (``exp(beta * (Q - V) / std(Q - V))``, capped) on every executed
   action,
-  starting from the bundle's weights.
+  starting from the bundle's weights. ``extract="qmax"`` (session 8) extracts the policy
+  as TD3+BC does instead (Fujimoto & Gu 2021): maximise the critic's ``Q(s, pi(s))``
+  (scaled by ``alpha / mean|Q|``) plus the squared error to the executed action. AWR can only
+  reweight the actions in the data, so in a state where the policy always did the same bad
+  thing it cannot find another; the Q-gradient can (RLIF's RLPD actor also maximises Q).
 * ``bc``: regress the policy on the operator's override commands only (the takeover
   steps), the same number of updates from the same start.
 """
@@ -35,6 +39,7 @@ __all__ = ["FINETUNE_METHODS", "FinetuneConfig", "FinetuneResult", "finetune",
 log = logging.getLogger(__name__)
 
 FINETUNE_METHODS = ("rlif", "bc")
+EXTRACTIONS = ("awr", "qmax")
 
 
 @dataclass
@@ -54,6 +59,9 @@ class FinetuneConfig:
         hidden: Critic hidden sizes.
         tau: Polyak rate of the target critic.
         seed: Torch seed (minibatches, critic init).
+        extract: ``rlif`` policy extraction: ``awr`` (advantage-weighted regression, the
+            default) or ``qmax`` (TD3+BC: ``-alpha Q(s, pi(s)) / mean|Q| + |pi(s) - u|^2``).
+        alpha: ``qmax``: weight of the Q term against the regression term.
     """
 
     method: str = "rlif"
@@ -68,6 +76,8 @@ class FinetuneConfig:
     hidden: tuple[int, ...] = (128, 128)
     tau: float = 0.005
     seed: int = 0
+    extract: str = "awr"
+    alpha: float = 2.5
 
     def __post_init__(self) -> None:
         if self.method not in FINETUNE_METHODS:
@@ -77,6 +87,11 @@ class FinetuneConfig:
             raise ValueError("finetune: steps and batch must be >= 1")
         if not 0 < self.gamma < 1 or not 0 < self.expectile < 1:
             raise ValueError("finetune: gamma and expectile must be in (0, 1)")
+        if self.extract not in EXTRACTIONS:
+            raise ValueError(f"finetune extract {self.extract!r} is not one of "
+                             f"{', '.join(EXTRACTIONS)}")
+        if self.alpha < 0:
+            raise ValueError(f"finetune: alpha must be >= 0, got {self.alpha}")
 
 
 @dataclass
@@ -206,10 +221,18 @@ def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
                      weight_mean=float(weight.mean()))
     opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr_actor)
     n = len(s)
+    qmax = cfg.method == "rlif" and cfg.extract == "qmax"
+    if qmax:
+        critic.requires_grad_(False)
     for _ in range(cfg.steps):
         i = torch.randint(n, (min(cfg.batch, n),), generator=gen)
-        err = ((actor(s[i]) - u[i]) ** 2).sum(-1)
-        loss = (weight[i] * err).mean() / weight[i].mean()
+        pi = actor(s[i])
+        err = ((pi - u[i]) ** 2).sum(-1)
+        if qmax:
+            q = critic(s[i], pi.clamp(-1.0, 1.0))  # u lives in [-1, 1]
+            loss = err.mean() - cfg.alpha * q.mean() / (q.abs().mean().detach() + 1e-6)
+        else:
+            loss = (weight[i] * err).mean() / weight[i].mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
