@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 FINETUNE_METHODS = ("rlif", "bc")
 EXTRACTIONS = ("awr", "qmax")
+ACTOR_DATA = ("all", "own")
 
 
 @dataclass
@@ -62,6 +63,10 @@ class FinetuneConfig:
         extract: ``rlif`` policy extraction: ``awr`` (advantage-weighted regression, the
             default) or ``qmax`` (TD3+BC: ``-alpha Q(s, pi(s)) / mean|Q| + |pi(s) - u|^2``).
         alpha: ``qmax``: weight of the Q term against the regression term.
+        actor_data: ``rlif``: which steps the policy update regresses on: ``all`` executed
+            actions (the default) or only the policy's ``own`` (the operator's steps then
+            only shape the critic: the takeover is the negative reward, its command is not
+            imitated).
     """
 
     method: str = "rlif"
@@ -78,6 +83,7 @@ class FinetuneConfig:
     seed: int = 0
     extract: str = "awr"
     alpha: float = 2.5
+    actor_data: str = "all"
 
     def __post_init__(self) -> None:
         if self.method not in FINETUNE_METHODS:
@@ -90,6 +96,9 @@ class FinetuneConfig:
         if self.extract not in EXTRACTIONS:
             raise ValueError(f"finetune extract {self.extract!r} is not one of "
                              f"{', '.join(EXTRACTIONS)}")
+        if self.actor_data not in ACTOR_DATA:
+            raise ValueError(f"finetune actor_data {self.actor_data!r} is not one of "
+                             f"{', '.join(ACTOR_DATA)}")
         if self.alpha < 0:
             raise ValueError(f"finetune: alpha must be >= 0, got {self.alpha}")
 
@@ -219,6 +228,9 @@ def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
                      if bool((data["r"] < 0).any()) else float("nan"),
                      adv_other=float(adv[data["r"] == 0].mean()),
                      weight_mean=float(weight.mean()))
+        if cfg.actor_data == "own":
+            own = data["intervened"] == 0
+            s, u, weight = s[own], u[own], weight[own]
     opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr_actor)
     n = len(s)
     qmax = cfg.method == "rlif" and cfg.extract == "qmax"

@@ -57,3 +57,21 @@ def test_region_spec_parse_and_errors(tmp_path):
                                                action_dim=1))
     with pytest.raises(ValueError, match="needs pole_angle and pole_vel"):
         region_mask(np.zeros((2, spec.edit_obs.dim)), spec, RegionSpec())
+
+
+def test_export_like_holds_parity_relative_to_the_output_size(tmp_path):
+    """A re-fitted network with large outputs (fp32 round-off above 1e-5 absolute) exports,
+    its parity checked at 1e-5 times its largest output."""
+    import json
+
+    from edgerl.export.bundle_mlp import export_like
+
+    actor, spec = load_bundle_mlp(write_mlp_bundle(tmp_path / "b", hidden=(8,), obs_dim=4,
+                                                   action_dim=1))
+    with torch.no_grad():
+        actor.net[-1].weight.mul_(1e4)
+    obs = np.random.default_rng(0).standard_normal((50, spec.edit_obs.dim)).astype(np.float32)
+    export_like(actor, spec, tmp_path / "big", inputs=obs)
+    out = json.loads((tmp_path / "big" / "parity.json").read_text())["parity"]["policy_onnx"]
+    tol = out["outputs"][0]["tolerance"]
+    assert out["ok"] and tol > 1e-5 and out["outputs"][0]["max_abs_err"] <= tol

@@ -98,3 +98,19 @@ def test_finetune_cli_exports_a_loadable_bundle(bundle, tmp_path, capsys):
     assert main(["finetune", "--interventions", str(tmp_path / "none.mcap"), "--bundle",
                  str(bundle), "--out", str(out)]) == 1
     assert "none.mcap: no such file" in capsys.readouterr().err
+
+
+def test_rlif_qmax_extraction_moves_away_from_the_intervened_action(bundle):
+    torch.manual_seed(0)
+    actor, spec = load_bundle_mlp(bundle)
+    steps = _steps(synthetic_ticks(spec.edit_obs.dim))
+    s = intervention_dataset(steps, BOUND)["s"]
+    res = finetune(actor, steps, BOUND, FinetuneConfig(steps=300, batch=128, seed=0,
+                                                       extract="qmax"))
+    with torch.no_grad():
+        before, after = actor(s).mean(), res.actor(s).mean()
+    assert float(after) < float(before) - 0.1  # the Q-gradient points away from +0.6
+    with pytest.raises(ValueError, match="extract 'sac' is not one of awr, qmax"):
+        FinetuneConfig(extract="sac")
+    with pytest.raises(ValueError, match="alpha must be >= 0"):
+        FinetuneConfig(alpha=-1.0)
