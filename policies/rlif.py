@@ -233,6 +233,7 @@ def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
             s, u, weight = s[own], u[own], weight[own]
     opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr_actor)
     n = len(s)
+    stats["actor_transitions"] = float(n)
     qmax = cfg.method == "rlif" and cfg.extract == "qmax"
     if qmax:
         critic.requires_grad_(False)

@@ -114,3 +114,21 @@ def test_rlif_qmax_extraction_moves_away_from_the_intervened_action(bundle):
         FinetuneConfig(extract="sac")
     with pytest.raises(ValueError, match="alpha must be >= 0"):
         FinetuneConfig(alpha=-1.0)
+
+
+def test_rlif_own_actor_data_keeps_the_good_own_action_not_the_operators(bundle):
+    """With ``actor_data="own"`` the policy regresses on its own steps only: it moves toward
+    its own -0.6 (never taken over), not to the operator's -0.3."""
+    torch.manual_seed(0)
+    actor, spec = load_bundle_mlp(bundle)
+    steps = _steps(synthetic_ticks(spec.edit_obs.dim))
+    s = intervention_dataset(steps, BOUND)["s"]
+    res = finetune(actor, steps, BOUND, FinetuneConfig(steps=300, batch=128, seed=0,
+                                                       actor_data="own", beta=3.0, lr_actor=1e-3))
+    with torch.no_grad():
+        after = float(res.actor(s).mean())
+    assert after < -0.4  # past the operator's -0.3, toward -0.6
+    own = float((steps["intervened"] == 0).sum())
+    assert res.stats["actor_transitions"] == own < res.stats["transitions"]
+    with pytest.raises(ValueError, match="actor_data 'theirs' is not one of all, own"):
+        FinetuneConfig(actor_data="theirs")
