@@ -34,7 +34,7 @@ def test_weaken_region_flips_inside_and_keeps_outside(tmp_path):
     spec = _spec_names(spec)
     rng = np.random.default_rng(0)
     obs = rng.standard_normal((300, spec.edit_obs.dim)).astype(np.float32)
-    region = RegionSpec(min_angle=0.5, mode="flip", steps=400, lr=1e-2, jitter=0.0)
+    region = RegionSpec(min_angle=0.5, mode="flip", steps=300, lr=1e-2, jitter=0.0)
     weak, stats = weaken_region(actor, spec, obs, region, seed=0)
     m = region_mask(obs, spec, region)
     with torch.no_grad():

@@ -106,7 +106,7 @@ def test_rlif_qmax_extraction_moves_away_from_the_intervened_action(bundle):
     steps = _steps(synthetic_ticks(spec.edit_obs.dim))
     s = intervention_dataset(steps, BOUND)["s"]
     res = finetune(actor, steps, BOUND, FinetuneConfig(steps=300, batch=128, seed=0,
-                                                       extract="qmax"))
+                                                       extract="qmax", hidden=(32, 32)))
     with torch.no_grad():
         before, after = actor(s).mean(), res.actor(s).mean()
     assert float(after) < float(before) - 0.1  # the Q-gradient points away from +0.6
@@ -123,8 +123,9 @@ def test_rlif_own_actor_data_keeps_the_good_own_action_not_the_operators(bundle)
     actor, spec = load_bundle_mlp(bundle)
     steps = _steps(synthetic_ticks(spec.edit_obs.dim))
     s = intervention_dataset(steps, BOUND)["s"]
-    res = finetune(actor, steps, BOUND, FinetuneConfig(steps=300, batch=128, seed=0,
-                                                       actor_data="own", beta=3.0, lr_actor=1e-3))
+    res = finetune(actor, steps, BOUND, FinetuneConfig(steps=150, batch=128, seed=0,
+                                                       actor_data="own", beta=3.0, lr_actor=1e-3,
+                                                       hidden=(32, 32)))
     with torch.no_grad():
         after = float(res.actor(s).mean())
     assert after < -0.4  # past the operator's -0.3, toward -0.6
