@@ -115,6 +115,8 @@ def run_seed(a: argparse.Namespace, seed: int) -> dict:
     variants = {"rlif": ("--method", "rlif"), "bc": ("--method", "bc")}
     if a.controls:
         variants["rlif_beta0"] = ("--method", "rlif", "--beta", "0")
+    if a.own:
+        variants["rlif_own"] = ("--method", "rlif", "--actor-data", "own")
     if a.qmax:
         variants["rlif_qmax"] = ("--method", "rlif", "--extract", "qmax")
     for name, extra in variants.items():
@@ -147,6 +149,8 @@ def main() -> int:
                         "e.g. 'mode=flip,min_angle=0.05'); distilled on a recording of BASE")
     p.add_argument("--controls", action="store_true",
                    help="also RLIF with beta 0 and the base bundle, on the same eval seeds")
+    p.add_argument("--own", action="store_true",
+                   help="also RLIF over the policy's own steps (rlif --actor-data own)")
     p.add_argument("--qmax", action="store_true",
                    help="also RLIF with TD3+BC policy extraction (rlif --extract qmax)")
     p.add_argument("--json-out", type=Path, default=None)
@@ -155,7 +159,8 @@ def main() -> int:
     if a.region and not (a.out / "base_obs.mcap").exists():
         _hil(a.base, 10, 500, a.latency_ms, "--record", str(a.out / "base_obs.mcap"))
     rows = [run_seed(a, s) for s in a.seeds]
-    cells = [m for m in ("start", "rlif", "bc", "rlif_beta0", "rlif_qmax", "base") if m in rows[0]]
+    cells = [m for m in ("start", "rlif", "bc", "rlif_beta0", "rlif_own", "rlif_qmax",
+                                "base") if m in rows[0]]
     summary = {m: {"mean": statistics.mean(r[m] for r in rows),
                    "std": statistics.pstdev(r[m] for r in rows)} for m in cells}
     out = {"config": {k: str(v) for k, v in vars(a).items()}, "seeds": rows,
