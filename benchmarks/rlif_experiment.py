@@ -50,23 +50,82 @@ def _weaken(base: Path, out: Path, shrink: float, noise: float, seed: int) -> No
     export_like(weaken(actor, noise, seed, shrink), spec, out, seed=seed)
 
 
+def _weaken_region(base: Path, out: Path, region: str, obs_rec: Path, seed: int) -> dict:
+    """The start that is bad only in a region (``export/weaken_region.py``), distilled on
+    the edit observations of ``obs_rec`` (a recording of the base bundle)."""
+    import torch
+
+    from edgerl.export.bundle_mlp import export_like, load_bundle_mlp
+    from edgerl.export.weaken_region import RegionSpec, weaken_region
+    from edgerl.intervention_log import load_transitions
+
+    torch.set_num_threads(1)
+    actor, spec = load_bundle_mlp(base)
+    obs = load_transitions([obs_rec], spec.edit_obs.fast_dim)["edit_obs"]
+    weak, stats = weaken_region(actor, spec, obs, RegionSpec.parse(region), seed=seed)
+    export_like(weak, spec, out, inputs=obs, seed=seed)
+    return stats
+
+
+def _bc_targets(rec: Path, base: Path) -> dict:
+    """What BC regresses on (the override steps' residuals ``u``) and how it compares with
+    the base (unweakened) policy's own residual in the same states."""
+    import numpy as np
+    import torch
+
+    from edgerl.export.bundle_mlp import load_bundle_mlp
+    from edgerl.intervention_log import load_transitions
+    from edgerl.policies.rlif import intervention_dataset
+
+    actor, spec = load_bundle_mlp(base)
+    data = intervention_dataset(load_transitions([rec], spec.edit_obs.fast_dim),
+                                spec.residual_bound)
+    m = data["intervened"] > 0
+    u = data["u"][m][:, 0].numpy()
+    with torch.no_grad():
+        ref = actor(data["s"][m])[:, 0].clamp(-1, 1).numpy()
+    return {"override_steps": int(m.sum()), "mean_u": float(u.mean()),
+            "mean_abs_u": float(np.abs(u).mean()), "at_bound": float((np.abs(u) >= 0.999).mean()),
+            "base_mean_u": float(ref.mean()),
+            "sign_agrees_with_base": float((np.sign(u) == np.sign(ref)).mean()),
+            "mse_to_base": float(((u - ref) ** 2).mean())}
+
+
 def run_seed(a: argparse.Namespace, seed: int) -> dict:
     d = a.out / f"seed{seed}"
     weak, rec = d / "weak", d / "interventions.mcap"
-    _weaken(a.base, weak, a.shrink, a.noise, seed)
-    eval_seed = 1000 + seed  # unseen by the collection (plant seed `seed`)
     res: dict = {"seed": seed}
-    col = _hil(weak, a.collect, seed, a.latency_ms, "--operator",
-               f"{a.operator},seed={seed}", "--record", str(rec))
-    res["collect"] = {k: col.get(k) for k in ("success", "steps", "operator_takeovers",
-                                              "operator_records", "recorded_ticks")}
+    done = d / "collect.json"  # a rerun reuses a finished start + collection
+    if done.exists():
+        res.update(json.loads(done.read_text()))
+    else:
+        if a.region:
+            res["weaken_region"] = _weaken_region(a.base, weak, a.region,
+                                                  a.out / "base_obs.mcap", seed)
+        else:
+            _weaken(a.base, weak, a.shrink, a.noise, seed)
+        col = _hil(weak, a.collect, seed, a.latency_ms, "--operator",
+                   f"{a.operator},seed={seed}", "--record", str(rec))
+        res["collect"] = {k: col.get(k) for k in ("success", "steps", "operator_takeovers",
+                                                  "operator_records", "recorded_ticks")}
+        done.write_text(json.dumps(res))
+    eval_seed = 1000 + seed  # unseen by the collection (plant seed `seed`)
+    res["bc_targets"] = _bc_targets(rec, a.base)
     bundles = {"start": weak}
-    for method in ("rlif", "bc"):
-        bundles[method] = d / method
+    variants = {"rlif": ("--method", "rlif"), "bc": ("--method", "bc")}
+    if a.controls:
+        variants["rlif_beta0"] = ("--method", "rlif", "--beta", "0")
+    if a.own:
+        variants["rlif_own"] = ("--method", "rlif", "--actor-data", "own")
+    if a.qmax:
+        variants["rlif_qmax"] = ("--method", "rlif", "--extract", "qmax")
+    for name, extra in variants.items():
+        bundles[name] = d / name
         ft = _cli("finetune", "--interventions", str(rec), "--bundle", str(weak), "--out",
-                  str(bundles[method]), "--method", method, "--steps", str(a.steps),
-                  "--seed", str(seed))
-        res[f"finetune_{method}"] = {k: v for k, v in ft.items() if k != "recordings"}
+                  str(bundles[name]), *extra, "--steps", str(a.steps), "--seed", str(seed))
+        res[f"finetune_{name}"] = {k: v for k, v in ft.items() if k != "recordings"}
+    if a.controls:
+        bundles["base"] = a.base
     for name, b in bundles.items():
         res[name] = _hil(b, a.episodes, eval_seed, a.latency_ms)["success"]
     print(json.dumps(res), file=sys.stderr, flush=True)
@@ -85,12 +144,25 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=2000, help="finetune gradient steps")
     p.add_argument("--latency-ms", type=float, default=100.0, help="HIL planner latency")
     p.add_argument("--operator", default="theta=0.2,x=1.5,hold=15,gain=0.6,noise=0.2")
+    p.add_argument("--region", default="",
+                   help="weaken only in a region instead (export/weaken_region.py RegionSpec, "
+                        "e.g. 'mode=flip,min_angle=0.05'); distilled on a recording of BASE")
+    p.add_argument("--controls", action="store_true",
+                   help="also RLIF with beta 0 and the base bundle, on the same eval seeds")
+    p.add_argument("--own", action="store_true",
+                   help="also RLIF over the policy's own steps (rlif --actor-data own)")
+    p.add_argument("--qmax", action="store_true",
+                   help="also RLIF with TD3+BC policy extraction (rlif --extract qmax)")
     p.add_argument("--json-out", type=Path, default=None)
     a = p.parse_args()
     start = time.time()
+    if a.region and not (a.out / "base_obs.mcap").exists():
+        _hil(a.base, 10, 500, a.latency_ms, "--record", str(a.out / "base_obs.mcap"))
     rows = [run_seed(a, s) for s in a.seeds]
+    cells = [m for m in ("start", "rlif", "bc", "rlif_beta0", "rlif_own", "rlif_qmax",
+                                "base") if m in rows[0]]
     summary = {m: {"mean": statistics.mean(r[m] for r in rows),
-                   "std": statistics.pstdev(r[m] for r in rows)} for m in ("start", "rlif", "bc")}
+                   "std": statistics.pstdev(r[m] for r in rows)} for m in cells}
     out = {"config": {k: str(v) for k, v in vars(a).items()}, "seeds": rows,
            "summary": summary, "wall_s": round(time.time() - start, 1)}
     text = json.dumps(out, indent=2)

@@ -12,7 +12,11 @@ elsewhere (Luo et al. 2023).
   target, ``V(s)`` by expectile regression on the target Q, then advantage-weighted
   regression of the policy (``exp(beta * (Q - V) / std(Q - V))``, capped) on every executed
   action,
-  starting from the bundle's weights.
+  starting from the bundle's weights. ``extract="qmax"`` (session 8) extracts the policy
+  as TD3+BC does instead (Fujimoto & Gu 2021): maximise the critic's ``Q(s, pi(s))``
+  (scaled by ``alpha / mean|Q|``) plus the squared error to the executed action. AWR can only
+  reweight the actions in the data, so in a state where the policy always did the same bad
+  thing it cannot find another; the Q-gradient can (RLIF's RLPD actor also maximises Q).
 * ``bc``: regress the policy on the operator's override commands only (the takeover
   steps), the same number of updates from the same start.
 """
@@ -35,6 +39,8 @@ __all__ = ["FINETUNE_METHODS", "FinetuneConfig", "FinetuneResult", "finetune",
 log = logging.getLogger(__name__)
 
 FINETUNE_METHODS = ("rlif", "bc")
+EXTRACTIONS = ("awr", "qmax")
+ACTOR_DATA = ("all", "own")
 
 
 @dataclass
@@ -54,6 +60,13 @@ class FinetuneConfig:
         hidden: Critic hidden sizes.
         tau: Polyak rate of the target critic.
         seed: Torch seed (minibatches, critic init).
+        extract: ``rlif`` policy extraction: ``awr`` (advantage-weighted regression, the
+            default) or ``qmax`` (TD3+BC: ``-alpha Q(s, pi(s)) / mean|Q| + |pi(s) - u|^2``).
+        alpha: ``qmax``: weight of the Q term against the regression term.
+        actor_data: ``rlif``: which steps the policy update regresses on: ``all`` executed
+            actions (the default) or only the policy's ``own`` (the operator's steps then
+            only shape the critic: the takeover is the negative reward, its command is not
+            imitated).
     """
 
     method: str = "rlif"
@@ -68,6 +81,9 @@ class FinetuneConfig:
     hidden: tuple[int, ...] = (128, 128)
     tau: float = 0.005
     seed: int = 0
+    extract: str = "awr"
+    alpha: float = 2.5
+    actor_data: str = "all"
 
     def __post_init__(self) -> None:
         if self.method not in FINETUNE_METHODS:
@@ -77,6 +93,14 @@ class FinetuneConfig:
             raise ValueError("finetune: steps and batch must be >= 1")
         if not 0 < self.gamma < 1 or not 0 < self.expectile < 1:
             raise ValueError("finetune: gamma and expectile must be in (0, 1)")
+        if self.extract not in EXTRACTIONS:
+            raise ValueError(f"finetune extract {self.extract!r} is not one of "
+                             f"{', '.join(EXTRACTIONS)}")
+        if self.actor_data not in ACTOR_DATA:
+            raise ValueError(f"finetune actor_data {self.actor_data!r} is not one of "
+                             f"{', '.join(ACTOR_DATA)}")
+        if self.alpha < 0:
+            raise ValueError(f"finetune: alpha must be >= 0, got {self.alpha}")
 
 
 @dataclass
@@ -204,12 +228,24 @@ def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
                      if bool((data["r"] < 0).any()) else float("nan"),
                      adv_other=float(adv[data["r"] == 0].mean()),
                      weight_mean=float(weight.mean()))
+        if cfg.actor_data == "own":
+            own = data["intervened"] == 0
+            s, u, weight = s[own], u[own], weight[own]
     opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr_actor)
     n = len(s)
+    stats["actor_transitions"] = float(n)
+    qmax = cfg.method == "rlif" and cfg.extract == "qmax"
+    if qmax:
+        critic.requires_grad_(False)
     for _ in range(cfg.steps):
         i = torch.randint(n, (min(cfg.batch, n),), generator=gen)
-        err = ((actor(s[i]) - u[i]) ** 2).sum(-1)
-        loss = (weight[i] * err).mean() / weight[i].mean()
+        pi = actor(s[i])
+        err = ((pi - u[i]) ** 2).sum(-1)
+        if qmax:
+            q = critic(s[i], pi.clamp(-1.0, 1.0))  # u lives in [-1, 1]
+            loss = err.mean() - cfg.alpha * q.mean() / (q.abs().mean().detach() + 1e-6)
+        else:
+            loss = (weight[i] * err).mean() / weight[i].mean()
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -27,6 +27,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rlif: inverse temperature of the standardized advantage weights "
                         "(default 1)")
     p.add_argument("--gamma", type=float, default=0.95, help="rlif: discount (default 0.95)")
+    p.add_argument("--extract", choices=("awr", "qmax"), default="awr",
+                   help="rlif policy extraction: awr (advantage-weighted regression on the "
+                        "executed actions, default) or qmax (TD3+BC: maximise the critic's "
+                        "Q(s, pi(s)) plus the regression to the executed action)")
+    p.add_argument("--alpha", type=float, default=2.5,
+                   help="rlif --extract qmax: weight of the Q term (default 2.5)")
+    p.add_argument("--actor-data", choices=("all", "own"), default="all",
+                   help="rlif: the policy update regresses on all executed actions (default) "
+                        "or only the policy's own (the operator's steps then only shape the "
+                        "critic's reward; their commands are not imitated)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -48,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--bundle {args.bundle}: no manifest.json there")
     try:
         cfg = FinetuneConfig(method=args.method, steps=args.steps, beta=args.beta,
-                             gamma=args.gamma, seed=args.seed)
+                             gamma=args.gamma, seed=args.seed, extract=args.extract,
+                             alpha=args.alpha, actor_data=args.actor_data)
         actor, spec = load_bundle_mlp(args.bundle)
         steps = load_transitions(args.interventions, spec.edit_obs.fast_dim)
         if steps["edit_obs"].shape[1] != spec.edit_obs.dim:

@@ -5,7 +5,9 @@ benchmarks, and the HIL's operator channel that feeds its records into the host-
 theta, theta_dot]``). When the robot is about to fail (``|theta| > theta_trigger`` or
 ``|x| > x_trigger``) it takes over for ``hold_steps`` control steps with a detuned, noisy
 LQR correction (``clip(gain_scale * -K s + bias + noise, -1, 1)``, or with ``bangbang`` the
-full-scale ``sign`` of it: it rescues, but not the way an expert would), then releases.
+full-scale ``sign`` of it; with ``flip`` K the first K steps of each takeover command the
+opposite sign, a startled operator: it rescues, but not the way an expert would), then
+releases.
 Deterministic for a seed.
 
 :class:`OperatorChannel` connects it to a running :class:`~edgerl.runtime.edit_loop.EditLoop`:
@@ -45,6 +47,9 @@ class OperatorConfig:
             pushes the cart one way while doing so (bad to copy outside a rescue).
         bangbang: Command ``sign(correction)`` at full scale (+-1) instead of the clipped
             correction: rescues from near failure, overshoots near upright.
+        flip: The first ``flip`` control steps of each takeover command the negated
+            correction (a startled operator who first pushes the wrong way, then rescues):
+            commands that are bad to copy although the takeover as a whole prevents failure.
     """
 
     theta_trigger: float = 0.2
@@ -56,22 +61,26 @@ class OperatorConfig:
     seed: int = 0
     bias: float = 0.0
     bangbang: bool = False
+    flip: int = 0
 
     def __post_init__(self) -> None:
         if self.theta_trigger <= 0 or self.x_trigger <= 0:
             raise ValueError("operator: theta_trigger and x_trigger must be > 0")
         if self.hold_steps < 1:
             raise ValueError(f"operator: hold_steps must be >= 1, got {self.hold_steps}")
+        if not 0 <= self.flip <= self.hold_steps:
+            raise ValueError(f"operator: flip must be in [0, hold_steps={self.hold_steps}], "
+                             f"got {self.flip}")
         if self.gain_scale <= 0 or self.noise < 0 or self.damping < 0:
             raise ValueError("operator: gain_scale must be > 0, damping and noise >= 0")
 
     @classmethod
     def parse(cls, text: str) -> OperatorConfig:
-        """``"theta=0.2,x=1.5,hold=15,gain=0.6,damping=1,noise=0.2,seed=0,bias=0,bangbang=0"``
+        """``"theta=0.2,x=1.5,hold=15,gain=0.6,damping=1,noise=0.2,seed=0,bias=0,bangbang=0,flip=0"``
         (any subset; ``""`` = defaults; ``bangbang`` is 0 or 1)."""
         names = {"theta": "theta_trigger", "x": "x_trigger", "hold": "hold_steps",
                  "gain": "gain_scale", "damping": "damping", "noise": "noise", "seed": "seed",
-                 "bias": "bias", "bangbang": "bangbang"}
+                 "bias": "bias", "bangbang": "bangbang", "flip": "flip"}
         kw: dict[str, float | int] = {}
         for item in filter(None, (s.strip() for s in text.split(","))):
             key, sep, value = item.partition("=")
@@ -79,7 +88,7 @@ class OperatorConfig:
                 raise ValueError(f"operator: {item!r} is not KEY=VALUE with KEY one of "
                                  f"{', '.join(names)}")
             try:
-                kw[names[key]] = int(value) if key in ("hold", "seed") else float(value)
+                kw[names[key]] = int(value) if key in ("hold", "seed", "flip") else float(value)
             except ValueError:
                 raise ValueError(f"operator: {key}={value!r} is not a number") from None
             if key == "bangbang":
@@ -105,6 +114,7 @@ class ScriptedOperator:
         self.left = 0  # steps of the current takeover still to go
         self.active = False  # an override is in force (a release is due when it ends)
         self.takeovers = 0
+        self.into = 0  # control steps since the current takeover started
 
     def in_danger(self, state: np.ndarray) -> bool:
         """Whether ``state`` ``[x, x_dot, theta, theta_dot, ...]`` is near failure."""
@@ -121,14 +131,20 @@ class ScriptedOperator:
                 return Intervention("release", now)
             if not self.active:  # a new takeover (a still-dangerous state extends one)
                 self.takeovers += 1
+                self.into = 0
             self.left = self.cfg.hold_steps
         self.left -= 1
         self.active = True
-        return Intervention("override", now, np.asarray([self.command(state)], np.float32))
+        wrong = self.into < self.cfg.flip
+        self.into += 1
+        return Intervention("override", now,
+                            np.asarray([self.command(state, wrong)], np.float32))
 
-    def command(self, state: np.ndarray) -> float:
-        """Its command for ``state`` (action units, in ``[-1, 1]``; draws the noise)."""
-        a = -float(state[:self.gain.shape[0]] @ self.gain) + self.cfg.bias
+    def command(self, state: np.ndarray, wrong: bool = False) -> float:
+        """Its command for ``state`` (action units, in ``[-1, 1]``; draws the noise);
+        ``wrong``: the correction's sign is flipped (the bias is not)."""
+        a = -float(state[:self.gain.shape[0]] @ self.gain) * (-1.0 if wrong else 1.0)
+        a += self.cfg.bias
         a += self.cfg.noise * float(self.rng.standard_normal())
         if self.cfg.bangbang:
             return float(np.sign(a))

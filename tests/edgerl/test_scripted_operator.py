@@ -74,3 +74,17 @@ def test_bias_bangbang_spec_parse_and_errors():
         OperatorConfig.parse("bangbang=2")
     with pytest.raises(ValueError, match="bias='up' is not a number"):
         OperatorConfig.parse("bias=up")
+
+
+def test_flip_pushes_the_wrong_way_for_the_first_steps_of_each_takeover():
+    op = ScriptedOperator(GAIN, OperatorConfig(hold_steps=3, noise=0.0, gain_scale=0.5, flip=2))
+    falling = np.array([0.0, 0.0, 0.3, 0.5])
+    good = float(np.clip(-0.5 * falling @ GAIN, -1, 1))
+    cmds = [op.step(falling, 0.02 * k).command[0] for k in range(6)]  # one extended takeover
+    assert cmds == pytest.approx([-good, -good, good, good, good, good])
+    assert op.step(np.zeros(4), 0.2).kind == "release"
+    assert op.step(falling, 0.3).command[0] == pytest.approx(-good)  # a new takeover: again
+    assert op.takeovers == 2
+    assert OperatorConfig.parse("flip=3").flip == 3
+    with pytest.raises(ValueError, match="flip must be in"):
+        OperatorConfig(hold_steps=4, flip=5)

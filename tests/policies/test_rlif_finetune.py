@@ -98,3 +98,38 @@ def test_finetune_cli_exports_a_loadable_bundle(bundle, tmp_path, capsys):
     assert main(["finetune", "--interventions", str(tmp_path / "none.mcap"), "--bundle",
                  str(bundle), "--out", str(out)]) == 1
     assert "none.mcap: no such file" in capsys.readouterr().err
+
+
+def test_rlif_qmax_extraction_moves_away_from_the_intervened_action(bundle):
+    torch.manual_seed(0)
+    actor, spec = load_bundle_mlp(bundle)
+    steps = _steps(synthetic_ticks(spec.edit_obs.dim))
+    s = intervention_dataset(steps, BOUND)["s"]
+    res = finetune(actor, steps, BOUND, FinetuneConfig(steps=300, batch=128, seed=0,
+                                                       extract="qmax", hidden=(32, 32)))
+    with torch.no_grad():
+        before, after = actor(s).mean(), res.actor(s).mean()
+    assert float(after) < float(before) - 0.1  # the Q-gradient points away from +0.6
+    with pytest.raises(ValueError, match="extract 'sac' is not one of awr, qmax"):
+        FinetuneConfig(extract="sac")
+    with pytest.raises(ValueError, match="alpha must be >= 0"):
+        FinetuneConfig(alpha=-1.0)
+
+
+def test_rlif_own_actor_data_keeps_the_good_own_action_not_the_operators(bundle):
+    """With ``actor_data="own"`` the policy regresses on its own steps only: it moves toward
+    its own -0.6 (never taken over), not to the operator's -0.3."""
+    torch.manual_seed(0)
+    actor, spec = load_bundle_mlp(bundle)
+    steps = _steps(synthetic_ticks(spec.edit_obs.dim))
+    s = intervention_dataset(steps, BOUND)["s"]
+    res = finetune(actor, steps, BOUND, FinetuneConfig(steps=150, batch=128, seed=0,
+                                                       actor_data="own", beta=3.0, lr_actor=1e-3,
+                                                       hidden=(32, 32)))
+    with torch.no_grad():
+        after = float(res.actor(s).mean())
+    assert after < -0.4  # past the operator's -0.3, toward -0.6
+    own = float((steps["intervened"] == 0).sum())
+    assert res.stats["actor_transitions"] == own < res.stats["transitions"]
+    with pytest.raises(ValueError, match="actor_data 'theirs' is not one of all, own"):
+        FinetuneConfig(actor_data="theirs")
