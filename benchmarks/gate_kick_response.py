@@ -9,6 +9,9 @@ not answer kicks fails after them; the privileged kick oracle shows what answeri
 A categorical gate's first row: its mean budget probabilities, run sampled, right after kicks,
 where the running plan ends, and elsewhere (does it react to a kick at all?).
 
+``--visibility`` (no run): whether a kick shows in the gate's observation at all
+(:func:`kick_visibility`).
+
 Rows (JSON, one per policy): kicks, answered share (a plan asked within the window), the
 budget share of those answers, failures within the window after a kick, all failures, and the
 share of decisions taken without a running plan.
@@ -85,9 +88,53 @@ def ask_probabilities(env, actor, decisions: int, within: int, seed: int) -> dic
             | {"n": counts[kind]} for kind in sums}
 
 
+@torch.no_grad()
+def kick_visibility(decisions: int, num_envs: int, seed: int) -> list[dict[str, Any]]:
+    """Can the gate see a kick? On ``calm_kicks`` under the kick oracle (slow > 80, fast after
+    a kick's end): per decision the yaw rate (obs 2) against the yaw rate the plan's row
+    executed now (preview offset 0, steering at obs 8) gives on a kinematic bicycle
+    (``v tan(steer * steer_max) / wheelbase``), and |yaw rate| alone; quantiles (p50, p90,
+    p99) for decisions within 8 steps of a kick's start, on a swerve (|curvature| > 0.02 1/m
+    at the car) and on calm road."""
+    from dataclasses import asdict
+
+    from edgerl.policies.gate import ROADS, GateRunCfg, calm_kicks_gate_cfg
+    from edgerl.policies.gate_oracles import road_task
+
+    g = calm_kicks_gate_cfg(seed)
+    cfg = GateRunCfg(task_kwargs=dict(ROADS["calm_kicks"]), gate=asdict(g), seed=seed)
+    env = make_gate_env(cfg, num_envs, seed + EVAL_SEED_OFFSET)
+    task = road_task(env)
+    steer_max, wheelbase = task.cfg.steer_max, task.cfg.l_front + task.cfg.l_rear
+    policy = kick_rule(2, 80, g.kick_steps + 4, 1, g.kick_steps)
+    cols: dict[str, list[torch.Tensor]] = {k: [] for k in ("res", "yaw", "kick", "sharp")}
+    obs = env.get_observations()
+    try:
+        for _ in range(decisions):
+            o = obs["policy"]
+            yaw_plan = o[:, 0] * torch.tan(o[:, 8].clamp(-1, 1) * steer_max) / wheelbase
+            cols["res"].append((o[:, 2] - yaw_plan).abs())
+            cols["yaw"].append(o[:, 2].abs())
+            cols["kick"].append(env.kick_age < 8)
+            cols["sharp"].append(task.road.curvature(task.state.x[:, 0]).abs() > 0.02)
+            obs, *_ = env.step(policy(env, obs))
+    finally:
+        env.close()
+    res, yaw, kick, sharp = (torch.cat(v) for v in cols.values())
+    q = torch.tensor([0.5, 0.9, 0.99])
+    return [{"state": name, "decisions": int(m.sum()),
+             "yaw_minus_plan_yaw": [round(float(v), 3) for v in torch.quantile(res[m], q)],
+             "abs_yaw_rate": [round(float(v), 3) for v in torch.quantile(yaw[m], q)]}
+            for name, m in (("kick (first 8 steps)", kick), ("swerve, no kick", sharp & ~kick),
+                            ("calm, no kick", ~sharp & ~kick))]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("run")
+    p.add_argument("run", nargs="?", help="a gate run directory (not with --visibility)")
+    p.add_argument("--visibility", action="store_true",
+                   help="only the kick-visibility table of calm_kicks (no run needed)")
+    p.add_argument("--seed", type=int, default=0, help="--visibility: scenario seed")
     p.add_argument("--decisions", type=int, default=320)
     p.add_argument("--eval-envs", type=int, default=16)
     p.add_argument("--within", type=int, default=12, help="steps after a kick's start")
@@ -96,6 +143,12 @@ def main() -> None:
     p.add_argument("--kick-oracle", default="", metavar="BUDGET,X,KICK_BUDGET,WAIT")
     args = p.parse_args()
     torch.set_num_threads(1)
+    if args.visibility:
+        for row in kick_visibility(args.decisions, args.eval_envs, args.seed):
+            print(json.dumps(row), flush=True)
+        return
+    if not args.run:
+        raise SystemExit("give a gate run directory (or --visibility)")
     cfg, actor = load_gate_actor(args.run)
     gcfg = cfg.gate_cfg(cfg.seed)
     index = {b.name: j for j, b in enumerate(gcfg.budgets)}
