@@ -4,6 +4,13 @@ a budget drawn from softmax(logits) for a categorical head, argmax of the mean s
 Gaussian noise with the learned std for a Gaussian head; generator seeded with the run seed).
 
     python benchmarks/gate_eval_modes.py runs/gate7_ch0 --episodes 32
+    python benchmarks/gate_eval_modes.py runs/gate8_ck0 --episodes 32 --compare \
+        --kick-oracle slow,80,fast,6
+
+``--compare`` adds the rows of ``edgerl gate eval`` on the same episodes (each fixed budget, the
+age heuristic tuned on seed + 2000, random); ``--kick-oracle BUDGET,X,KICK_BUDGET,WAIT`` the
+privileged :func:`~edgerl.policies.gate_oracles.kick_rule` with those settings (budget names,
+steps; e.g. the one ``benchmarks/gate_oracle.py`` tuned), reacting for ``kick_steps + 4`` steps.
 """
 
 from __future__ import annotations
@@ -13,8 +20,15 @@ import json
 
 import torch
 
-from edgerl.policies.gate import EVAL_SEED_OFFSET, greedy_policy, load_gate_actor, make_gate_env
+from edgerl.policies.gate import (
+    EVAL_SEED_OFFSET,
+    compare_gate,
+    greedy_policy,
+    load_gate_actor,
+    make_gate_env,
+)
 from edgerl.policies.gate_baselines import evaluate_gate
+from edgerl.policies.gate_oracles import kick_rule
 
 
 def sampled_policy(actor, head: str, seed: int):
@@ -37,6 +51,10 @@ def main() -> None:
     p.add_argument("run")
     p.add_argument("--episodes", type=int, default=32)
     p.add_argument("--eval-envs", type=int, default=16)
+    p.add_argument("--compare", action="store_true",
+                   help="also fixed budgets, the tuned heuristic and random (edgerl gate eval)")
+    p.add_argument("--kick-oracle", default="", metavar="BUDGET,X,KICK_BUDGET,WAIT",
+                   help="also the privileged kick rule with these settings")
     args = p.parse_args()
     torch.set_num_threads(1)
     cfg, actor = load_gate_actor(args.run)
@@ -47,7 +65,19 @@ def main() -> None:
     for mode, policy in (("greedy", greedy_policy(actor)),
                          ("sampled", sampled_policy(actor, cfg.head, cfg.seed))):
         row = evaluate_gate(make, policy, args.episodes)
-        print(json.dumps({"run": args.run, "head": cfg.head, "mode": mode, **row}))
+        print(json.dumps({"run": args.run, "head": cfg.head, "mode": mode, **row}), flush=True)
+    if args.kick_oracle:
+        gcfg = cfg.gate_cfg(cfg.seed)
+        index = {b.name: j for j, b in enumerate(gcfg.budgets)}
+        name, x, kick_name, wait = args.kick_oracle.split(",")
+        if name not in index or kick_name not in index:
+            raise SystemExit(f"--kick-oracle: budgets are {', '.join(index)}")
+        rule = kick_rule(index[name], int(x), gcfg.kick_steps + 4, index[kick_name], int(wait))
+        print(json.dumps({"run": args.run, "policy": f"oracle:kick({args.kick_oracle})",
+                          **evaluate_gate(make, rule, args.episodes)}), flush=True)
+    if args.compare:
+        for row in compare_gate(cfg, None, args.episodes, num_envs=args.eval_envs):
+            print(json.dumps({"run": args.run, **row}), flush=True)
 
 
 if __name__ == "__main__":

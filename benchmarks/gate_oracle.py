@@ -15,7 +15,17 @@ Variants (all on the ``chicanes`` road, from ``chicanes_gate_cfg``):
     exact_fast_kicks   chicanes_kicks with an exact fast planner (24 rows, no hold, noise 0.05);
     small_fast         a small fast model (its plan x 0.5, price 0.1) and a pricier slow one
                        (0.5): a state-dependent split between them is what could win;
-    steer_noise_gain   process noise on steering 0 + 0.5 |steering| (large in the swerves).
+    steer_noise_gain   process noise on steering 0 + 0.5 |steering| (large in the swerves);
+    calm_kicks         session 8 (``calm_kicks_gate_cfg``): no process noise, exact plans
+                       (slow: delay 8, 96 rows), rare large kicks (0.004 per step, +-0.8 for
+                       6 steps), price 1.0 per call: plans hold for seconds until a kick;
+    calm_kicks_p04     calm_kicks at session 6's price, 0.4 per call;
+    calm_kicks_small   calm_kicks with smaller kicks (+-0.4): fewer lane departures to save.
+
+The kick oracle asks one budget by age (or when its plan would run out before a new one
+arrives) and, after a kick, another (``kick_rule``'s ``kick_budget``), right at the kick's
+start or once it ended (``wait``); ``--families`` restricts the families run (e.g. ``fixed,
+age,kick`` for the seed-to-seed spread without the 36 curvature rules).
 """
 
 from __future__ import annotations
@@ -31,9 +41,11 @@ import torch
 
 from edgerl.policies.gate import (
     EVAL_SEED_OFFSET,
+    HEURISTIC_AGES,
     ROADS,
     TUNE_SEED_OFFSET,
     GateRunCfg,
+    calm_kicks_gate_cfg,
     chicanes_gate_cfg,
     make_gate_env,
 )
@@ -60,6 +72,15 @@ def variant(name: str, seed: int) -> GateCfg:
     if name == "steer_noise_gain":
         g.action_noise_std, g.action_noise_gain, g.noise_dims = 0.0, 0.5, (1,)
         return g
+    if name.startswith("calm_kicks"):
+        g = calm_kicks_gate_cfg(seed)
+        if name == "calm_kicks_p04":
+            g.budgets = tuple(replace(b, cost=0.4 * (not b.keep)) for b in g.budgets)
+        elif name == "calm_kicks_small":
+            g.kick_size = 0.4
+        elif name != "calm_kicks":
+            raise SystemExit(f"unknown variant {name!r}")
+        return g
     raise SystemExit(f"unknown variant {name!r}")
 
 
@@ -70,7 +91,7 @@ def candidates(g: GateCfg) -> dict[str, dict[str, Any]]:
     fams: dict[str, dict[str, Any]] = {
         "fixed": {f"fixed:{names[j]}": fixed_policy(j) for j in plan},
         "age heuristic": {f"age>{x}:{names[j]}": age_heuristic(j, x)
-                          for j in plan for x in (2, 4, 8, 12, 16, 24, 32, 48)},
+                          for j in plan for x in HEURISTIC_AGES},
         # sharp: the first plan budget (fast) every X; calm: any plan budget
         "oracle: curvature ahead": {
             f"curv{look:.0f}m: {names[js]}>{xs} / {names[jc]}>{xc}":
@@ -79,18 +100,25 @@ def candidates(g: GateCfg) -> dict[str, dict[str, Any]]:
             for jc in plan for xc in (8, 16, 32)},
     }
     if g.kick_rate > 0:
+        # by age with budget j; after a kick: budget jk, at its start (wait 0) or its end
         fams["oracle: kick times"] = {
-            f"kick: {names[j]}>{x}": kick_rule(j, x, g.kick_steps + 4)
-            for j in plan for x in (8, 12, 16, 24, 32)}
+            f"kick: {names[j]}>{x}, kick -> {names[jk]} wait {w}":
+                kick_rule(j, x, g.kick_steps + 4, jk, w)
+            for j in plan for x in (8, 16, 32, 48, 80) if x < g.budgets[j].horizon
+            for jk in plan for w in (0, g.kick_steps)}
     return fams
 
 
-def run_variant(name: str, seed: int, episodes: int, num_envs: int) -> list[dict[str, Any]]:
-    """Best rule of each family on the tuning episodes, evaluated on the evaluation ones."""
+def run_variant(name: str, seed: int, episodes: int, num_envs: int,
+                families: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Best rule of each family on the tuning episodes, evaluated on the evaluation ones;
+    ``families``: only those whose name contains one of these words (empty = all)."""
     g = variant(name, seed)
     cfg = GateRunCfg(task_kwargs=dict(ROADS["chicanes"]), gate=asdict(g), seed=seed)
     rows = []
     for family, rules in candidates(g).items():
+        if families and not any(f in family for f in families):
+            continue
         t0 = time.time()
         tried = {label: evaluate_gate(lambda: make_gate_env(cfg, num_envs,
                                                             seed + TUNE_SEED_OFFSET),
@@ -112,17 +140,20 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--episodes", type=int, default=32)
     p.add_argument("--num-envs", type=int, default=16)
+    p.add_argument("--families", default="",
+                   help="comma list of words: run only the families naming one (default all)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     torch.set_num_threads(1)
+    fams = tuple(f.strip() for f in args.families.split(",") if f.strip())
     rows = [r for v in args.variants.split(",")
-            for r in run_variant(v.strip(), args.seed, args.episodes, args.num_envs)]
+            for r in run_variant(v.strip(), args.seed, args.episodes, args.num_envs, fams)]
     if args.json:
         print(json.dumps(rows, indent=1))
         return
-    print(f"{'variant':18s} {'family':24s} {'best (tuned)':34s} {'tune':>7s} {'eval':>7s} succ")
+    print(f"{'variant':18s} {'family':24s} {'best (tuned)':44s} {'tune':>7s} {'eval':>7s} succ")
     for r in rows:
-        print(f"{r['variant']:18s} {r['family']:24s} {r['best']:34s} {r['tune_return']:7.2f} "
+        print(f"{r['variant']:18s} {r['family']:24s} {r['best']:44s} {r['tune_return']:7.2f} "
               f"{r['return_mean']:7.2f} {r['success_rate']:.2f}")
 
 

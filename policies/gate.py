@@ -55,9 +55,9 @@ from edgerl.sim.wrappers.gate import GateCfg, GatedEnv
 
 __all__ = ["EVAL_SEED_OFFSET", "GATE_NAME", "HEADS", "HEURISTIC_AGES", "ROADS", "ROAD_GATES",
            "TUNE_SEED_OFFSET", "GateRunCfg", "ScoreActions", "actor_kwargs",
-           "chicanes_gate_cfg", "compare_gate", "driving_gate_cfg", "gate_with_latencies",
-           "load_gate", "load_gate_actor", "make_gate_env", "road_gate_cfg", "train_gate",
-           "tune_heuristic"]
+           "calm_kicks_gate_cfg", "chicanes_gate_cfg", "compare_gate", "driving_gate_cfg",
+           "gate_with_latencies", "load_gate", "load_gate_actor", "make_gate_env",
+           "road_gate_cfg", "train_gate", "tune_heuristic"]
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +74,12 @@ ROADS: dict[str, dict[str, Any]] = {
     "chicanes": {"road_amp": 3.5, "road_wavelength": 75.0, "road_shape": "chicanes",
                  "road_sharpness": 3.0},
 }
+#: ``calm_kicks``: the chicanes road with :func:`calm_kicks_gate_cfg` (exact plans, rare kicks).
+ROADS["calm_kicks"] = dict(ROADS["chicanes"])
 #: Output heads of the gate actor (:attr:`GateRunCfg.head`).
 HEADS = ("categorical", "gaussian")
 #: Chunk-age thresholds (steps) the heuristic baseline is tuned over.
-HEURISTIC_AGES = (2, 4, 8, 12, 16, 24, 32, 48)
+HEURISTIC_AGES = (2, 4, 8, 12, 16, 24, 32, 48, 64, 80)
 #: Seed offsets of the evaluation and of the heuristic's tuning episodes (from the run seed).
 EVAL_SEED_OFFSET, TUNE_SEED_OFFSET = 1000, 2000
 
@@ -102,8 +104,25 @@ def chicanes_gate_cfg(seed: int = 0) -> GateCfg:
                    preview_steps=(8, 16, 24, 32), seed=seed)
 
 
+def calm_kicks_gate_cfg(seed: int = 0) -> GateCfg:
+    """The ``calm_kicks`` scenario (session 8): a plan stays valid for seconds on calm road and
+    a rare kick invalidates it. No process noise (an exact plan holds open loop for its whole
+    length); kicks on the steering (rate 0.004 per step, +-0.8 for 6 steps: out of the lane
+    within about a second unless a fresh plan is asked); a compute price of 1.0 per planner
+    call. ``fast`` = delay 1, 16 exact rows with noise 0.05; ``slow`` = delay 8, 96 exact rows
+    from the committed prefix. The gate sees the plan's rows 0 (executed now: a yaw rate the
+    plan's steering does not explain shows a kick), 8, 16, 24 and 32 steps ahead."""
+    budgets = (KEEP,
+               PlanBudget("fast", delay=1, horizon=16, noise_std=0.05, cost=1.0),
+               PlanBudget("slow", delay=8, horizon=96, compensate=True, cost=1.0))
+    return GateCfg(budgets=budgets, decision_steps=2, action_noise_std=0.0, noise_dims=(1,),
+                   kick_rate=0.004, kick_size=0.8, kick_steps=6,
+                   preview_steps=(0, 8, 16, 24, 32), seed=seed)
+
+
 #: The :class:`GateCfg` of each road (default :func:`driving_gate_cfg`).
-ROAD_GATES: dict[str, Callable[[int], GateCfg]] = {"chicanes": chicanes_gate_cfg}
+ROAD_GATES: dict[str, Callable[[int], GateCfg]] = {"chicanes": chicanes_gate_cfg,
+                                                    "calm_kicks": calm_kicks_gate_cfg}
 
 
 def road_gate_cfg(road: str, seed: int = 0) -> GateCfg:

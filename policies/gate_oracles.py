@@ -19,6 +19,7 @@ import torch
 
 from edgerl.policies.gate_baselines import GatePolicy, ask_or_keep
 from edgerl.sim.wrappers.gate import GatedEnv
+from edgerl.timing import max_planner_delay
 
 __all__ = ["curvature_rule", "kick_rule", "road_task"]
 
@@ -58,15 +59,27 @@ def curvature_rule(look_m: float, threshold: float, sharp: tuple[int, int],
     return policy
 
 
-def kick_rule(budget: int, max_age: int, react_steps: int) -> GatePolicy:
-    """Privileged: ask ``budget`` when the running plan is older than ``max_age`` steps (or
-    there is none), and also as soon as a kick started within the last ``react_steps`` steps
-    after the running plan was made (the plan cannot know of it); nothing is asked while a
-    plan is in flight."""
+def kick_rule(budget: int, max_age: int, react_steps: int, kick_budget: int | None = None,
+              wait: int = 0) -> GatePolicy:
+    """Privileged: ask ``budget`` when the running plan is older than ``max_age`` steps, when
+    there is none, or when it runs out before a plan of ``budget`` asked now would arrive
+    (rows left <= its delay), while nothing is in flight; and ask ``kick_budget`` (default
+    ``budget``) once a kick started ``wait`` steps ago or more (within ``react_steps`` steps
+    after that) when neither the running plan nor one in flight was observed after the kick's
+    start + ``wait`` (they cannot know of it; ``wait`` = the kick's length lets a kick end
+    before the plan that answers it is made); a plan in flight does not hold that back (the
+    newer plan replaces it)."""
+    fix = budget if kick_budget is None else int(kick_budget)
 
     def policy(env: GatedEnv, obs: Any) -> torch.Tensor:
-        age = env.scheduler.age_steps()
-        kicked = (env.kick_age < react_steps) & (age > env.kick_age)
-        return ask_or_keep(env, ~env.has_plan() | (age > max_age) | kicked, budget)
+        s = env.scheduler
+        age, since = s.age_steps(), env.kick_age - int(wait)
+        answered = (s.fly_valid & (s.fly_obs_step >= (s.t - since)[:, None])).any(dim=1)
+        kicked = (since >= 0) & (since < react_steps) & (age > since) & ~answered
+        rows_left = env.cur_rows - s.row_index()
+        delay = max_planner_delay(env.budgets[budget].latency)
+        due = ~env.has_plan() | (age > max_age) | (rows_left <= delay)
+        routine = ask_or_keep(env, due, budget)
+        return torch.where(kicked, torch.full_like(routine, fix), routine)
 
     return policy

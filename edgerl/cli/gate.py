@@ -27,8 +27,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     train.add_argument("--steps-per-env", type=int, default=32,
                        help="decisions per env per iteration (default 32)")
     train.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    train.add_argument("--road", default="curves", choices=("curves", "straights", "chicanes"),
-                       help="driving road (edgerl.policies.gate.ROADS; default curves)")
+    train.add_argument("--road", default="curves",
+                       choices=("curves", "straights", "chicanes", "calm_kicks"),
+                       help="driving road / scenario (edgerl.policies.gate.ROADS and ROAD_GATES; "
+                            "default curves)")
     train.add_argument("--head", default="categorical", choices=("categorical", "gaussian"),
                        help="the gate's output distribution: categorical (PPO samples a budget "
                             "from softmax(logits), the greedy gate runs the mode) or gaussian "
