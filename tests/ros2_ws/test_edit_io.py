@@ -139,3 +139,28 @@ class TestOperatorRearm:
         assert node.drops.total == dropped + 1 and node.loop.safety.estopped
         assert node.estop_resets == 1
         assert node.call(node.trigger_deactivate) == R.SUCCESS
+
+
+def test_commands_handed_to_a_composed_robot_are_marked_in_process(graph):
+    """A command the edit node hands to a composed robot (``command_link``) is published
+    marked ``IN_PROCESS_FRAME`` also when a loop thread ticks (clock trigger, this bundle):
+    robot nodes' content filter then keeps it from waking their executor. Before the link is
+    set, commands go out unmarked (a robot in another process must execute them)."""
+    from edgerl_ros.composition import IN_PROCESS_FRAME
+    from rclpy.lifecycle import TransitionCallbackReturn as R
+
+    node, probe = graph
+    assert node.call(node.trigger_configure) == R.SUCCESS
+    assert node.call(node.trigger_activate) == R.SUCCESS
+    assert node.loop.trigger == "clock" and node._inline is None
+    drive(probe, 0.4)
+    before = [m.header.frame_id for _, m in probe.commands]
+    assert before and set(before) == {""}
+    handed: list[int] = []
+    n0 = len(probe.commands)
+    node.command_link = lambda command, stamp: handed.append(stamp)
+    drive(probe, 0.4)
+    later = [m.header.frame_id for _, m in probe.commands[n0:]]  # all published with the link
+    node.command_link = None
+    assert len(handed) >= 5 and len(later) >= 5
+    assert set(later[1:]) == {IN_PROCESS_FRAME}  # [0] may predate the link

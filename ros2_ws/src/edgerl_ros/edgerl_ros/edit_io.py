@@ -183,12 +183,14 @@ class EditNodeIO:
         if stamp:
             self.state_age.add(t - slot.read_t)  # transit + wait for this tick
         link = self.command_link
+        frame_id = ""
         if link is not None:  # composed robot: straight in, then published for the others
             link(command, stamp)
             if self._inline is not None:  # published once the tick has returned
                 self._pending = (command.copy(), stamp)
                 return True
-        return self._publish_command(command, stamp)
+            frame_id = IN_PROCESS_FRAME  # (a loop thread ticks): marked as the flushed ones
+        return self._publish_command(command, stamp, frame_id)
 
     def _publish_command(self, command: np.ndarray, stamp: int, frame_id: str = "") -> bool:
         """``robot/command``: the command for the state stamped ``stamp`` (ns)."""

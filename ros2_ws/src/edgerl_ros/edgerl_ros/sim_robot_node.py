@@ -232,9 +232,9 @@ class SimRobotNode(Node):
     # --- commands in -------------------------------------------------------------------
     def _on_command(self, msg: JointState, info: Any) -> None:
         """A command (``info``: rclpy ``MessageInfo``, its publisher GID)."""
-        now_ns = time.time_ns()
         if in_process_command(msg):
             return  # a composed edit node's command: applied in its own process
+        now_ns = time.time_ns()
         from_edit = self._edit_source.accept(info)
         if from_edit and self.link is not None:
             return  # the composed edit node's command: already applied in process
