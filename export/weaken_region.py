@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from edgerl.key_values import parse_key_values
 from edgerl.spec import PolicySpec
 
 __all__ = ["RegionSpec", "region_mask", "corrupted_targets", "weaken_region"]
@@ -63,17 +64,9 @@ class RegionSpec:
     @classmethod
     def parse(cls, text: str) -> RegionSpec:
         """``"mode=flip,min_angle=0.05,scale=0,steps=3000"`` (any subset)."""
-        kw: dict[str, object] = {}
-        for item in filter(None, (s.strip() for s in text.split(","))):
-            key, sep, value = item.partition("=")
-            if not sep or key not in cls.__dataclass_fields__:
-                raise ValueError(f"region weakening: {item!r} is not KEY=VALUE with KEY one "
-                                 f"of {', '.join(cls.__dataclass_fields__)}")
-            try:
-                kw[key] = value if key == "mode" else (int(value) if key == "steps"
-                                                       else float(value))
-            except ValueError:
-                raise ValueError(f"region weakening: {key}={value!r} is not a number") from None
+        convert = {"mode": str, "steps": int}
+        fields = {name: (name, convert.get(name, float)) for name in cls.__dataclass_fields__}
+        kw = parse_key_values(text, "region weakening", fields)
         return cls(**kw)  # type: ignore[arg-type]
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from edgerl.intervention import Intervention
+from edgerl.key_values import SpecValueError, parse_key_values
 
 __all__ = ["OperatorChannel", "OperatorConfig", "ScriptedOperator", "operator_channel"]
 
@@ -78,24 +79,21 @@ class OperatorConfig:
     def parse(cls, text: str) -> OperatorConfig:
         """``"theta=0.2,x=1.5,hold=15,gain=0.6,damping=1,noise=0.2,seed=0,bias=0,bangbang=0,flip=0"``
         (any subset; ``""`` = defaults; ``bangbang`` is 0 or 1)."""
-        names = {"theta": "theta_trigger", "x": "x_trigger", "hold": "hold_steps",
-                 "gain": "gain_scale", "damping": "damping", "noise": "noise", "seed": "seed",
-                 "bias": "bias", "bangbang": "bangbang", "flip": "flip"}
-        kw: dict[str, float | int] = {}
-        for item in filter(None, (s.strip() for s in text.split(","))):
-            key, sep, value = item.partition("=")
-            if not sep or key not in names:
-                raise ValueError(f"operator: {item!r} is not KEY=VALUE with KEY one of "
-                                 f"{', '.join(names)}")
-            try:
-                kw[names[key]] = int(value) if key in ("hold", "seed", "flip") else float(value)
-            except ValueError:
-                raise ValueError(f"operator: {key}={value!r} is not a number") from None
-            if key == "bangbang":
-                if kw["bangbang"] not in (0.0, 1.0):
-                    raise ValueError(f"operator: bangbang={value!r} must be 0 or 1")
-                kw["bangbang"] = bool(kw["bangbang"])
+        fields = {"theta": ("theta_trigger", float), "x": ("x_trigger", float),
+                  "hold": ("hold_steps", int), "gain": ("gain_scale", float),
+                  "damping": ("damping", float), "noise": ("noise", float),
+                  "seed": ("seed", int), "bias": ("bias", float),
+                  "bangbang": ("bangbang", _zero_or_one), "flip": ("flip", int)}
+        kw = parse_key_values(text, "operator", fields)
         return cls(**kw)  # type: ignore[arg-type]
+
+
+def _zero_or_one(value: str) -> bool:
+    """``bangbang``'s value: 0 or 1 (a number that is neither is refused by name)."""
+    flag = float(value)
+    if flag not in (0.0, 1.0):
+        raise SpecValueError(f"bangbang={value!r} must be 0 or 1")
+    return bool(flag)
 
 
 class ScriptedOperator:
