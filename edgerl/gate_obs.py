@@ -38,8 +38,9 @@ from edgerl.edit_obs import select_chunk_rows
 from edgerl.serde import SchemaError
 from edgerl.timing_rules import LatencyModel, chunk_usable
 
-__all__ = ["GATE_EXTRA_OBS", "GATE_FILE", "GATE_OBS_MEANING", "GATE_PREVIEW_OBS",
-           "GateBudgetSpec", "GateSpec", "build_gate_obs", "choose_budget"]
+__all__ = ["GATE_EXTRA_OBS", "GATE_FILE", "GATE_OBS_MEANING", "GATE_OUTPUTS", "GATE_PREVIEW_OBS",
+           "GateBudgetSpec", "GateSpec", "budget_probabilities", "build_gate_obs", "choose_budget",
+           "sample_budget"]
 
 Array = Any  # numpy.ndarray or torch.Tensor
 
@@ -47,6 +48,8 @@ Array = Any  # numpy.ndarray or torch.Tensor
 GATE_FILE = "gate.onnx"
 #: Observation elements the gate adds after the fast observation, in order.
 GATE_EXTRA_OBS = ("chunk_age", "rows_left", "has_chunk", "in_flight")
+#: What a gate network's outputs can be (``GateSpec.outputs``).
+GATE_OUTPUTS = ("scores", "logits")
 #: The optional element after them (``GateSpec.preview_steps`` not empty).
 GATE_PREVIEW_OBS = "plan_preview"
 #: One line per element (units, size).
@@ -107,6 +110,10 @@ class GateSpec:
         file / input / output: The ONNX file and its tensor names.
         preview_steps: Offsets (steps from now) of the ``plan_preview`` rows (empty = none).
         action_dim: A, the plan rows' size (needed with ``preview_steps``).
+        outputs: What the network's outputs are: ``"logits"`` (a categorical policy's
+            logits: ``softmax`` gives the probabilities PPO trained, so the runtime may sample
+            from them) or ``"scores"`` (only their argmax is meaningful; manifests written
+            before this field, and Gaussian-head gates).
     """
 
     budgets: list[GateBudgetSpec]
@@ -120,8 +127,12 @@ class GateSpec:
     output: str = "scores"
     preview_steps: list[int] = field(default_factory=list)
     action_dim: int = 0
+    outputs: str = "scores"
 
     def __post_init__(self) -> None:
+        if self.outputs not in GATE_OUTPUTS:
+            raise SchemaError(f"gate.outputs: must be one of {', '.join(GATE_OUTPUTS)}; got "
+                              f"{self.outputs!r}")
         self.preview_steps = [int(o) for o in self.preview_steps]
         if any(o < 0 for o in self.preview_steps):
             raise SchemaError(f"gate.preview_steps: must be >= 0, got {self.preview_steps}")
@@ -218,3 +229,17 @@ def build_gate_obs(robot: Array, age_steps: Array, row_offset: Array, plan_rows:
 def choose_budget(scores: Array) -> Array:
     """Index of the best score along the last axis (ties: the first), int64."""
     return scores.argmax(-1)
+
+
+def budget_probabilities(logits: np.ndarray) -> np.ndarray:
+    """``softmax(logits)`` (B,) float64: a categorical gate's choice probabilities."""
+    z = np.asarray(logits, np.float64).reshape(-1)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def sample_budget(logits: np.ndarray, u: float) -> int:
+    """The budget a categorical gate draws for a uniform number ``u`` in [0, 1): the first
+    index whose cumulative probability exceeds ``u`` (inverse-CDF sampling)."""
+    cdf = np.cumsum(budget_probabilities(logits))
+    return int(min(np.searchsorted(cdf, u, side="right"), cdf.size - 1))

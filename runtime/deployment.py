@@ -77,7 +77,8 @@ class Deployment:
                 options (see ``load_bundle``).
             budget_planner: With a bundle that has a ``gate``: the planner whose budgets the
                 gate chooses (replaces ``planner``); ``gate_policy``: ``gate`` (gate.onnx) or
-                a baseline (``fixed:NAME``, ``age:NAME:X``); ``gate_seed`` seeds the delays.
+                a baseline (``fixed:NAME``, ``age:NAME:X``), ``gate:sample`` to sample the network;
+                ``gate_seed`` seeds the delays and the samples.
         """
         path = Path(path)
         spec, net = load_bundle(path, backend=backend, device=device, warmup=warmup, trt=trt)
@@ -88,7 +89,7 @@ class Deployment:
             if spec.gate is None:
                 raise ValueError(f"{path}: a budgeted planner needs a bundle with a gate "
                                  "(`edgerl gate export`)")
-            chooser = make_chooser(path, spec, gate_policy)
+            chooser = make_chooser(path, spec, gate_policy, gate_seed)
             client = GatedPlannerClient(chooser, budget_planner, buffer, loop.obs,
                                         metrics=loop.metrics, seed=gate_seed)
             planner = f"gated by {chooser.name} ({', '.join(spec.gate.names)})"

@@ -4,10 +4,13 @@ At each decision point the gate reads runtime state: the newest robot observatio
 buffer's current chunk (its age, the row it runs now, its rows) and whether a requested plan
 is still in flight; it builds the gate observation with the contract's
 :func:`edgerl.gate_obs.build_gate_obs` (the one the sim's ``GatedEnv`` calls) and returns the
-budget whose score is highest. The planner client acts on it
+budget whose score is highest, or (``gate:sample``) one drawn from a categorical gate's
+``softmax`` with a seeded generator: the stochastic policy PPO trained, whose mode can be a
+poor policy (docs/results.md, session 8: the mode of the ``calm_kicks`` gate keeps its plans
+until they run out). The planner client acts on it
 (:class:`edgerl.runtime.planners.gated.GatedPlannerClient`). The baselines it is compared with
 choose through the same interface (:class:`FixedChoice`, :class:`AgeHeuristic`;
-:func:`make_chooser` parses ``gate`` / ``fixed:NAME`` / ``age:NAME:X``).
+:func:`make_chooser` parses ``gate`` / ``gate:sample`` / ``fixed:NAME`` / ``age:NAME:X``).
 
 Times: the plan state is taken at ``t`` (the observation's stamp). A chunk's ``obs_time`` and
 ``t0`` are stamps of earlier observations on the same control grid, so the steps between them
@@ -24,13 +27,24 @@ import numpy as np
 
 from edgerl.bundle_files import read_member
 from edgerl.chunk import ActionChunk
-from edgerl.gate_obs import GateBudgetSpec, GateSpec, build_gate_obs, choose_budget
+from edgerl.gate_obs import (
+    GateBudgetSpec,
+    GateSpec,
+    budget_probabilities,
+    build_gate_obs,
+    choose_budget,
+    sample_budget,
+)
 from edgerl.spec import PolicySpec
 
-__all__ = ["AgeHeuristic", "BudgetChooser", "BudgetGate", "FixedChoice", "PlanState",
+__all__ = ["GATE_MODES", "AgeHeuristic", "BudgetChooser", "BudgetGate", "FixedChoice", "PlanState",
            "make_chooser", "plan_state", "steps_between"]
 
 log = logging.getLogger(__name__)
+
+#: How :class:`BudgetGate` turns the network's outputs into a choice.
+GATE_MODES = ("greedy", "sample")
+_SAMPLE_STREAM = 1  # SeedSequence key of the sample draws (a seed's other uses: other keys)
 
 
 def steps_between(t: float, t0: float, dt: float) -> int:
@@ -112,20 +126,40 @@ class BudgetChooser:
 
 
 class BudgetGate(BudgetChooser):
-    """``gate.onnx`` from a bundle (hash-checked as read) on an onnxruntime CPU session: the
-    budget with the highest score (ties: the first).
+    """``gate.onnx`` from a bundle (hash-checked as read) on an onnxruntime CPU session.
+
+    Two ways to choose from the network's outputs:
+
+    * ``greedy``: the budget with the highest output (ties: the first): the mode;
+    * ``sample``: a draw from ``softmax(outputs)`` with the gate's own seeded generator: the
+      stochastic policy PPO trained (only for a manifest whose ``gate.outputs`` is
+      ``logits``, i.e. a categorical head). The draws are reproducible for a given seed and
+      sequence of decisions.
 
     Args:
         bundle_dir: The bundle. spec: Its manifest (must have a ``gate`` section).
+        mode: ``greedy`` or ``sample``. seed: Seed of the ``sample`` draws.
+
+    Attributes:
+        last_scores: The network's outputs (B,) at the last decision.
+        last_probabilities: Their softmax (B,) at the last ``sample`` decision.
     """
 
     name = "gate"
 
-    def __init__(self, bundle_dir: str | Path, spec: PolicySpec) -> None:
+    def __init__(self, bundle_dir: str | Path, spec: PolicySpec, mode: str = "greedy",
+                 seed: int = 0) -> None:
         import onnxruntime as ort
 
         if spec.gate is None:
             raise ValueError(f"{bundle_dir}: the manifest has no gate section")
+        if mode not in GATE_MODES:
+            raise ValueError(f"gate mode {mode!r}: expected one of {', '.join(GATE_MODES)}")
+        if mode == "sample" and spec.gate.outputs != "logits":
+            raise ValueError(f"{bundle_dir}: the gate's outputs are {spec.gate.outputs!r}, not "
+                             "'logits' (a Gaussian-head gate, or exported before `gate.outputs` "
+                             "existed): only its argmax means something, so it cannot be "
+                             "sampled; re-export a categorical gate or use the greedy gate")
         super().__init__(spec)
         data = read_member(Path(bundle_dir), self.gate.file, spec.files)
         opts = ort.SessionOptions()
@@ -134,16 +168,25 @@ class BudgetGate(BudgetChooser):
         from edgerl.runtime.onnx_check import check_gate_io
 
         check_gate_io(Path(bundle_dir) / self.gate.file, self.session, spec)
+        self.mode = mode
+        self.name = "gate" if mode == "greedy" else "gate:sample"
+        # a stream of its own: the planner client seeds its delay draws with the same seed
+        self.rng = np.random.default_rng([int(seed), _SAMPLE_STREAM])
         self.last_scores = np.zeros(len(self.gate.budgets), np.float32)
+        self.last_probabilities = np.zeros(len(self.gate.budgets), np.float64)
 
     def scores(self, gate_obs: np.ndarray) -> np.ndarray:
-        """The network's scores (B,) for one gate observation."""
+        """The network's outputs (B,) for one gate observation."""
         out = self.session.run([self.gate.output], {self.gate.input: gate_obs[None, :]})[0]
         self.last_scores = np.asarray(out, np.float32).reshape(-1)
         return self.last_scores
 
     def choose(self, robot: np.ndarray, plan: PlanState, in_flight: bool) -> int:
-        return int(choose_budget(self.scores(self.observe(robot, plan, in_flight))))
+        scores = self.scores(self.observe(robot, plan, in_flight))
+        if self.mode == "greedy":
+            return int(choose_budget(scores))
+        self.last_probabilities = budget_probabilities(scores)
+        return sample_budget(scores, float(self.rng.random()))
 
 
 class FixedChoice(BudgetChooser):
@@ -179,13 +222,14 @@ class AgeHeuristic(BudgetChooser):
         return self.j if old and not in_flight else self.keep
 
 
-def make_chooser(bundle_dir: str | Path, spec: PolicySpec, policy: str = "gate"
-                 ) -> BudgetChooser:
-    """``gate`` (the bundle's network), ``fixed:NAME`` or ``age:NAME:X`` (baselines)."""
+def make_chooser(bundle_dir: str | Path, spec: PolicySpec, policy: str = "gate",
+                 seed: int = 0) -> BudgetChooser:
+    """``gate`` (the bundle's network, greedy), ``gate:sample`` (the network, sampled with a
+    generator seeded by ``seed``), ``fixed:NAME`` or ``age:NAME:X`` (baselines)."""
     kind, _, rest = policy.partition(":")
     try:
-        if kind == "gate" and not rest:
-            return BudgetGate(bundle_dir, spec)
+        if kind == "gate" and rest in ("", *GATE_MODES):
+            return BudgetGate(bundle_dir, spec, rest or "greedy", seed)
         if kind == "fixed" and rest:
             return FixedChoice(spec, rest)
         name, _, age = rest.partition(":")
@@ -193,4 +237,5 @@ def make_chooser(bundle_dir: str | Path, spec: PolicySpec, policy: str = "gate"
             return AgeHeuristic(spec, name, int(age))
     except ValueError as exc:
         raise ValueError(f"gate policy {policy!r}: {exc}") from None
-    raise ValueError(f"gate policy {policy!r}: expected gate, fixed:NAME or age:NAME:STEPS")
+    raise ValueError(f"gate policy {policy!r}: expected gate, gate:sample, fixed:NAME or "
+                     "age:NAME:STEPS")

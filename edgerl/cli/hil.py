@@ -47,11 +47,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "cmd_rtt_p99_us is compared with (rtt_p99_vs_link; 0: off)")
     p.add_argument("--gate-policy", default="gate",
                    help="bundle with a gate: who picks the planning budget at each decision: "
-                        "gate (the bundle's gate.onnx, default), fixed:NAME or age:NAME:STEPS "
-                        "(baselines); the host plans with the plant's expert per budget")
+                        "gate (the bundle's gate.onnx, its argmax; default), gate:sample (a "
+                        "draw from a categorical gate's softmax, seeded by --seed: the policy "
+                        "PPO trained), fixed:NAME or age:NAME:STEPS (baselines); the host plans "
+                        "with the plant's expert per budget")
     p.add_argument("--action-noise", type=float, default=0.0,
                    help="Gaussian noise std (action units) on the command the plant applies "
                         "(the gated scenario trains with 0.1)")
+    p.add_argument("--kicks", default=None, metavar="SPEC",
+                   help="rare large kicks on the applied command, after --action-noise (the "
+                        "calm_kicks gate trains with 'rate=0.004,size=0.8,steps=6,dims=1'); "
+                        "keys rate, size, steps, dims (indices joined by +), seed (default: "
+                        "--seed + 2)")
     p.add_argument("--operator", default=None, metavar="SPEC",
                    help="a scripted suboptimal operator overrides the host loop near failure, "
                         "e.g. 'theta=0.2,x=1.5,hold=15,gain=0.6,noise=0.2,seed=0' ('' = "
@@ -74,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.hil.faults import FaultSpec
     from edgerl.hil.firmware import FirmwareConfig, FirmwareError
     from edgerl.hil.harness import HilConfig, run_hil
+    from edgerl.hil.kicks import KickConfig
     from edgerl.hil.operator import OperatorConfig
     from edgerl.runtime.inference import InferenceError
 
@@ -106,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
         operator = None if args.operator is None else OperatorConfig.parse(args.operator)
     except ValueError as exc:
         raise CliError(f"--operator: {exc}") from None
+    try:
+        kicks = None if args.kicks is None else KickConfig.parse(args.kicks)
+    except ValueError as exc:
+        raise CliError(f"--kicks: {exc}") from None
     if (operator is not None or args.record is not None) and (args.bundle is None
                                                                or args.mode != "host-loop"):
         raise CliError("--operator/--record need host-loop mode with an edit --bundle")
@@ -116,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
                     planner_latency_s=args.planner_latency_ms / 1e3, target=args.target,
                     rt_priority=args.rt_priority, link_probe=args.link_probe, mode=args.mode,
                     gate_policy=args.gate_policy, action_noise_std=args.action_noise,
-                    operator=operator, record=args.record)
+                    kicks=kicks, operator=operator, record=args.record)
     bar = tqdm(total=args.episodes, desc="hil episodes", unit="ep",
                disable=args.json or not sys.stderr.isatty())
     try:
@@ -139,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
             keys += ("edit_ticks", "edit_ticks_with_chunk", "edit_tick_gap_p50_us",
                      "edit_compute_p50_us", "chunks_sent", "fw_chunks_rx")
         if "gate_policy" in out:
-            keys += ("return_mean", "gate_policy", "gate_decided", "gate_requests",
+            keys += ("return_mean", "return_minus_cost_mean", "gate_policy", "gate_decided",
+                     "gate_requests", "kicks_started",
                      "chunks_delivered", "chunks_late")
         rows = [{"metric": k, "value": out.get(k)} for k in keys]
         for i, u in enumerate(out.get("unplugs") or []):  # one row per cable pull

@@ -141,14 +141,22 @@ def expert_budget_planner(bundle: Any, plant: Any, seed: int, fast_loop: bool = 
 
 
 def gate_summary(client: Any, experts: ExpertBudgetPlanner | None, policy: str,
-                 noise_std: float) -> dict[str, Any]:
-    """The gated client's counts (decisions and requests per budget, deliveries) and the
-    plans the host expert computed; empty without a gate."""
+                 noise_std: float, returns: list[float] | None = None) -> dict[str, Any]:
+    """The gated client's counts (decisions and requests per budget, deliveries), the plans
+    the host expert computed, and the planning price paid: ``plan_cost`` (sum over budgets of
+    requests x the budget's ``cost``, the reward price training charged per plan) and
+    ``return_minus_cost_mean`` (the mean episode return minus ``plan_cost`` per episode: the
+    sim's gate return). Empty without a gate."""
     if experts is None or client is None:
         return {}
     stats = client.stats()
-    return {"gate_policy": policy, "gate_decided": stats["decided"],
-            "gate_requests": stats["requests"], "expert_plans": dict(experts.calls),
-            "chunks_delivered": stats["delivered"], "chunks_late": stats["late"],
-            "chunks_dropped_reset": stats["dropped_reset"],
-            "gate_errors": stats["errors"], "action_noise_std": noise_std}
+    cost = sum(b.cost * stats["requests"].get(b.name, 0) for b in client.gate.budgets)
+    out = {"gate_policy": policy, "gate_decided": stats["decided"],
+           "gate_requests": stats["requests"], "expert_plans": dict(experts.calls),
+           "chunks_delivered": stats["delivered"], "chunks_late": stats["late"],
+           "chunks_dropped_reset": stats["dropped_reset"],
+           "gate_errors": stats["errors"], "action_noise_std": noise_std,
+           "plan_cost": round(float(cost), 4)}
+    if returns:
+        out["return_minus_cost_mean"] = float(np.mean(returns)) - cost / len(returns)
+    return out

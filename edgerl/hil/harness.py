@@ -15,6 +15,7 @@ faults can freeze.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from edgerl.hil.cable import Cable, unplug_report
 from edgerl.hil.controllers import BundleController, FreezableSink, LqrController
 from edgerl.hil.faults import FaultSpec, RxFaults, TxFaults
 from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess
+from edgerl.hil.kicks import KickConfig, PlantKicks
 from edgerl.hil.link_checks import estop_check, link_probe
 from edgerl.hil.operator import OperatorChannel, OperatorConfig, operator_channel
 from edgerl.hil.rt import realtime, set_fifo, set_fifo_process
@@ -101,6 +103,9 @@ class HilConfig:
     #: Gaussian noise (std, action units) on the command the plant applies: a disturbance the
     #: planner cannot foresee (the gated scenario's ``GateCfg.action_noise_std``).
     action_noise_std: float = 0.0
+    #: Kicks on the applied command after the noise (the gated scenarios' ``kick_*``;
+    #: :class:`edgerl.hil.kicks.KickConfig`), None = none.
+    kicks: KickConfig | None = None
     operator: OperatorConfig | None = None
     record: Path | None = None
 
@@ -211,6 +216,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
     experts = expert_budget_planner(cfg.bundle, plant, cfg.seed, fast, cfg.gate_policy)
     plant_lock = experts.lock if experts is not None else contextlib.nullcontext()
     noise = np.random.default_rng(cfg.seed + 1)
+    kicks = None if cfg.kicks is None else PlantKicks(cfg.kicks, n_cmd, cfg.seed)
     returns: list[float] = []
     firmware = (fast_loop_firmware(cfg.bundle, fw_cfg, cfg.target) if fast and cfg.bundle
                 else make_firmware(fw_cfg, cfg.target))
@@ -272,6 +278,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                     cmd = np.zeros(n_cmd, np.float32) if act is None else act.cmd[:n_cmd]
                     if cfg.action_noise_std > 0:
                         cmd = cmd + cfg.action_noise_std * noise.standard_normal(n_cmd)
+                    if kicks is not None:
+                        cmd = kicks.apply(cmd)
                     with plant_lock:
                         _, rew, dones, extras = plant.step(torch.as_tensor(cmd[None, :],
                                                                            dtype=torch.float32))
@@ -357,7 +365,9 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         "episode_returns": [round(r, 4) for r in returns],
         "return_mean": float(np.mean(returns)) if returns else None,
         **gate_summary(getattr(controller, "client", None), experts, cfg.gate_policy,
-                       cfg.action_noise_std),
+                       cfg.action_noise_std, returns),
+        **({} if kicks is None else {"kicks": dataclasses.asdict(cfg.kicks),
+                                     "kicks_started": kicks.started}),
         **operator_summary,
     }
     return HilResult(

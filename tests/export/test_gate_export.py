@@ -40,6 +40,7 @@ def test_export_writes_a_gate_bundle_the_runtime_runs_like_torch(gate_run, tmp_p
     assert spec.method == "planner" and set(spec.files) == {"gate.onnx", "parity.json"}
     assert spec.gate.names == ["keep", "fast", "slow"] and spec.gate.decision_steps == 2
     assert spec.gate.extra == list(GATE_EXTRA_OBS) and spec.chunk.horizon == 48
+    assert tiny_cfg().head == "categorical" and spec.gate.outputs == "logits"  # samplable
     assert spec.extra["task_kwargs"] == tiny_cfg().task_kwargs
     parity = json.loads((tmp_path / "b" / "parity.json").read_text())
     assert parity["ok"] and set(parity["parity"]) == {"gate_onnx", "gate_argmax"}

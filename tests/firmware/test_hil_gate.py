@@ -42,3 +42,24 @@ def test_hil_refuses_a_baseline_gate_policy_without_a_gate(fw_binaries, tmp_path
     with pytest.raises(ValueError, match="'fixed:fast' needs a host-loop bundle with a gate"):
         run_hil(HilConfig(bundle=bundle, episodes=1, max_steps=5, link_probe=0,
                           check_estop=False, gate_policy="fixed:fast"))
+
+
+def test_sampled_gate_with_kicks_charges_the_planning_price(fw_binaries, tmp_path):
+    from edgerl.hil.kicks import KickConfig
+
+    bundle = write_gate_bundle(tmp_path / "gate", outputs="logits")
+    res = run_hil(HilConfig(bundle=bundle, episodes=1, max_steps=40, link_probe=0,
+                            check_estop=False, gate_policy="gate:sample",
+                            kicks=KickConfig(rate=1.0, size=0.5, steps=4))).as_dict()
+    shown = {k: res.get(k) for k in ("steps", "gate_decided", "gate_requests", "plan_cost",
+                                      "kicks_started", "return_mean")}
+    assert res["gate_policy"] == "gate:sample" and sum(res["gate_decided"].values()) >= 10
+    # rate 1: a new 4-step kick starts the step after one ends
+    assert res["kicks_started"] == -(-res["steps"] // 4), shown
+    assert tuple(res["kicks"]["dims"]) == (1,), shown
+    from tests.helpers.gate_bundles import driving_gate_spec
+
+    costs = {b.name: b.cost for b in driving_gate_spec()[1].budgets}
+    want = sum(costs[b] * n for b, n in res["gate_requests"].items())
+    assert res["plan_cost"] == pytest.approx(want, abs=1e-4) and want > 0, shown
+    assert res["return_minus_cost_mean"] == pytest.approx(res["return_mean"] - want), shown

@@ -54,11 +54,14 @@ def rule_gate_weights(gate: GateSpec) -> tuple[np.ndarray, np.ndarray]:
     return w, b
 
 
-def write_gate_bundle(path: str | Path) -> Path:
-    """Write the rule-gate bundle into ``path`` (gate.onnx, parity.json, manifest.json)."""
+def write_gate_bundle(path: str | Path, outputs: str = "scores") -> Path:
+    """Write the rule-gate bundle into ``path`` (gate.onnx, parity.json, manifest.json);
+    ``outputs="logits"`` declares its scores a categorical gate's logits."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     spec, gate = driving_gate_spec()
+    gate = dataclasses.replace(gate, outputs=outputs)
+    spec = dataclasses.replace(spec, gate=gate)
     w, b = rule_gate_weights(gate)
     data = mlp_onnx([w], [b], in_name=gate.input, out_name=gate.output)
     (path / GATE_FILE).write_bytes(data)

@@ -195,8 +195,9 @@ def test_baseline_choosers_and_their_errors(bundle):
         assert age.budgets[age.decide(robot, plan, flying)].name == want, (plan, flying)
     assert age.counts == {"keep": 2, "fast": 3, "slow": 0} and age.name == "age>8:fast"
     for bad, msg in (("fixed:medium", "no budget named 'medium'"),
-                     ("age:slow", "expected gate, fixed:NAME or age:NAME:STEPS"),
-                     ("greedy", "expected gate, fixed:NAME")):
+                     ("age:slow", "expected gate, gate:sample, fixed:NAME or age:NAME:STEPS"),
+                     ("greedy", "expected gate, gate:sample, fixed:NAME"),
+                     ("gate:softmax", "expected gate, gate:sample")):
         with pytest.raises(ValueError, match=msg):
             make_chooser(bundle, spec, bad)
 
