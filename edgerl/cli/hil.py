@@ -54,6 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--action-noise", type=float, default=0.0,
                    help="Gaussian noise std (action units) on the command the plant applies "
                         "(the gated scenario trains with 0.1)")
+    p.add_argument("--budget-workers", choices=("per-budget", "shared"), default="per-budget",
+                   help="bundle with a gate: one expert process per budget, the gate deciding "
+                        "while plans compute (default), or one shared process whose every "
+                        "plan the next decision waits for")
     p.add_argument("--kicks", default=None, metavar="SPEC",
                    help="rare large kicks on the applied command, after --action-noise (the "
                         "calm_kicks gate trains with 'rate=0.004,size=0.8,steps=6,dims=1'); "
@@ -128,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
                     planner_latency_s=args.planner_latency_ms / 1e3, target=args.target,
                     rt_priority=args.rt_priority, link_probe=args.link_probe, mode=args.mode,
                     gate_policy=args.gate_policy, action_noise_std=args.action_noise,
-                    kicks=kicks, operator=operator, record=args.record)
+                    budget_workers=args.budget_workers, kicks=kicks, operator=operator,
+                    record=args.record)
     bar = tqdm(total=args.episodes, desc="hil episodes", unit="ep",
                disable=args.json or not sys.stderr.isatty())
     try:

@@ -7,15 +7,18 @@ The HIL plant lives in the harness process, so the expert reads its true state (
 of the call, a few ms after the observation's stamp: the gated client decides on fresh
 observations). The harness steps the plant under :attr:`ExpertBudgetPlanner.lock`; a plan
 pickles the plant under it (14 KB, ~7 ms) and the expert runs on that copy in a planner
-process, so a long plan (~90 ms for the 48-row slow budget on the loaded 2-core machine, a
-Python loop over small torch ops) neither holds up the plant's real-time steps nor takes the
-GIL from the host's control loop and serial reader.
+process, so a long plan (~90 ms for the 48-row slow budget on the loaded 2-core machine, ~150
+ms for ``calm_kicks``' 96 rows: a Python loop over small torch ops) neither holds up the
+plant's real-time steps nor takes the GIL from the host's control loop and serial reader. By
+default each budget has its own process and the gate decides while plans compute
+(:class:`ExpertBudgetPlanner`).
 """
 
 from __future__ import annotations
 
 import pickle
 import threading
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -23,30 +26,50 @@ import numpy as np
 from edgerl.chunk import ActionChunk
 from edgerl.gate_obs import GateBudgetSpec, GateSpec
 
-__all__ = ["ExpertBudgetPlanner", "bundle_task_kwargs", "expert_budget_planner", "gate_summary"]
+__all__ = ["BUDGET_WORKERS", "ExpertBudgetPlanner", "bundle_task_kwargs",
+           "expert_budget_planner", "gate_summary"]
+
+
+#: How the host's budgeted planner computes plans (``HilConfig.budget_workers``).
+BUDGET_WORKERS = ("per-budget", "shared")
 
 
 class ExpertBudgetPlanner:
     """``plan(budget, observation, now, prefix)`` on the plant's expert for env 0, computed in
-    a planner process (``spawn``, one worker, torch on one thread).
+    planner processes (``spawn``, torch on one thread).
+
+    Two layouts (``workers``):
+
+    * ``per-budget`` (default): one process per non-keep budget, as a robot runs its fast and
+      its slow model side by side. ``plan`` returns a future at once, so the gate keeps
+      deciding while a plan computes (a kick during a 150 ms slow plan can still be answered
+      by a fast one), as in training, where a plan in flight never blocks a decision. Plans of
+      one budget queue behind each other in its process.
+    * ``shared``: one process for all budgets, and ``plan`` waits for the plan (sessions 6-8):
+      the next decision starts after it, so a slow plan thins the decisions out instead of
+      queueing plans that would all arrive late.
 
     Args:
         plant: The HIL plant (a task with ``expert_chunk``; one env).
         gate: The bundle's gate section (its budgets). low / high: Action limits (rows are
             clipped to them, as the plant clips commands). dt: Row spacing (s).
-        seed: Seed of the plan noise (the worker's generator).
+        seed: Seed of the plan noise (each worker's generator; per-budget workers add their
+            budget's index). workers: One of :data:`BUDGET_WORKERS`.
 
     Attributes:
         calls: Plans asked per budget name. lock: Held while the plant steps.
     """
 
     def __init__(self, plant: Any, gate: GateSpec, low: list[float], high: list[float],
-                 dt: float, seed: int = 0) -> None:
+                 dt: float, seed: int = 0, workers: str = "per-budget") -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         from edgerl.sim.wrappers.gate import plan_budgets
 
+        if workers not in BUDGET_WORKERS:
+            raise ValueError(f"budget workers {workers!r}: expected one of "
+                             f"{', '.join(BUDGET_WORKERS)}")
         budgets = plan_budgets(gate)
         self.plant = getattr(plant, "unwrapped", plant)
         if not hasattr(self.plant, "expert_chunk"):
@@ -55,29 +78,49 @@ class ExpertBudgetPlanner:
         self.low = np.asarray(low, np.float32)
         self.high = np.asarray(high, np.float32)
         self.dt = float(dt)
+        self.workers = workers
         self.lock = threading.Lock()
         self.calls = {b.name: 0 for b in budgets}
-        self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_worker_init, initargs=(budgets, seed))
-        self._pool.submit(_worker_ready).result(timeout=300)  # started before the episodes
+        ctx = multiprocessing.get_context("spawn")
+        names = [b.name for b in budgets if not b.keep] if workers == "per-budget" else ["*"]
+        self._pools = {name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_worker_init,
+                                                 initargs=(budgets, seed + i))
+                       for i, name in enumerate(names)}
+        ready = [pool.submit(_worker_ready) for pool in self._pools.values()]
+        for f in ready:  # started (in parallel) before the episodes
+            f.result(timeout=300)
 
     def plan(self, budget: GateBudgetSpec, observation: np.ndarray, now: float,
-             prefix: np.ndarray | None) -> ActionChunk:
-        """The plant as it is now (pickled under the lock), planned in the planner process.
-        The call waits for the plan: the next decision starts after it, as the planner
-        client's next request does (a planner slower than the decision interval thins the
-        decisions out instead of queueing plans that would all arrive late)."""
+             prefix: np.ndarray | None) -> ActionChunk | Future[ActionChunk]:
+        """The plant as it is now (pickled under the lock), planned in a planner process: a
+        future of the chunk (``per-budget``) or the chunk, after waiting for it (``shared``)."""
         with self.lock:
             snapshot = pickle.dumps(self.plant)
         self.calls[budget.name] += 1
-        rows = self._pool.submit(_worker_plan, snapshot, budget.name, prefix).result()
+        pool = self._pools.get(budget.name) or self._pools["*"]
+        rows = pool.submit(_worker_plan, snapshot, budget.name, prefix)
+        if self.workers == "shared":
+            return self._chunk(rows.result(), now, budget)
+        out: Future[ActionChunk] = Future()
+
+        def finish(done: Future) -> None:
+            try:
+                out.set_result(self._chunk(done.result(), now, budget))
+            except BaseException as exc:  # the client reports it when the plan is due
+                out.set_exception(exc)
+
+        rows.add_done_callback(finish)
+        return out
+
+    def _chunk(self, rows: np.ndarray, now: float, budget: GateBudgetSpec) -> ActionChunk:
         actions = np.clip(rows, self.low, self.high).astype(np.float32)
         return ActionChunk(actions=actions, t0=now, dt=self.dt, obs_time=now,
                            source=f"expert:{budget.name}")
 
     def close(self) -> None:
-        """Stop the planner process."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Stop the planner processes."""
+        for pool in self._pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 _WORKER: dict[str, Any] = {}
@@ -125,7 +168,8 @@ def bundle_task_kwargs(bundle: Any) -> dict[str, Any]:
 
 
 def expert_budget_planner(bundle: Any, plant: Any, seed: int, fast_loop: bool = False,
-                          policy: str = "gate") -> ExpertBudgetPlanner | None:
+                          policy: str = "gate", workers: str = "per-budget"
+                          ) -> ExpertBudgetPlanner | None:
     """The host-side budgeted planner for a host-loop bundle with a gate (None without one;
     ``ValueError`` when a baseline ``policy`` is asked for without one)."""
     from edgerl.spec import load_bundle_manifest
@@ -137,7 +181,7 @@ def expert_budget_planner(bundle: Any, plant: Any, seed: int, fast_loop: bool = 
                              "(`edgerl gate export`)")
         return None
     return ExpertBudgetPlanner(plant, spec.gate, spec.action.low, spec.action.high,
-                               spec.chunk.dt_s, seed)
+                               spec.chunk.dt_s, seed, workers)
 
 
 def gate_summary(client: Any, experts: ExpertBudgetPlanner | None, policy: str,
@@ -151,7 +195,8 @@ def gate_summary(client: Any, experts: ExpertBudgetPlanner | None, policy: str,
         return {}
     stats = client.stats()
     cost = sum(b.cost * stats["requests"].get(b.name, 0) for b in client.gate.budgets)
-    out = {"gate_policy": policy, "gate_decided": stats["decided"],
+    out = {"gate_policy": policy, "budget_workers": experts.workers,
+           "gate_decided": stats["decided"],
            "gate_requests": stats["requests"], "expert_plans": dict(experts.calls),
            "chunks_delivered": stats["delivered"], "chunks_late": stats["late"],
            "chunks_dropped_reset": stats["dropped_reset"],

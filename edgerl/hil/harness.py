@@ -100,6 +100,10 @@ class HilConfig:
     #: A bundle with a gate: who chooses the budgets (``gate``, ``fixed:NAME``,
     #: ``age:NAME:X``; :func:`edgerl.runtime.gate.make_chooser`).
     gate_policy: str = "gate"
+    #: How the host expert computes the budgets' plans: ``per-budget`` (one process each,
+    #: decisions never wait) or ``shared`` (one process, each decision waits for its plan);
+    #: :data:`edgerl.hil.gated.BUDGET_WORKERS`.
+    budget_workers: str = "per-budget"
     #: Gaussian noise (std, action units) on the command the plant applies: a disturbance the
     #: planner cannot foresee (the gated scenario's ``GateCfg.action_noise_std``).
     action_noise_std: float = 0.0
@@ -213,7 +217,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
     fast = cfg.mode == "fast-loop"
     from edgerl.hil.gated import expert_budget_planner, gate_summary
 
-    experts = expert_budget_planner(cfg.bundle, plant, cfg.seed, fast, cfg.gate_policy)
+    experts = expert_budget_planner(cfg.bundle, plant, cfg.seed, fast, cfg.gate_policy,
+                                    cfg.budget_workers)
     plant_lock = experts.lock if experts is not None else contextlib.nullcontext()
     noise = np.random.default_rng(cfg.seed + 1)
     kicks = None if cfg.kicks is None else PlantKicks(cfg.kicks, n_cmd, cfg.seed)

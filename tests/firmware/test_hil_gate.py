@@ -63,3 +63,39 @@ def test_sampled_gate_with_kicks_charges_the_planning_price(fw_binaries, tmp_pat
     want = sum(costs[b] * n for b, n in res["gate_requests"].items())
     assert res["plan_cost"] == pytest.approx(want, abs=1e-4) and want > 0, shown
     assert res["return_minus_cost_mean"] == pytest.approx(res["return_mean"] - want), shown
+
+
+def test_expert_planner_layouts_give_the_same_plans(tmp_path):
+    """``per-budget`` returns futures (the gate decides while plans compute), ``shared``
+    waits; both compute the sim's budget plan from the plant as it is."""
+    from concurrent.futures import Future
+
+    import numpy as np
+
+    from edgerl.hil.gated import ExpertBudgetPlanner
+    from edgerl.policies.gate import ROADS
+    from edgerl.sim.registry import make_task
+    from edgerl.spec import load_bundle_manifest
+
+    spec = load_bundle_manifest(write_gate_bundle(tmp_path / "gate"))
+    plant = make_task("driving", num_envs=1, seed=4, **ROADS["curves"])
+    slow = next(b for b in spec.gate.budgets if b.name == "slow")
+    assert slow.noise_std == 0 and slow.hold == 1  # deterministic rows: comparable
+    rows = {}
+    for workers in ("per-budget", "shared"):
+        experts = ExpertBudgetPlanner(plant, spec.gate, spec.action.low, spec.action.high,
+                                      0.05, seed=0, workers=workers)
+        try:
+            got = experts.plan(slow, np.zeros(3), 1.5, None)
+            assert isinstance(got, Future) == (workers == "per-budget")
+            chunk = got.result(timeout=60) if isinstance(got, Future) else got
+            assert chunk.t0 == chunk.obs_time == 1.5 and chunk.horizon == slow.horizon
+            rows[workers] = chunk.actions
+            assert experts.calls["slow"] == 1
+        finally:
+            experts.close()
+    np.testing.assert_array_equal(rows["per-budget"], rows["shared"])
+    assert np.abs(rows["shared"]).max() > 0
+    with pytest.raises(ValueError, match="budget workers 'two': expected one of per-budget"):
+        ExpertBudgetPlanner(plant, spec.gate, spec.action.low, spec.action.high, 0.05,
+                            workers="two")
