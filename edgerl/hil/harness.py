@@ -269,6 +269,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
             unplugged = froze = False
             for ep in range(cfg.episodes):
                 returns.append(0.0)
+                if kicks is not None:
+                    kicks.start_episode(ep)
                 for _ in range(max_steps):
                     clock.sleep_until(t0 + k * period)
                     t_run = k * period

@@ -85,9 +85,19 @@ class PlantKicks:
         mask = torch.zeros(n_cmd)
         mask[list(cfg.dims)] = 1.0
         self._torch = torch
-        self.kicks = Kicks(cfg.rate, cfg.size, cfg.steps, mask, 1,
-                           run_seed + 2 if cfg.seed is None else cfg.seed)
+        self.seed = run_seed + 2 if cfg.seed is None else cfg.seed
+        self.kicks = Kicks(cfg.rate, cfg.size, cfg.steps, mask, 1, self.seed)
         self.started = 0
+
+    def start_episode(self, episode: int) -> None:
+        """Reseed the kicks for episode ``episode`` (no kick running): episode ``i`` gets the
+        same kick times, in steps from its start, whatever ran before it, so policies compared
+        on the same plant seed meet the same kicks (common random numbers)."""
+        k = self.kicks
+        k.generator.manual_seed(self.seed * 1_000_003 + int(episode))
+        k.left.zero_()
+        k.offset.zero_()
+        k.age.fill_(1 << 30)
 
     def apply(self, cmd: np.ndarray) -> np.ndarray:
         """``cmd`` (n_cmd,) plus the running kick (after starting this step's new one)."""

@@ -30,6 +30,20 @@ def test_plant_kicks_are_the_sims_kicks_on_the_named_elements():
     assert plant.started == sim_starts and 10 <= plant.started <= 45
 
 
+def test_each_episode_meets_the_same_kicks_whatever_ran_before():
+    cfg = KickConfig(rate=0.1, size=0.8, steps=3, dims=(0,), seed=5)
+    a, b = PlantKicks(cfg, 1), PlantKicks(cfg, 1)
+    zero = np.zeros(1, np.float32)
+    for _ in range(37):  # a different history before episode 4
+        a.apply(zero)
+    a.start_episode(4)
+    b.start_episode(4)
+    got = [(a.apply(zero)[0], b.apply(zero)[0]) for _ in range(100)]
+    assert all(x == y for x, y in got) and any(x != 0 for x, _ in got)
+    b.start_episode(5)
+    assert [b.apply(zero)[0] for _ in range(100)] != [x for x, _ in got]
+
+
 def test_kick_spec_parse_and_errors():
     cfg = KickConfig.parse("rate=0.004,size=0.8,steps=6,dims=0+1,seed=3")
     assert cfg == KickConfig(0.004, 0.8, 6, (0, 1), 3)
