@@ -90,6 +90,10 @@ class SerialTransport(SerialPort):
         self._setpoint_seq = 0
         self._state: StateSample | None = None
         self._status: dict[str, Any] | None = None
+        #: The newest STATUS that answered a request (``request_us`` != 0): an unsolicited
+        #: STATUS (a watchdog trip, a mode change) arriving right after the answer must not
+        #: hide it from the waiting :meth:`request_status`.
+        self._status_answer: dict[str, Any] | None = None
         self._status_count = 0
         self._status_req = 0
         self._ack: Msg | None = None
@@ -205,12 +209,13 @@ class SerialTransport(SerialPort):
         self._send("GET_STATUS", host_time_us=req)
 
         def answered() -> bool:
-            return self._status is not None and self._status["request_us"] == req
+            return (self._status_answer is not None
+                    and self._status_answer["request_us"] == req)
         with self._cv:
             if not self._cv.wait_for(answered, timeout_s):
                 raise TransportTimeout(f"no STATUS from {self.cfg.port} in {timeout_s} s")
-            assert self._status is not None
-            return dict(self._status)
+            assert self._status_answer is not None
+            return dict(self._status_answer)
 
     # --- receiving ----------------------------------------------------------------------------
     def latest_state(self) -> StateSample | None:
@@ -273,6 +278,8 @@ class SerialTransport(SerialPort):
         elif name == "STATUS":
             with self._cv:
                 self._status = dict(msg.fields)
+                if self._status["request_us"]:
+                    self._status_answer = self._status
                 self._status_count += 1
                 self._cv.notify_all()
         elif name == "HELLO_ACK":

@@ -149,14 +149,20 @@ class BundleController:
             planner = (LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)
                        if gain is not None and spec.action.dim == 1 else "none")
         self.deployment = dep = Deployment.from_bundle(
-            bundle, sink, loop_cfg=LoopConfig(rate_hz=rate_hz, gc_freeze=False, safety=safety),
+            bundle, sink, loop_cfg=LoopConfig(rate_hz=rate_hz, gc_freeze=False, safety=safety,
+                                              trigger="state" if budget_planner else ""),
             planner=planner, extra_latency_s=planner_latency_s, budget_planner=budget_planner,
             gate_policy=gate_policy, gate_seed=seed)
         self.spec, self.buffer, self.loop, self.client = dep.spec, dep.buffer, dep.loop, \
             dep.client
         self._obs_dim = spec.observation.dim
         # gated: each observation stamped when it was sensed, so the gate's decisions and
-        # chunk ages count control steps as the sim does
+        # chunk ages count control steps as the sim does; and the loop ticks on each new
+        # plant state (trigger "state"), so the command for state k is row k of the plan,
+        # applied at the plant's next step, as in the sim. On its own clock the loop's phase
+        # against the plant's steps is set by when each started: a tick just before a state
+        # arrives runs on the previous state and the previous row (a one-step lag; in the
+        # sim that costs the calm_kicks gate 8 return, the age heuristic nothing)
         self._stamp_sensed = budget_planner is not None
         self._last_stamp: int | None = None
         #: New plant states written to the loop (one per plant step; echoes of an unchanged

@@ -91,3 +91,24 @@ def test_edit_loop_drives_the_firmware_through_the_sink(fw_built, mlp_bundle):
     assert stats.setpoints_sent >= 20
     assert status["setpoints_applied"] == stats.setpoints_sent
     assert status["mode"] == 1 and status["bad_frames"] == 0
+
+
+def test_request_status_keeps_its_answer_when_an_unsolicited_status_follows():
+    """The firmware sends STATUS on its own (a watchdog trip, a mode change); one arriving
+    right after the answer to GET_STATUS must not hide the answer from the waiting request
+    (the end-of-run 'no STATUS in 2.0 s' of the HIL)."""
+    from edgerl.wire.codec import Msg
+
+    t = SerialTransport(SerialConfig("/dev/null-not-opened"))
+
+    def reply(name: str, **fields) -> bool:  # the device answers, then reports on its own
+        assert name == "GET_STATUS"
+        for request_us, trips in ((fields["host_time_us"], 0), (0, 1)):
+            t._on_msg(Msg("STATUS", 0, {"request_us": request_us, "watchdog_trips": trips}),
+                      time.perf_counter())
+        return True
+
+    t._send = reply
+    got = t.request_status(timeout_s=0.2)
+    assert got["request_us"] == 1 and got["watchdog_trips"] == 0
+    assert t.latest_status()["watchdog_trips"] == 1  # the newest STATUS is still there
