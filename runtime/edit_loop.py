@@ -20,10 +20,8 @@ Operator interventions (:mod:`edgerl.intervention`) arrive through :attr:`EditLo
 operator's (through the same safety filter; the network still runs on the tick's input so
 the log shows what it would have done), an ``estop`` latches the e-stop. With
 :meth:`EditLoop.log_transitions` the loop keeps a bounded per-tick log for learning from
-them (:class:`~edgerl.runtime.transition_log.TransitionLog`). With :meth:`EditLoop.explore`
-the loop adds Gaussian noise to the edit network's residual on the ticks the policy is in
-control (not during an override), before the bound and the safety filter, so the command sent
-and the logged ``command`` are the same noisy action (for collecting data to learn from).
+them (:class:`~edgerl.runtime.transition_log.TransitionLog`), with optional exploration
+noise on the residual (:meth:`EditLoop.explore`).
 
 The loop runs in its own thread (:meth:`EditLoop.start` / :meth:`EditLoop.stop`, from
 :class:`~edgerl.runtime.loop_scheduler.LoopScheduler`: a fixed-rate grid, or the ``state``
@@ -163,11 +161,10 @@ class EditLoop(LoopScheduler):
         self._noisy = np.zeros(a_dim, np.float32)
 
     def explore(self, std: float, seed: int = 0) -> None:
-        """Add ``N(0, std^2)`` (policy units: the residual before its ``[-1, 1]`` bound, so
-        ``std * residual_bound`` in action units) to the edit network's output on every tick
-        the policy is in control; ``std = 0`` turns it off. The noise goes in before the
-        bound and the safety filter, so the command sent and the logged ``command`` are the
-        action executed; the logged ``policy_out`` stays the network's own output.
+        """Add ``N(0, std^2)`` (policy units: the residual before its ``[-1, 1]`` bound) to
+        the edit network's output on every tick the policy (not an override) is in control,
+        before the bound and the safety filter: the command sent and the logged ``command``
+        are the action executed, ``policy_out`` stays the network's. ``std = 0``: off.
         Deterministic for ``seed`` (one draw per such tick)."""
         if not self.is_edit:
             raise ValueError(f"exploration noise needs an edit policy, the bundle's method is "
