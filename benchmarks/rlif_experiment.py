@@ -27,24 +27,28 @@ import sys
 import time
 from pathlib import Path
 
+NICE: list[str] = []  # ["nice", "-n", "15"] with --nice: collection and fine-tuning
 
-def _cli(*args: str) -> dict:
-    """``python -m edgerl ARGS --json`` -> the printed JSON object."""
-    cmd = [sys.executable, "-m", "edgerl", *args, "--json"]
-    print("$", " ".join(cmd[2:]), file=sys.stderr, flush=True)
+
+def _cli(*args: str, nice: bool = False) -> dict:
+    """``python -m edgerl ARGS --json`` -> the printed JSON object (``nice``: under NICE)."""
+    prefix = NICE if nice else []
+    cmd = [*prefix, sys.executable, "-m", "edgerl", *args, "--json"]
+    print("$", *prefix, "edgerl", " ".join(cmd[len(prefix) + 3:]), file=sys.stderr, flush=True)
     for attempt in (1, 2):  # one retry: a HIL run can fail to start on a loaded machine
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode == 0:
             return json.loads(proc.stdout)
         print(f"attempt {attempt} failed ({proc.returncode}):\n{proc.stderr[-2000:]}",
               file=sys.stderr, flush=True)
-    raise RuntimeError(f"{' '.join(cmd[2:])} failed twice")
+    raise RuntimeError(f"edgerl {' '.join(args)} failed twice")
 
 
-def _hil(bundle: Path, episodes: int, seed: int, latency_ms: float, *extra: str) -> dict:
+def _hil(bundle: Path, episodes: int, seed: int, latency_ms: float, *extra: str,
+         nice: bool = False) -> dict:
     return _cli("hil", "--bundle", str(bundle), "--episodes", str(episodes), "--seed",
                 str(seed), "--planner-latency-ms", str(latency_ms), "--no-estop-check",
-                "--link-probe", "0", *extra)
+                "--link-probe", "0", *extra, nice=nice)
 
 
 def _weaken(base: Path, out: Path, shrink: float, noise: float, seed: int) -> None:
@@ -120,10 +124,10 @@ def _chain(a: argparse.Namespace, d: Path, start: Path, seed: int, explore_std: 
         plant = seed + 100 * r
         extra = ("--explore-std", str(explore_std)) if explore_std > 0 else ()
         col = _hil(bundle, a.collect, plant, a.latency_ms, "--operator",
-                   f"{a.operator},seed={plant}", "--record", str(rec), *extra)
+                   f"{a.operator},seed={plant}", "--record", str(rec), *extra, nice=True)
         ft = _cli("finetune", "--interventions", *map(str, recs), "--bundle", str(bundle),
                   "--out", str(out), *a.rlif_args.split(), "--steps", str(a.steps),
-                  "--seed", str(seed))
+                  "--seed", str(seed), nice=True)
         entry = {"round": r, "plant_seed": plant, "collect": {k: col.get(k)
                                                               for k in COLLECT_KEYS},
                  "finetune": {k: v for k, v in ft.items() if k != "recordings"}}
@@ -153,7 +157,7 @@ def run_rounds(a: argparse.Namespace, seed: int) -> dict:
     if not (bundles["bc"] / "manifest.json").exists():
         ft = _cli("finetune", "--interventions", *map(str, recs), "--bundle", str(weak),
                   "--out", str(bundles["bc"]), "--method", "bc", "--steps", str(a.steps),
-                  "--seed", str(seed))
+                  "--seed", str(seed), nice=True)
         res["finetune_bc"] = {k: v for k, v in ft.items() if k != "recordings"}
     if a.no_noise_control:
         bundles["rlif_nonoise"], _, res["rounds_rlif_nonoise"] = _chain(a, d, weak, seed, 0.0,
@@ -240,8 +244,13 @@ def main() -> int:
                    help="rounds: also the same chain without exploration noise")
     p.add_argument("--eval-rounds", action="store_true",
                    help="rounds: also evaluate the RLIF bundle after each earlier round")
+    p.add_argument("--nice", action="store_true",
+                   help="rounds: run collection and fine-tuning under nice -n 15 (the "
+                        "evaluations stay at normal priority)")
     p.add_argument("--json-out", type=Path, default=None)
     a = p.parse_args()
+    if a.nice:
+        NICE[:] = ["nice", "-n", "15"]
     if a.rounds and not a.region:
         p.error("--rounds needs --region (the session-8 region-weakened start)")
     start = time.time()
