@@ -227,7 +227,8 @@ def main() -> int:
                    help="weaken only in a region instead (export/weaken_region.py RegionSpec, "
                         "e.g. 'mode=flip,min_angle=0.05'); distilled on a recording of BASE")
     p.add_argument("--controls", action="store_true",
-                   help="also RLIF with beta 0 and the base bundle, on the same eval seeds")
+                   help="also RLIF with beta 0 and the base bundle, on the same eval seeds "
+                        "(with --rounds: the base bundle only)")
     p.add_argument("--own", action="store_true",
                    help="also RLIF over the policy's own steps (rlif --actor-data own)")
     p.add_argument("--qmax", action="store_true",
