@@ -3,6 +3,13 @@ bundle, collect interventions from the scripted suboptimal operator with ``edger
 --operator --record``, fine-tune with ``edgerl finetune --method rlif`` and ``--method bc``
 on the same recording, and evaluate the three bundles with ``edgerl hil`` (no operator).
 
+With ``--rounds R`` (session 9) the collection is a loop instead: round ``r`` collects with
+the current RLIF bundle (plus ``--explore-std`` noise on its residual while it is in control,
+``edgerl hil --explore-std``), then RLIF is fine-tuned from the current bundle on ALL the
+recordings so far; BC is fitted once, from the start, on the same recordings (the data of the
+RLIF chain: "the same intervention data"). ``--no-noise-control`` runs a second chain with
+the same rounds but no exploration noise (its own collections).
+
 Usage (from the repo root; BASE from `edgerl train cartpole --method edit --delay-steps 5`
 and `edgerl export`)::
 
@@ -20,24 +27,28 @@ import sys
 import time
 from pathlib import Path
 
+NICE: list[str] = []  # ["nice", "-n", "15"] with --nice: collection and fine-tuning
 
-def _cli(*args: str) -> dict:
-    """``python -m edgerl ARGS --json`` -> the printed JSON object."""
-    cmd = [sys.executable, "-m", "edgerl", *args, "--json"]
-    print("$", " ".join(cmd[2:]), file=sys.stderr, flush=True)
+
+def _cli(*args: str, nice: bool = False) -> dict:
+    """``python -m edgerl ARGS --json`` -> the printed JSON object (``nice``: under NICE)."""
+    prefix = NICE if nice else []
+    cmd = [*prefix, sys.executable, "-m", "edgerl", *args, "--json"]
+    print("$", *prefix, "edgerl", " ".join(cmd[len(prefix) + 3:]), file=sys.stderr, flush=True)
     for attempt in (1, 2):  # one retry: a HIL run can fail to start on a loaded machine
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode == 0:
             return json.loads(proc.stdout)
         print(f"attempt {attempt} failed ({proc.returncode}):\n{proc.stderr[-2000:]}",
               file=sys.stderr, flush=True)
-    raise RuntimeError(f"{' '.join(cmd[2:])} failed twice")
+    raise RuntimeError(f"edgerl {' '.join(args)} failed twice")
 
 
-def _hil(bundle: Path, episodes: int, seed: int, latency_ms: float, *extra: str) -> dict:
+def _hil(bundle: Path, episodes: int, seed: int, latency_ms: float, *extra: str,
+         nice: bool = False) -> dict:
     return _cli("hil", "--bundle", str(bundle), "--episodes", str(episodes), "--seed",
                 str(seed), "--planner-latency-ms", str(latency_ms), "--no-estop-check",
-                "--link-probe", "0", *extra)
+                "--link-probe", "0", *extra, nice=nice)
 
 
 def _weaken(base: Path, out: Path, shrink: float, noise: float, seed: int) -> None:
@@ -67,7 +78,7 @@ def _weaken_region(base: Path, out: Path, region: str, obs_rec: Path, seed: int)
     return stats
 
 
-def _bc_targets(rec: Path, base: Path) -> dict:
+def _bc_targets(recs: list[Path], base: Path) -> dict:
     """What BC regresses on (the override steps' residuals ``u``) and how it compares with
     the base (unweakened) policy's own residual in the same states."""
     import numpy as np
@@ -78,7 +89,7 @@ def _bc_targets(rec: Path, base: Path) -> dict:
     from edgerl.policies.rlif import intervention_dataset
 
     actor, spec = load_bundle_mlp(base)
-    data = intervention_dataset(load_transitions([rec], spec.edit_obs.fast_dim),
+    data = intervention_dataset(load_transitions(recs, spec.edit_obs.fast_dim),
                                 spec.residual_bound)
     m = data["intervened"] > 0
     u = data["u"][m][:, 0].numpy()
@@ -89,6 +100,74 @@ def _bc_targets(rec: Path, base: Path) -> dict:
             "base_mean_u": float(ref.mean()),
             "sign_agrees_with_base": float((np.sign(u) == np.sign(ref)).mean()),
             "mse_to_base": float(((u - ref) ** 2).mean())}
+
+
+COLLECT_KEYS = ("success", "steps", "operator_takeovers", "operator_records", "recorded_ticks")
+
+
+def _chain(a: argparse.Namespace, d: Path, start: Path, seed: int, explore_std: float,
+           name: str) -> tuple[Path, list[Path], list[dict]]:
+    """``a.rounds`` collect / fine-tune rounds from ``start`` under ``d / name``; returns the
+    last bundle, the recordings and per round the collection and fine-tuning numbers.
+    Round ``r`` collects at plant seed ``seed + 100 r`` (operator and noise seeded alike).
+    A finished round (its ``round.json``) is reused on a rerun."""
+    bundle, recs, log = start, [], []
+    for r in range(a.rounds):
+        rd = d / name / f"round{r}"
+        rd.mkdir(parents=True, exist_ok=True)
+        rec, out, done = rd / "interventions.mcap", rd / "bundle", rd / "round.json"
+        recs.append(rec)
+        if done.exists():
+            log.append(json.loads(done.read_text()))
+            bundle = out
+            continue
+        plant = seed + 100 * r
+        extra = ("--explore-std", str(explore_std)) if explore_std > 0 else ()
+        col = _hil(bundle, a.collect, plant, a.latency_ms, "--operator",
+                   f"{a.operator},seed={plant}", "--record", str(rec), *extra, nice=True)
+        ft = _cli("finetune", "--interventions", *map(str, recs), "--bundle", str(bundle),
+                  "--out", str(out), *a.rlif_args.split(), "--steps", str(a.steps),
+                  "--seed", str(seed), nice=True)
+        entry = {"round": r, "plant_seed": plant, "collect": {k: col.get(k)
+                                                              for k in COLLECT_KEYS},
+                 "finetune": {k: v for k, v in ft.items() if k != "recordings"}}
+        if a.eval_rounds and r < a.rounds - 1:
+            entry["eval"] = _hil(out, a.episodes, 1000 + seed, a.latency_ms)["success"]
+        done.write_text(json.dumps(entry))
+        log.append(entry)
+        bundle = out
+    return bundle, recs, log
+
+
+def run_rounds(a: argparse.Namespace, seed: int) -> dict:
+    """Session 9: several rounds with exploration noise (see the module docstring)."""
+    d = a.out / f"seed{seed}"
+    weak = d / "weak"
+    res: dict = {"seed": seed}
+    if not (weak / "manifest.json").exists():
+        res["weaken_region"] = _weaken_region(a.base, weak, a.region, a.out / "base_obs.mcap",
+                                              seed)
+        (d / "weaken.json").write_text(json.dumps(res["weaken_region"]))
+    else:
+        res["weaken_region"] = json.loads((d / "weaken.json").read_text())
+    bundles = {"start": weak}
+    bundles["rlif"], recs, res["rounds_rlif"] = _chain(a, d, weak, seed, a.explore_std, "rlif")
+    res["bc_targets"] = _bc_targets(recs, a.base)
+    bundles["bc"] = d / "bc"
+    if not (bundles["bc"] / "manifest.json").exists():
+        ft = _cli("finetune", "--interventions", *map(str, recs), "--bundle", str(weak),
+                  "--out", str(bundles["bc"]), "--method", "bc", "--steps", str(a.steps),
+                  "--seed", str(seed), nice=True)
+        res["finetune_bc"] = {k: v for k, v in ft.items() if k != "recordings"}
+    if a.no_noise_control:
+        bundles["rlif_nonoise"], _, res["rounds_rlif_nonoise"] = _chain(a, d, weak, seed, 0.0,
+                                                                        "rlif_nonoise")
+    if a.controls:
+        bundles["base"] = a.base
+    for name, b in bundles.items():
+        res[name] = _hil(b, a.episodes, 1000 + seed, a.latency_ms)["success"]
+    print(json.dumps(res), file=sys.stderr, flush=True)
+    return res
 
 
 def run_seed(a: argparse.Namespace, seed: int) -> dict:
@@ -110,7 +189,7 @@ def run_seed(a: argparse.Namespace, seed: int) -> dict:
                                                   "operator_records", "recorded_ticks")}
         done.write_text(json.dumps(res))
     eval_seed = 1000 + seed  # unseen by the collection (plant seed `seed`)
-    res["bc_targets"] = _bc_targets(rec, a.base)
+    res["bc_targets"] = _bc_targets([rec], a.base)
     bundles = {"start": weak}
     variants = {"rlif": ("--method", "rlif"), "bc": ("--method", "bc")}
     if a.controls:
@@ -148,19 +227,39 @@ def main() -> int:
                    help="weaken only in a region instead (export/weaken_region.py RegionSpec, "
                         "e.g. 'mode=flip,min_angle=0.05'); distilled on a recording of BASE")
     p.add_argument("--controls", action="store_true",
-                   help="also RLIF with beta 0 and the base bundle, on the same eval seeds")
+                   help="also RLIF with beta 0 and the base bundle, on the same eval seeds "
+                        "(with --rounds: the base bundle only)")
     p.add_argument("--own", action="store_true",
                    help="also RLIF over the policy's own steps (rlif --actor-data own)")
     p.add_argument("--qmax", action="store_true",
                    help="also RLIF with TD3+BC policy extraction (rlif --extract qmax)")
+    p.add_argument("--rounds", type=int, default=0,
+                   help="session 9: this many collect / fine-tune rounds with the current "
+                        "RLIF bundle (0: the single-round experiment); needs --region")
+    p.add_argument("--explore-std", type=float, default=0.0,
+                   help="rounds: exploration noise on the residual at collection "
+                        "(edgerl hil --explore-std)")
+    p.add_argument("--rlif-args", default="--method rlif --actor-data own",
+                   help="rounds: the RLIF chain's finetune options")
+    p.add_argument("--no-noise-control", action="store_true",
+                   help="rounds: also the same chain without exploration noise")
+    p.add_argument("--eval-rounds", action="store_true",
+                   help="rounds: also evaluate the RLIF bundle after each earlier round")
+    p.add_argument("--nice", action="store_true",
+                   help="rounds: run collection and fine-tuning under nice -n 15 (the "
+                        "evaluations stay at normal priority)")
     p.add_argument("--json-out", type=Path, default=None)
     a = p.parse_args()
+    if a.nice:
+        NICE[:] = ["nice", "-n", "15"]
+    if a.rounds and not a.region:
+        p.error("--rounds needs --region (the session-8 region-weakened start)")
     start = time.time()
     if a.region and not (a.out / "base_obs.mcap").exists():
         _hil(a.base, 10, 500, a.latency_ms, "--record", str(a.out / "base_obs.mcap"))
-    rows = [run_seed(a, s) for s in a.seeds]
-    cells = [m for m in ("start", "rlif", "bc", "rlif_beta0", "rlif_own", "rlif_qmax",
-                                "base") if m in rows[0]]
+    rows = [(run_rounds if a.rounds else run_seed)(a, s) for s in a.seeds]
+    cells = [m for m in ("start", "rlif", "bc", "rlif_nonoise", "rlif_beta0", "rlif_own",
+                         "rlif_qmax", "base") if m in rows[0]]
     summary = {m: {"mean": statistics.mean(r[m] for r in rows),
                    "std": statistics.pstdev(r[m] for r in rows)} for m in cells}
     out = {"config": {k: str(v) for k, v in vars(a).items()}, "seeds": rows,

@@ -20,7 +20,8 @@ Operator interventions (:mod:`edgerl.intervention`) arrive through :attr:`EditLo
 operator's (through the same safety filter; the network still runs on the tick's input so
 the log shows what it would have done), an ``estop`` latches the e-stop. With
 :meth:`EditLoop.log_transitions` the loop keeps a bounded per-tick log for learning from
-them (:class:`~edgerl.runtime.transition_log.TransitionLog`).
+them (:class:`~edgerl.runtime.transition_log.TransitionLog`), with optional exploration
+noise on the residual (:meth:`EditLoop.explore`).
 
 The loop runs in its own thread (:meth:`EditLoop.start` / :meth:`EditLoop.stop`, from
 :class:`~edgerl.runtime.loop_scheduler.LoopScheduler`: a fixed-rate grid, or the ``state``
@@ -154,6 +155,25 @@ class EditLoop(LoopScheduler):
         self.transitions: TransitionLog | None = None
         #: Episode index (incremented by :meth:`reset`), stamped on logged transitions.
         self.episode = 0
+        #: Exploration noise std on the residual (policy units; 0 = off, see :meth:`explore`).
+        self.explore_std = 0.0
+        self._explore_rng: np.random.Generator | None = None
+        self._noisy = np.zeros(a_dim, np.float32)
+
+    def explore(self, std: float, seed: int = 0) -> None:
+        """Add ``N(0, std^2)`` (policy units: the residual before its ``[-1, 1]`` bound) to
+        the edit network's output on every tick the policy (not an override) is in control,
+        before the bound and the safety filter: the command sent and the logged ``command``
+        are the action executed, ``policy_out`` stays the network's. ``std = 0``: off.
+        Deterministic for ``seed`` (one draw per such tick)."""
+        if not self.is_edit:
+            raise ValueError(f"exploration noise needs an edit policy, the bundle's method is "
+                             f"{self.spec.method!r}")
+        if not (np.isfinite(std) and 0.0 <= std <= 10.0):
+            raise ValueError(f"exploration noise std must be a finite number in [0, 10], "
+                             f"got {std}")
+        self.explore_std = float(std)
+        self._explore_rng = np.random.default_rng(seed) if std > 0 else None
 
     def log_transitions(self, capacity: int = 1 << 15) -> TransitionLog:
         """Start keeping the per-tick transition log (edit policies only); returns it."""
@@ -244,7 +264,7 @@ class EditLoop(LoopScheduler):
                 state = _S[reason]
                 safety.count(reason)
                 chunk = None
-            self._policy_action(t, chunk, row)
+            self._policy_action(t, chunk, row, explore=True)
             if state == _S["ok"] and not all_finite(self._action):
                 state = _S["nonfinite_action"]
             safety.filter(self._action, dt, cmd)
@@ -256,8 +276,9 @@ class EditLoop(LoopScheduler):
         self._send(cmd, t)
         return state
 
-    def _policy_action(self, t: float, chunk, row: int | None) -> None:
-        """Fill ``self._action`` from the chunk and/or the network."""
+    def _policy_action(self, t: float, chunk, row: int | None, explore: bool = False) -> None:
+        """Fill ``self._action`` from the chunk and/or the network (``explore``: the policy
+        is in control, so the exploration noise applies, if on)."""
         if chunk is not None:
             self._fill_rows(t, chunk, row)
         elif self._rows_chunk is not None or self._rows_index != -1:
@@ -286,6 +307,11 @@ class EditLoop(LoopScheduler):
             self._action.fill(np.nan)  # before the residual clip turns inf into +-1
             return
         if self.is_edit:
+            if explore and self._explore_rng is not None:
+                self._explore_rng.standard_normal(out=self._noisy, dtype=np.float32)
+                self._noisy *= np.float32(self.explore_std)
+                self._noisy += y
+                y = self._noisy
             compose_edit_action(self._rows[0], y, self.spec.residual_bound, out=self._action)
         elif self.spec.method in ("planner", "blend", "rtc"):
             np.copyto(self._action, self._rows[0])

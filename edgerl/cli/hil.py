@@ -72,11 +72,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", type=Path, default=None, metavar="FILE",
                    help="record the loop's transitions and the operator's interventions to "
                         "this MCAP file (for `edgerl finetune --interventions`)")
+    p.add_argument("--explore-std", type=float, default=0.0, metavar="S",
+                   help="Gaussian noise std on the edit policy's residual (policy units, "
+                        "before its bound) while the policy, not the operator, is in control; "
+                        "the recording keeps the noisy command executed (host-loop with an "
+                        "edit --bundle; default 0 = off)")
+    p.add_argument("--explore-seed", type=int, default=None,
+                   help="seed of the exploration noise (default: --seed)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
+    import math
     import sys
 
     from tqdm.auto import tqdm
@@ -125,6 +133,11 @@ def run(args: argparse.Namespace) -> int:
     if (operator is not None or args.record is not None) and (args.bundle is None
                                                                or args.mode != "host-loop"):
         raise CliError("--operator/--record need host-loop mode with an edit --bundle")
+    if not (math.isfinite(args.explore_std) and 0.0 <= args.explore_std <= 10.0):
+        raise CliError(f"--explore-std must be a finite number in 0..10, got "
+                       f"{args.explore_std}")
+    if args.explore_std and (args.bundle is None or args.mode != "host-loop"):
+        raise CliError("--explore-std needs host-loop mode with an edit --bundle")
     cfg = HilConfig(bundle=args.bundle, task=args.task, episodes=args.episodes,
                     max_steps=args.max_steps, faults=faults,
                     firmware=FirmwareConfig(watchdog_ms=args.watchdog_ms, safe=args.safe),
@@ -133,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
                     rt_priority=args.rt_priority, link_probe=args.link_probe, mode=args.mode,
                     gate_policy=args.gate_policy, action_noise_std=args.action_noise,
                     budget_workers=args.budget_workers, kicks=kicks, operator=operator,
-                    record=args.record)
+                    record=args.record, explore_std=args.explore_std,
+                    explore_seed=args.seed if args.explore_seed is None else args.explore_seed)
     bar = tqdm(total=args.episodes, desc="hil episodes", unit="ep",
                disable=args.json or not sys.stderr.isatty())
     try:

@@ -81,6 +81,9 @@ class HilConfig:
             (:mod:`edgerl.hil.operator`; host-loop mode with a bundle).
         record: Write the loop's transitions and the operator's records to this MCAP file
             (:mod:`edgerl.intervention_log`; host-loop mode with an edit bundle).
+        explore_std: Exploration noise on the edit residual while the policy is in control
+            (policy units; :meth:`~edgerl.runtime.edit_loop.EditLoop.explore`; host-loop
+            mode with an edit bundle; 0 = off). ``explore_seed``: its seed.
     """
 
     bundle: Path | None = None
@@ -112,6 +115,8 @@ class HilConfig:
     kicks: KickConfig | None = None
     operator: OperatorConfig | None = None
     record: Path | None = None
+    explore_std: float = 0.0
+    explore_seed: int = 0
 
 
 @dataclass
@@ -180,8 +185,10 @@ def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) 
         raise ValueError(f"unknown HIL mode {cfg.mode!r}: expected one of {MODES}")
     if cfg.mode == "fast-loop" and cfg.bundle is None:
         raise ValueError("mode fast-loop needs an edit bundle (--bundle)")
-    if (cfg.operator or cfg.record) and (cfg.bundle is None or cfg.mode != "host-loop"):
-        raise ValueError("an operator or a recording needs host-loop mode with a --bundle")
+    if (cfg.operator or cfg.record or cfg.explore_std) and (cfg.bundle is None
+                                                            or cfg.mode != "host-loop"):
+        raise ValueError("an operator, a recording or exploration noise needs host-loop mode "
+                         "with a --bundle")
     threads = torch.get_num_threads()
     # one plant env: intra-op worker threads only spin against the serial reader for the CPU
     torch.set_num_threads(1)
@@ -253,6 +260,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                     planner_latency_s=cfg.planner_latency_s, budget_planner=experts,
                     gate_policy=cfg.gate_policy, seed=cfg.seed)
             if isinstance(controller, BundleController):
+                if cfg.explore_std:
+                    controller.loop.explore(cfg.explore_std, cfg.explore_seed)
                 channel = operator_channel(cfg.operator, cfg.record, controller.loop, plant,
                                            cfg.bundle)
             obs = plant.get_observations()["policy"][0].numpy()
@@ -376,6 +385,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         **({} if kicks is None else {"kicks": dataclasses.asdict(cfg.kicks),
                                      "kicks_started": kicks.started}),
         **operator_summary,
+        **({"explore_std": cfg.explore_std, "explore_seed": cfg.explore_seed}
+           if cfg.explore_std else {}),
     }
     return HilResult(
         success=successes / max(cfg.episodes, 1), episodes=cfg.episodes,

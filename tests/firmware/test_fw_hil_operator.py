@@ -39,3 +39,27 @@ def test_operator_takes_over_and_the_recording_shows_it(fw_binaries, tmp_path):
 def test_operator_needs_a_host_loop_bundle():
     with pytest.raises(ValueError, match="needs host-loop mode with a --bundle"):
         run_hil(HilConfig(operator=OperatorConfig()))
+
+
+def test_explore_noise_is_in_the_recorded_commands(fw_binaries, tmp_path):
+    """``explore_std``: every recorded policy tick executed ``chunk_row + bound * clip(
+    policy_out + std * n)`` with ``n`` the seed's draws in order (one per policy tick)."""
+    import numpy as np
+
+    from tests.helpers.bundles import write_mlp_bundle
+
+    bundle = write_mlp_bundle(tmp_path / "b", hidden=(8,), obs_dim=4, action_dim=1,
+                              control_hz=50.0, horizon=10, period_s=0.1, residual_bound=0.05)
+    rec = tmp_path / "iv.mcap"
+    res = run_hil(HilConfig(bundle=bundle, task="cartpole", max_steps=30, check_estop=False,
+                            link_probe=0, record=rec, explore_std=0.5,
+                            explore_seed=4)).as_dict()
+    assert res["explore_std"] == 0.5 and res["explore_seed"] == 4
+    ticks, _ = read_recording(rec)
+    assert len(ticks["t"]) >= 20 and not ticks["intervened"].any()
+    n = np.random.default_rng(4).standard_normal((len(ticks["t"]), 1), dtype=np.float32)
+    noisy = ticks["chunk_row"] + 0.05 * np.clip(ticks["policy_out"] + np.float32(0.5) * n,
+                                                -1, 1)
+    np.testing.assert_allclose(ticks["command"], np.clip(noisy, -1, 1), atol=1e-6)
+    plain = ticks["chunk_row"] + 0.05 * np.clip(ticks["policy_out"], -1, 1)
+    assert np.abs(ticks["command"] - plain).max() > 0.01
