@@ -200,7 +200,8 @@ def gate_summary(client: Any, experts: ExpertBudgetPlanner | None, policy: str,
            "gate_requests": stats["requests"], "expert_plans": dict(experts.calls),
            "chunks_delivered": stats["delivered"], "chunks_late": stats["late"],
            "chunks_dropped_reset": stats["dropped_reset"],
-           "gate_errors": stats["errors"], "action_noise_std": noise_std,
+           "gate_errors": stats["errors"], "prefix_in_flight": stats["prefix_in_flight"],
+           "prefix_unknown": stats["prefix_unknown"], "action_noise_std": noise_std,
            "plan_cost": round(float(cost), 4)}
     if returns:
         out["return_minus_cost_mean"] = float(np.mean(returns)) - cost / len(returns)

@@ -10,8 +10,10 @@ Every ``decision_steps`` new observations (control steps) the client takes the n
   ``D`` drawn from the budget's latency model: the contract's arrival rule (a plan queried at
   step t with delay D is adopted at t + D and runs from its row D, since rows are
   time-aligned). A planner slower than that delivers when it returns (late).
-  A ``compensate`` budget gets the committed prefix: the rows the current chunk gives over
-  the next ``D`` steps (zeros where it is stale or absent), as the sim's ``GatedEnv`` does.
+  A ``compensate`` budget gets the committed prefix: the rows the robot executes over the
+  next ``D`` steps: the current chunk's, replaced from its due step by a plan in flight that
+  arrives within them (when computed already), zeros where stale or absent, as the sim's
+  ``GatedEnv.committed_rows`` does.
 
 Requests in flight are tracked (the gate's ``in_flight`` input); a newer plan replaces an
 older one at arrival, an older one arriving later is dropped by the buffer (``is_newer``).
@@ -24,6 +26,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -82,16 +85,24 @@ def draw_delay_steps(latency: LatencyModel, rng: np.random.Generator) -> int:
 
 
 def committed_prefix(chunk: ActionChunk | None, t: float, steps: int, dt: float,
-                     stale_steps: int, action_dim: int) -> np.ndarray:
-    """(steps, A) float32: the rows ``chunk`` gives at ``t, t + dt, ...`` (zeros where it is
-    stale or there is none)."""
+                     stale_steps: int, action_dim: int,
+                     arriving: Sequence[tuple[float, ActionChunk]] = ()) -> np.ndarray:
+    """(steps, A) float32: the rows the robot executes at ``t, t + dt, ...``: at each step the
+    newest plan (latest ``obs_time``) among ``chunk`` (running now) and the ``arriving`` ones
+    ``(due, chunk)`` due by then, zeros where that plan is stale or there is none: the sim's
+    ``GatedEnv.committed_rows`` (plans in flight that arrive within the delay count)."""
     out = np.zeros((steps, action_dim), np.float32)
-    if chunk is None or steps == 0:
-        return out
-    off = steps_between(t, chunk.t0, dt) + np.arange(steps)
-    usable = chunk_usable(off, chunk.horizon, stale_steps)
-    rows = chunk.actions[chunk_row(off, chunk.horizon)]
-    return np.where(usable[:, None], rows, out).astype(np.float32)
+    plans = ([(-math.inf, chunk)] if chunk is not None else []) + list(arriving)
+    for j in range(steps):
+        tj = t + j * dt
+        due = [c for d, c in plans if d <= tj + 1e-9]
+        if not due:
+            continue
+        best = max(due, key=lambda c: c.obs_time)
+        off = steps_between(tj, best.t0, dt)
+        if chunk_usable(np.int64(off), best.horizon, stale_steps):
+            out[j] = best.actions[chunk_row(np.int64(off), best.horizon)]
+    return out
 
 
 @dataclass(order=True)
@@ -135,7 +146,7 @@ class GatedPlannerClient:
         self._stop, self._wake = self._worker.stopping, self._worker.wake
         self.requests = {b.name: 0 for b in gate.budgets}
         self.counters = {k: 0 for k in ("decisions", "delivered", "late", "errors",
-                                        "dropped_reset")}
+                                        "dropped_reset", "prefix_in_flight", "prefix_unknown")}
         self.last_latency_s = float("nan")
         self._health = PlannerHealth.STARTING
 
@@ -186,7 +197,8 @@ class GatedPlannerClient:
         prefix = None
         if budget.compensate:
             prefix = committed_prefix(self.buffer.latest(), t_obs, delay, self.dt,
-                                      self.gate.gate.stale_steps, self.action_dim)
+                                      self.gate.gate.stale_steps, self.action_dim,
+                                      self._arriving(t_obs + delay * self.dt))
         self.requests[budget.name] += 1
         try:
             result = self.planner.plan(budget, robot, t_obs, prefix)
@@ -199,6 +211,22 @@ class GatedPlannerClient:
             self._pending.append(_Pending(t_obs + delay * self.dt, self._serial, plan, budget,
                                           t_obs))
             self._pending.sort()
+
+    def _arriving(self, until: float) -> list[tuple[float, ActionChunk]]:
+        """``(due, chunk)`` of the plans in flight due before ``until`` whose rows are known
+        (computed); counts ``prefix_in_flight`` (used) and ``prefix_unknown`` (still computing:
+        the prefix assumes the running chunk there, as the robot will run it if that plan is
+        late)."""
+        out = []
+        with self._lock:
+            pending = [p for p in self._pending if p.due < until]
+        for p in pending:
+            if not p.plan.done():
+                self.counters["prefix_unknown"] += 1
+            elif not p.plan.cancelled() and p.plan.exception() is None:
+                out.append((p.due, p.plan.result()))
+                self.counters["prefix_in_flight"] += 1
+        return out
 
     def deliver(self, now: float) -> int:
         """Push every chunk due by ``now`` and computed (oldest due first; a plan still being

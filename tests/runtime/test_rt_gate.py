@@ -267,3 +267,59 @@ def test_client_keeps_deciding_while_a_future_plan_computes(bundle):
     assert client.gate.budgets[client.step(1.0)].name == "fast"
     planner.futures[1][0].set_exception(RuntimeError("planner died"))
     assert client.deliver(1.1) == 0 and client.counters["errors"] == 1
+
+
+def test_committed_prefix_counts_plans_in_flight_that_arrive_within_the_delay():
+    """The sim's ``committed_rows`` rule: at each step the newest plan among the running one
+    and those in flight due by then; one older than the running plan never wins."""
+    def chunk(value, t0, rows=6):
+        return ActionChunk(actions=np.full((rows, 2), value, np.float32) +
+                           np.arange(rows, dtype=np.float32)[:, None] / 10, t0=t0, dt=0.1,
+                           obs_time=t0)
+
+    now, new, old = chunk(1, 1.0), chunk(2, 1.1), chunk(3, 0.9)
+    p = committed_prefix(now, 1.2, 4, 0.1, 0, 2, arriving=[(1.3, new), (1.25, old)])
+    # 1.2: the running plan's row 2; from 1.3 the new plan (rows 2, 3, 4 of it)
+    np.testing.assert_allclose(p[:, 0], [1.2, 2.2, 2.3, 2.4], atol=1e-6)
+    assert committed_prefix(now, 1.2, 4, 0.1, 0, 2).tolist() == \
+        committed_prefix(now, 1.2, 4, 0.1, 0, 2, arriving=[(1.25, old)]).tolist()
+
+
+def test_client_plans_a_compensated_budget_from_a_plan_in_flight(bundle):
+    from concurrent.futures import Future
+
+    client, buffer, slot = _client(bundle, ZeroRows())
+    names = client.gate.gate.names
+    fast, slow = names.index("fast"), names.index("slow")
+    slot.write(np.zeros(slot.dim, np.float32), 0.0)
+    computing: Future = Future()
+
+    class InFlight(ZeroRows):
+        def plan(self, budget, observation, now, prefix):
+            if budget.name == "fast":  # the fast plan: 16 rows of 5, computed at once
+                return ActionChunk(actions=np.full((16, 2), 5.0, np.float32), t0=now,
+                                   dt=0.05, obs_time=now)
+            return super().plan(budget, observation, now, prefix)
+
+    client.planner = InFlight()
+    client.execute(fast, np.zeros(slot.dim, np.float32), 0.0)  # due at 0.05, not delivered
+    client.execute(slow, np.zeros(slot.dim, np.float32), 0.0)
+    prefix = client.planner.calls[-1][2]
+    assert prefix.shape == (8, 2) and prefix[0].tolist() == [0, 0]  # nothing runs at 0.0
+    assert (prefix[1:] == 5.0).all()  # the fast plan from its arrival on
+    assert client.counters["prefix_in_flight"] == 1 and client.counters["prefix_unknown"] == 0
+    # a plan still computing: its rows are unknown, the prefix keeps what runs now (nothing)
+    client2, _, slot2 = _client(bundle, ZeroRows())
+    slot2.write(np.zeros(slot2.dim, np.float32), 0.0)
+
+    class Computing(ZeroRows):
+        def plan(self, budget, observation, now, prefix):
+            if budget.name == "fast":
+                return computing  # a future not done yet
+            return super().plan(budget, observation, now, prefix)
+
+    client2.planner = Computing()
+    client2.execute(fast, np.zeros(slot2.dim, np.float32), 0.0)
+    client2.execute(slow, np.zeros(slot2.dim, np.float32), 0.0)
+    assert (client2.planner.calls[-1][2] == 0).all()
+    assert client2.counters["prefix_unknown"] == 1 and client2.counters["prefix_in_flight"] == 0
