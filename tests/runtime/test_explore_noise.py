@@ -92,6 +92,7 @@ def test_bad_std_is_refused(mlp_bundle, std):
 
 
 def test_cli_refuses_bad_explore_std(mlp_bundle, capsys):
+    pytest.importorskip("tqdm")  # `edgerl hil` is a workstation verb (not in the runtime lock)
     from edgerl.cli import main
 
     assert main(["hil", "--bundle", str(mlp_bundle), "--explore-std", "-1"]) != 0
