@@ -16,8 +16,10 @@ default each budget has its own process and the gate decides while plans compute
 
 from __future__ import annotations
 
+import os
 import pickle
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
@@ -84,7 +86,7 @@ class ExpertBudgetPlanner:
         ctx = multiprocessing.get_context("spawn")
         names = [b.name for b in budgets if not b.keep] if workers == "per-budget" else ["*"]
         self._pools = {name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_worker_init,
-                                                 initargs=(budgets, seed + i))
+                                                 initargs=(budgets, seed + i, os.getpid()))
                        for i, name in enumerate(names)}
         ready = [pool.submit(_worker_ready) for pool in self._pools.values()]
         for f in ready:  # started (in parallel) before the episodes
@@ -126,12 +128,25 @@ class ExpertBudgetPlanner:
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(budgets: tuple, seed: int) -> None:
+def _worker_init(budgets: tuple, seed: int, parent: int) -> None:
     import torch
+
+    _exit_with_parent(parent)
 
     torch.set_num_threads(1)
     _WORKER["budgets"] = {b.name: b for b in budgets}
     _WORKER["generator"] = torch.Generator().manual_seed(int(seed))
+
+
+def _exit_with_parent(parent: int, poll_s: float = 0.5) -> None:
+    """Exit this planner process once ``parent`` is gone (the harness killed, even by
+    SIGKILL, so ``close()`` never ran): a daemon thread polls the parent pid."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="edgerl-parent-watch", daemon=True).start()
 
 
 def _worker_ready() -> bool:

@@ -99,3 +99,51 @@ def test_expert_planner_layouts_give_the_same_plans(tmp_path):
     with pytest.raises(ValueError, match="budget workers 'two': expected one of per-budget"):
         ExpertBudgetPlanner(plant, spec.gate, spec.action.low, spec.action.high, 0.05,
                             workers="two")
+
+
+def test_planner_processes_exit_when_their_parent_is_killed(tmp_path):
+    """A harness killed outright (SIGKILL: no ``close()``) leaves no planner process behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    bundle = write_gate_bundle(tmp_path / "gate")
+    code = (
+        "import os, sys\n"
+        "from edgerl.hil.gated import ExpertBudgetPlanner\n"
+        "from edgerl.policies.gate import ROADS\n"
+        "from edgerl.sim.registry import make_task\n"
+        "from edgerl.spec import load_bundle_manifest\n"
+        "if __name__ == '__main__':\n"
+        f"    spec = load_bundle_manifest({str(bundle)!r})\n"
+        "    plant = make_task('driving', num_envs=1, seed=0, **ROADS['curves'])\n"
+        "    e = ExpertBudgetPlanner(plant, spec.gate, spec.action.low, spec.action.high, 0.05)\n"
+        "    pids = [p.pid for pool in e._pools.values() for p in pool._processes.values()]\n"
+        "    print(' '.join(map(str, pids)), flush=True)\n"
+        "    import time; time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            cwd=os.getcwd())
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2  # fast and slow: one process each
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        alive = pids
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.2)
+            alive = [p for p in pids if _alive(p)]
+        assert not alive, f"planner processes {alive} outlived their killed parent"
+    finally:
+        proc.kill()
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` runs and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
