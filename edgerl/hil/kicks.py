@@ -93,11 +93,7 @@ class PlantKicks:
         """Reseed the kicks for episode ``episode`` (no kick running): episode ``i`` gets the
         same kick times, in steps from its start, whatever ran before it, so policies compared
         on the same plant seed meet the same kicks (common random numbers)."""
-        k = self.kicks
-        k.generator.manual_seed(self.seed * 1_000_003 + int(episode))
-        k.left.zero_()
-        k.offset.zero_()
-        k.age.fill_(1 << 30)
+        self.kicks.restart(self.seed * 1_000_003 + int(episode))
 
     def apply(self, cmd: np.ndarray) -> np.ndarray:
         """``cmd`` (n_cmd,) plus the running kick (after starting this step's new one)."""

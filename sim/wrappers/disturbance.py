@@ -35,11 +35,18 @@ class Kicks:
                  seed: int) -> None:
         self.rate, self.size, self.steps = float(rate), float(size), int(steps)
         self.mask = mask
-        dev = mask.device
-        self.generator = torch.Generator(device="cpu").manual_seed(int(seed))
-        self.age = torch.full((n,), 1 << 30, dtype=torch.int64, device=dev)
-        self.left = torch.zeros(n, dtype=torch.int64, device=dev)
-        self.offset = torch.zeros(n, mask.numel(), device=dev)
+        self.n = int(n)
+        self.generator = torch.Generator(device="cpu")
+        self.restart(seed)
+
+    def restart(self, seed: int) -> None:
+        """A fresh kick process seeded ``seed``: no kick running, none started yet (as after
+        construction with ``seed``)."""
+        dev = self.mask.device
+        self.generator.manual_seed(int(seed))
+        self.age = torch.full((self.n,), 1 << 30, dtype=torch.int64, device=dev)
+        self.left = torch.zeros(self.n, dtype=torch.int64, device=dev)
+        self.offset = torch.zeros(self.n, self.mask.numel(), device=dev)
 
     @property
     def active(self) -> bool:
