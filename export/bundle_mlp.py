@@ -83,7 +83,7 @@ def export_like(actor: nn.Module, spec: PolicySpec, out_dir: str | Path,
     at least 1). ``inputs`` ``(N, D)``: recorded edit observations
     for the parity check (wider random ones are added); returns the written manifest."""
     from edgerl.export.bundle import export_bundle
-    from edgerl.export.parity import FP32_TOL, random_observations
+    from edgerl.export.parity import fp32_tolerance_for, random_observations
 
     d = spec.edit_obs.dim
     parts = [] if inputs is None else [np.asarray(inputs, np.float32)[:1000]]
@@ -94,8 +94,5 @@ def export_like(actor: nn.Module, spec: PolicySpec, out_dir: str | Path,
                                   if k not in ("files", "tensors", "parity")})
     obs = np.concatenate(parts).astype(np.float32)
     with torch.no_grad():
-        peak = float(actor(torch.as_tensor(obs)).abs().max())
-    # fp32 round-off grows with the output's size: a re-fitted network can reach outputs of
-    # 10+ on the wide random parity inputs, where 1e-5 absolute is below fp32 resolution
-    tol = FP32_TOL * max(1.0, peak)
+        tol = fp32_tolerance_for(actor(torch.as_tensor(obs)).numpy())
     return export_bundle(actor, fresh, out_dir, obs, tolerance=tol).spec

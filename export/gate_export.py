@@ -39,7 +39,12 @@ from edgerl.export.onnx_export import (
     export_onnx,
     infer_signature,
 )
-from edgerl.export.parity import FP32_TOL, OutputParity, ParityReport, check_parity
+from edgerl.export.parity import (
+    OutputParity,
+    ParityReport,
+    check_parity,
+    fp32_tolerance_for,
+)
 from edgerl.gate_obs import GATE_FILE, GateSpec
 from edgerl.spec import (
     MANIFEST_NAME,
@@ -166,11 +171,8 @@ def export_gate(run_dir: str | Path, bundle: str | Path, *, create: bool = False
     obs = gate_parity_observations(cfg, n_parity, seed)
     ref, cand = torch_runner(PolicyModule(module, 0)), onnx_runner(path, sig.input_names)
     with torch.no_grad():
-        peak = float(module(torch.as_tensor(obs)).abs().max())
-    # fp32 round-off grows with the outputs' size: a long-trained categorical gate's logits
-    # reach tens on the random parity inputs, where 1e-5 absolute is below fp32 resolution
-    scores = check_parity(ref, cand, obs, output_names=[gate.output],
-                          tolerance=FP32_TOL * max(1.0, peak))
+        tol = fp32_tolerance_for(module(torch.as_tensor(obs)).numpy())
+    scores = check_parity(ref, cand, obs, output_names=[gate.output], tolerance=tol)
     argmax = _argmax_parity(ref, cand, obs)
     if not (scores.ok and argmax.ok):
         path.unlink(missing_ok=True)
