@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import itertools
 import json
+import os
 import random
 import subprocess
 import sys
@@ -105,6 +106,8 @@ class LoadResult:
             ``disconnected``).
         hostile: Hostile actions and the server's answers (``<kind>:<event>``).
         wall_s: Seconds the run took.
+        started_at: Monotonic time (s) the clients started, from which the hostile windows
+            count (:meth:`LoadConfig.hostile_active`).
     """
 
     latencies_s: list[float] = field(default_factory=list)
@@ -112,6 +115,12 @@ class LoadResult:
     replies: Counter = field(default_factory=Counter)
     hostile: Counter = field(default_factory=Counter)
     wall_s: float = 0.0
+    started_at: float = 0.0
+
+    def _phase(self, cfg: LoadConfig) -> LoadConfig:
+        """``cfg`` with the windows counted from when this run started (the caller's config
+        says ``start_at=0``, "now", which :func:`run_load` fixes only when it starts)."""
+        return dataclasses.replace(cfg, start_at=self.started_at)
 
     def percentile_ms(self, q: float) -> float:
         """``q``-th percentile of :attr:`latencies_s` in ms (nan when empty)."""
@@ -121,11 +130,35 @@ class LoadResult:
 
     def split(self, cfg: LoadConfig) -> tuple[LoadResult, LoadResult]:
         """``(while hostile clients were active, while they were not)`` by send time."""
-        on, off = LoadResult(), LoadResult()
+        cfg = self._phase(cfg)
+        on, off = LoadResult(started_at=self.started_at), LoadResult(started_at=self.started_at)
         for t, lat in zip(self.sent_at, self.latencies_s):
             part = on if cfg.hostile_active(t) else off
             part.latencies_s.append(lat)
             part.sent_at.append(t)
+        return on, off
+
+    def window_percentiles_ms(self, cfg: LoadConfig, q: float) -> tuple[list[float], list[float]]:
+        """The ``q``-th percentile (ms) of each hostile window: ``(active windows, quiet
+        windows)``, in time order; windows with fewer than 50 answers are left out.
+
+        One burst from a neighbour on a shared machine lands in one window and moves a pooled
+        p99 of that half; the median over windows of each window's p99 does not move with
+        one window, while a server that the hostile clients slow down raises every active
+        window's.
+        """
+        if cfg.hostile_on_s <= 0 or cfg.hostile_off_s <= 0:
+            raise ValueError("window percentiles need hostile_on_s and hostile_off_s > 0")
+        cfg = self._phase(cfg)
+        cycle = cfg.hostile_on_s + cfg.hostile_off_s
+        windows: dict[tuple[int, bool], list[float]] = {}
+        for t, lat in zip(self.sent_at, self.latencies_s):
+            active = cfg.hostile_active(t)
+            windows.setdefault((int((t - cfg.start_at) // cycle), active), []).append(lat)
+        on, off = [], []
+        for (_, active), lats in sorted(windows.items()):
+            if len(lats) >= 50:
+                (on if active else off).append(float(np.percentile(np.asarray(lats) * 1e3, q)))
         return on, off
 
     def summary(self) -> dict[str, Any]:
@@ -271,6 +304,8 @@ async def _run_clients(address: tuple[str, int], cfg: LoadConfig, good: bool,
     result = LoadResult()
     rng = random.Random(cfg.seed)
     start = cfg.start_at or time.monotonic()
+    cfg = dataclasses.replace(cfg, start_at=start)
+    result.started_at = start
     await asyncio.sleep(max(0.0, start - time.monotonic()))
     end = start + cfg.duration_s
     tasks = []
@@ -289,46 +324,76 @@ async def _run_clients(address: tuple[str, int], cfg: LoadConfig, good: bool,
 def run_load(address: tuple[str, int], cfg: LoadConfig, separate: bool = True) -> LoadResult:
     """Run :class:`LoadConfig`'s clients against ``address`` (blocks ``duration_s``).
 
-    With ``separate`` the hostile clients run in a child Python process (as they would on
-    other machines: ``python -m edgerl.runtime.planners.load HOST PORT CONFIG_JSON``), so
-    their CPU time does not slow the good clients' own measurement; the server still answers
-    all of them.
+    With ``separate`` the robots and the hostile clients each run in a child Python process
+    (as they would on other machines: ``python -m edgerl.runtime.planners.load ROLE HOST PORT
+    CONFIG_JSON``), so neither shares the server's interpreter lock, and the hostile one runs
+    at a lower priority: what the robots measure is the server's answer, not the load
+    generator's CPU time. The server still answers all of them.
     """
-    if not separate or not any(cfg.hostile.values()):
+    if not separate:
         return asyncio.run(_run_clients(address, cfg, good=True, hostile=True))
-    proc = subprocess.Popen([sys.executable, "-m", "edgerl.runtime.planners.load", address[0],
-                             str(address[1]), json.dumps(dataclasses.asdict(cfg))],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    roles = ["good"] + (["hostile"] if any(cfg.hostile.values()) else [])
+    procs = {role: subprocess.Popen(
+        [sys.executable, "-m", "edgerl.runtime.planners.load", role, address[0],
+         str(address[1]), json.dumps(dataclasses.asdict(cfg))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for role in roles}
+    outs: dict[str, str] = {}
     try:
-        assert proc.stdin is not None and proc.stdout is not None
-        if proc.stdout.readline().strip() != "ready":  # its imports are done
-            raise RuntimeError("the hostile load process did not start")
-        cfg = dataclasses.replace(cfg, start_at=time.monotonic() + 0.2)
-        proc.stdin.write(f"{cfg.start_at!r}\n")
-        proc.stdin.flush()
-        result = asyncio.run(_run_clients(address, cfg, good=True, hostile=False))
-        out, _ = proc.communicate(timeout=cfg.duration_s + 30)
+        for role, proc in procs.items():
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":  # its imports are done
+                raise RuntimeError(f"the {role} load process did not start")
+        start_at = time.monotonic() + 0.2
+        for proc in procs.values():
+            assert proc.stdin is not None
+            proc.stdin.write(f"{start_at!r}\n")
+            proc.stdin.flush()
+        for role, proc in procs.items():
+            outs[role], _ = proc.communicate(timeout=cfg.duration_s + cfg.reply_timeout_s + 30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5.0)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the hostile load process failed (exit {proc.returncode})")
-    result.hostile.update(json.loads(out.strip().splitlines()[-1]))
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5.0)
+    for role, proc in procs.items():
+        if proc.returncode != 0:
+            raise RuntimeError(f"the {role} load process failed (exit {proc.returncode})")
+    result = _result_from_json(json.loads(outs["good"].strip().splitlines()[-1]))
+    if "hostile" in outs:
+        result.hostile.update(json.loads(outs["hostile"].strip().splitlines()[-1])["hostile"])
     return result
 
 
-def _hostile_main(argv: list[str]) -> int:
-    """``HOST PORT CONFIG_JSON``: say ``ready``, read the start time (monotonic seconds) from
-    stdin, run only the hostile clients, print their counters as JSON."""
-    host, port, raw = argv
+def _result_to_json(result: LoadResult) -> dict[str, Any]:
+    return {"latencies_s": result.latencies_s, "sent_at": result.sent_at,
+            "replies": dict(result.replies), "hostile": dict(result.hostile),
+            "wall_s": result.wall_s, "started_at": result.started_at}
+
+
+def _result_from_json(raw: dict[str, Any]) -> LoadResult:
+    return LoadResult(latencies_s=raw["latencies_s"], sent_at=raw["sent_at"],
+                      replies=Counter(raw["replies"]), hostile=Counter(raw["hostile"]),
+                      wall_s=raw["wall_s"], started_at=raw["started_at"])
+
+
+def _client_main(argv: list[str]) -> int:
+    """``ROLE HOST PORT CONFIG_JSON`` (``ROLE``: ``good`` or ``hostile``; a hostile process
+    lowers its priority to nice 10): say ``ready``, read the start time (monotonic seconds,
+    system-wide) from stdin, run that role's clients, print their :class:`LoadResult` as
+    one JSON line."""
+    role, host, port, raw = argv
+    if role not in ("good", "hostile"):
+        raise ValueError(f"role must be 'good' or 'hostile', got {role!r}")
+    if role == "hostile":
+        os.nice(10)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     cfg = LoadConfig(**{**json.loads(raw), "start_at": float(sys.stdin.readline())})
-    result = asyncio.run(_run_clients((host, int(port)), cfg, good=False, hostile=True))
-    sys.stdout.write(json.dumps(dict(result.hostile)) + "\n")
+    result = asyncio.run(_run_clients((host, int(port)), cfg, good=role == "good",
+                                      hostile=role == "hostile"))
+    sys.stdout.write(json.dumps(_result_to_json(result)) + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(_hostile_main(sys.argv[1:]))
+    raise SystemExit(_client_main(sys.argv[1:]))
