@@ -27,6 +27,7 @@ import numpy as np
 
 from edgerl.chunk import ActionChunk
 from edgerl.gate_obs import GateBudgetSpec, GateSpec
+from edgerl.runtime.planners.gated import chain
 
 __all__ = ["BUDGET_WORKERS", "ExpertBudgetPlanner", "bundle_task_kwargs",
            "expert_budget_planner", "gate_summary"]
@@ -93,26 +94,23 @@ class ExpertBudgetPlanner:
             f.result(timeout=300)
 
     def plan(self, budget: GateBudgetSpec, observation: np.ndarray, now: float,
-             prefix: np.ndarray | None) -> ActionChunk | Future[ActionChunk]:
+             prefix: np.ndarray | Future[np.ndarray] | None
+             ) -> ActionChunk | Future[ActionChunk]:
         """The plant as it is now (pickled under the lock), planned in a planner process: a
-        future of the chunk (``per-budget``) or the chunk, after waiting for it (``shared``)."""
+        future of the chunk (``per-budget``) or the chunk, after waiting for it (``shared``).
+        A ``prefix`` future (a plan in flight still computing) starts the plan once it
+        resolves, from the plant as it was at this call."""
         with self.lock:
             snapshot = pickle.dumps(self.plant)
         self.calls[budget.name] += 1
         pool = self._pools.get(budget.name) or self._pools["*"]
-        rows = pool.submit(_worker_plan, snapshot, budget.name, prefix)
-        if self.workers == "shared":
-            return self._chunk(rows.result(), now, budget)
-        out: Future[ActionChunk] = Future()
 
-        def finish(done: Future) -> None:
-            try:
-                out.set_result(self._chunk(done.result(), now, budget))
-            except BaseException as exc:  # the client reports it when the plan is due
-                out.set_exception(exc)
+        def start(rows: np.ndarray | None) -> Future[ActionChunk]:
+            planned = pool.submit(_worker_plan, snapshot, budget.name, rows)
+            return chain(planned, lambda r: self._chunk(r, now, budget))
 
-        rows.add_done_callback(finish)
-        return out
+        out = chain(prefix, start)
+        return out.result() if self.workers == "shared" else out
 
     def _chunk(self, rows: np.ndarray, now: float, budget: GateBudgetSpec) -> ActionChunk:
         actions = np.clip(rows, self.low, self.high).astype(np.float32)
@@ -216,7 +214,7 @@ def gate_summary(client: Any, experts: ExpertBudgetPlanner | None, policy: str,
            "chunks_delivered": stats["delivered"], "chunks_late": stats["late"],
            "chunks_dropped_reset": stats["dropped_reset"],
            "gate_errors": stats["errors"], "prefix_in_flight": stats["prefix_in_flight"],
-           "prefix_unknown": stats["prefix_unknown"], "action_noise_std": noise_std,
+           "prefix_waited": stats["prefix_waited"], "action_noise_std": noise_std,
            "plan_cost": round(float(cost), 4)}
     if returns:
         out["return_minus_cost_mean"] = float(np.mean(returns)) - cost / len(returns)

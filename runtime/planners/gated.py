@@ -12,8 +12,10 @@ Every ``decision_steps`` new observations (control steps) the client takes the n
   time-aligned). A planner slower than that delivers when it returns (late).
   A ``compensate`` budget gets the committed prefix: the rows the robot executes over the
   next ``D`` steps: the current chunk's, replaced from its due step by a plan in flight that
-  arrives within them (when computed already), zeros where stale or absent, as the sim's
-  ``GatedEnv.committed_rows`` does.
+  arrives within them, zeros where stale or absent, as the sim's ``GatedEnv.committed_rows``
+  does. While such a plan is still computing its rows are not known yet: the prefix is then
+  a future, resolved (from the running chunk and the plans pending at the request) once they
+  are, and the planner starts from it then (:func:`chain`); no decision waits for it.
 
 Requests in flight are tracked (the gate's ``in_flight`` input); a newer plan replaces an
 older one at arrival, an older one arriving later is dropped by the buffer (``is_newer``).
@@ -26,10 +28,10 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -44,9 +46,13 @@ from edgerl.runtime.metrics import LoopMetrics
 from edgerl.runtime.planners.worker import WorkerThread
 from edgerl.timing_rules import LatencyModel, chunk_row, chunk_usable
 
-__all__ = ["BudgetedPlanner", "GatedPlannerClient", "committed_prefix", "draw_delay_steps"]
+__all__ = ["BudgetedPlanner", "GatedPlannerClient", "chain", "committed_prefix",
+           "draw_delay_steps"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class BudgetedPlanner(Protocol):
@@ -54,19 +60,51 @@ class BudgetedPlanner(Protocol):
 
     ``plan(budget, observation (O,), now, prefix)`` returns the budget's chunk: ``budget.horizon``
     rows, ``t0 = obs_time = now``; ``prefix`` ``(D, A)`` (``compensate`` budgets only, else
-    ``None``) holds the rows the robot executes while the plan is computed. A planner that
-    computes elsewhere (a process, a server) returns a ``concurrent.futures.Future`` of the
-    chunk at once, so the client's next decision and due deliveries never wait for it.
+    ``None``) holds the rows the robot executes while the plan is computed, or is a
+    ``Future`` of them while a plan in flight that arrives within them is still computing:
+    the planner reads whatever else it needs now and starts once the prefix resolves
+    (:func:`chain`), never blocking in ``plan``. A planner that computes elsewhere (a process,
+    a server) returns a ``concurrent.futures.Future`` of the chunk at once, so the client's
+    next decision and due deliveries never wait for it.
     """
 
     def plan(self, budget: GateBudgetSpec, observation: np.ndarray, now: float,
-             prefix: np.ndarray | None) -> ActionChunk | Future[ActionChunk]: ...
+             prefix: np.ndarray | Future[np.ndarray] | None
+             ) -> ActionChunk | Future[ActionChunk]: ...
 
 
-def _resolved(chunk: ActionChunk) -> Future[ActionChunk]:
-    done: Future[ActionChunk] = Future()
-    done.set_result(chunk)
+def _resolved(value: T) -> Future[T]:
+    done: Future[T] = Future()
+    done.set_result(value)
     return done
+
+
+def chain(source: T | Future[T], then: Callable[[T], R | Future[R]]) -> Future[R]:
+    """A future of ``then(value)``, where ``value`` is ``source`` or its result: ``then``
+    runs once ``source`` resolves (in the thread that resolves it; at once when it is a
+    value or done) and may itself return a future, which the result follows. ``source``'s
+    exception or cancellation, or ``then``'s exception, fails the result. No thread waits."""
+    out: Future[R] = Future()
+
+    def follow(inner: Future[R]) -> None:
+        try:
+            out.set_result(inner.result())
+        except BaseException as exc:  # the inner plan's failure is the result's
+            out.set_exception(exc)
+
+    def start(done: Future[T]) -> None:
+        try:
+            result = then(done.result())
+        except BaseException as exc:
+            out.set_exception(exc)
+            return
+        if isinstance(result, Future):
+            result.add_done_callback(follow)
+        else:
+            out.set_result(result)
+
+    (source if isinstance(source, Future) else _resolved(source)).add_done_callback(start)
+    return out
 
 
 def draw_delay_steps(latency: LatencyModel, rng: np.random.Generator) -> int:
@@ -146,7 +184,7 @@ class GatedPlannerClient:
         self._stop, self._wake = self._worker.stopping, self._worker.wake
         self.requests = {b.name: 0 for b in gate.budgets}
         self.counters = {k: 0 for k in ("decisions", "delivered", "late", "errors",
-                                        "dropped_reset", "prefix_in_flight", "prefix_unknown")}
+                                        "dropped_reset", "prefix_in_flight", "prefix_waited")}
         self.last_latency_s = float("nan")
         self._health = PlannerHealth.STARTING
 
@@ -194,11 +232,7 @@ class GatedPlannerClient:
         if budget.keep:
             return
         delay = draw_delay_steps(budget.latency, self.rng)
-        prefix = None
-        if budget.compensate:
-            prefix = committed_prefix(self.buffer.latest(), t_obs, delay, self.dt,
-                                      self.gate.gate.stale_steps, self.action_dim,
-                                      self._arriving(t_obs + delay * self.dt))
+        prefix = self._prefix(t_obs, delay) if budget.compensate else None
         self.requests[budget.name] += 1
         try:
             result = self.planner.plan(budget, robot, t_obs, prefix)
@@ -212,21 +246,41 @@ class GatedPlannerClient:
                                           t_obs))
             self._pending.sort()
 
-    def _arriving(self, until: float) -> list[tuple[float, ActionChunk]]:
-        """``(due, chunk)`` of the plans in flight due before ``until`` whose rows are known
-        (computed); counts ``prefix_in_flight`` (used) and ``prefix_unknown`` (still computing:
-        the prefix assumes the running chunk there, as the robot will run it if that plan is
-        late)."""
-        out = []
+    def _prefix(self, t_obs: float, delay: int) -> np.ndarray | Future[np.ndarray]:
+        """The committed prefix ``(delay, A)`` of a request at ``t_obs``: the running chunk
+        and the plans pending now that are due within the delay. When one of those is still
+        computing, a future resolved once all are done (counted ``prefix_waited``); plans
+        requested later do not count (the sim's rule: what is known at the request)."""
+        running = self.buffer.latest()
+        until = t_obs + delay * self.dt
         with self._lock:
             pending = [p for p in self._pending if p.due < until]
-        for p in pending:
-            if not p.plan.done():
-                self.counters["prefix_unknown"] += 1
-            elif not p.plan.cancelled() and p.plan.exception() is None:
-                out.append((p.due, p.plan.result()))
-                self.counters["prefix_in_flight"] += 1
-        return out
+
+        def rows(_: object = None) -> np.ndarray:
+            arriving = [(p.due, p.plan.result()) for p in pending
+                        if not p.plan.cancelled() and p.plan.exception() is None]
+            self.counters["prefix_in_flight"] += len(arriving)
+            return committed_prefix(running, t_obs, delay, self.dt, self.gate.gate.stale_steps,
+                                    self.action_dim, arriving)
+
+        computing = [p.plan for p in pending if not p.plan.done()]
+        if not computing:
+            return rows()
+        self.counters["prefix_waited"] += 1
+        known: Future[None] = Future()
+        left = [len(computing)]
+        count = threading.Lock()
+
+        def one_done(_: Future) -> None:
+            with count:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                known.set_result(None)
+
+        for plan in computing:
+            plan.add_done_callback(one_done)
+        return chain(known, rows)
 
     def deliver(self, now: float) -> int:
         """Push every chunk due by ``now`` and computed (oldest due first; a plan still being

@@ -101,6 +101,44 @@ def test_expert_planner_layouts_give_the_same_plans(tmp_path):
                             workers="two")
 
 
+def test_expert_planner_starts_a_deferred_prefix_from_the_plant_at_the_call(tmp_path):
+    """A prefix future (a plan in flight still computing): the plan starts once it resolves,
+    from the plant pickled at the call, so the plant moving on meanwhile changes nothing."""
+    from concurrent.futures import Future
+
+    import numpy as np
+    import torch
+
+    from edgerl.hil.gated import ExpertBudgetPlanner
+    from edgerl.policies.gate import ROADS
+    from edgerl.sim.registry import make_task
+    from edgerl.spec import load_bundle_manifest
+
+    spec = load_bundle_manifest(write_gate_bundle(tmp_path / "gate"))
+    plant = make_task("driving", num_envs=1, seed=4, **ROADS["curves"])
+    slow = next(b for b in spec.gate.budgets if b.name == "slow")
+    prefix = np.full((slow.latency.planner_delay_steps, 2), 0.3, np.float32)
+    experts = ExpertBudgetPlanner(plant, spec.gate, spec.action.low, spec.action.high, 0.05,
+                                  seed=0)
+    try:
+        direct = experts.plan(slow, np.zeros(3), 1.5, prefix).result(timeout=60)
+        rows: Future = Future()
+        deferred = experts.plan(slow, np.zeros(3), 1.5, rows)
+        for _ in range(20):  # the plant moves on while the prefix is unknown
+            plant.step(torch.full((1, 2), 0.5))
+        assert not deferred.done()
+        moved = experts.plan(slow, np.zeros(3), 1.5, prefix).result(timeout=60)
+        rows.set_result(prefix)
+        np.testing.assert_array_equal(deferred.result(timeout=60).actions, direct.actions)
+        assert np.abs(moved.actions - direct.actions).max() > 1e-3  # the plant did move
+        failed: Future = Future()
+        failed.set_exception(RuntimeError("the plan in flight failed"))
+        with pytest.raises(RuntimeError, match="in flight failed"):
+            experts.plan(slow, np.zeros(3), 1.5, failed).result(timeout=60)
+    finally:
+        experts.close()
+
+
 def test_planner_processes_exit_when_their_parent_is_killed(tmp_path):
     """A harness killed outright (SIGKILL: no ``close()``) leaves no planner process behind."""
     import os

@@ -127,8 +127,8 @@ class FakeServer:
                 conn, _ = self.listener.accept()
             except (TimeoutError, OSError):
                 continue
-            self._spawn(self._serve, conn, self.connections)
-            self.connections += 1
+            index, self.connections = self.connections, self.connections + 1
+            self._spawn(self._serve, conn, index)  # counted before it can answer anything
 
     def _serve(self, conn: socket.socket, index: int) -> None:
         conn.settimeout(0.1)

@@ -15,6 +15,7 @@ from edgerl.runtime.gate import BudgetGate, PlanState
 from edgerl.runtime.loop_io import ObservationSlot
 from edgerl.runtime.planners.gated import (
     GatedPlannerClient,
+    chain,
     committed_prefix,
     draw_delay_steps,
 )
@@ -307,19 +308,85 @@ def test_client_plans_a_compensated_budget_from_a_plan_in_flight(bundle):
     prefix = client.planner.calls[-1][2]
     assert prefix.shape == (8, 2) and prefix[0].tolist() == [0, 0]  # nothing runs at 0.0
     assert (prefix[1:] == 5.0).all()  # the fast plan from its arrival on
-    assert client.counters["prefix_in_flight"] == 1 and client.counters["prefix_unknown"] == 0
-    # a plan still computing: its rows are unknown, the prefix keeps what runs now (nothing)
+    assert client.counters["prefix_in_flight"] == 1 and client.counters["prefix_waited"] == 0
+    # a plan still computing: the prefix is a future, resolved once its rows are known; the
+    # slow plan is planned then, from the running chunk and the plans pending at its request
     client2, _, slot2 = _client(bundle, ZeroRows())
     slot2.write(np.zeros(slot2.dim, np.float32), 0.0)
+    prefixes: list = []
+    planned: list = []
 
     class Computing(ZeroRows):
         def plan(self, budget, observation, now, prefix):
             if budget.name == "fast":
                 return computing  # a future not done yet
-            return super().plan(budget, observation, now, prefix)
+            prefixes.append(prefix)
+            planned.append(chain(prefix, lambda rows: ActionChunk(
+                actions=np.full((budget.horizon, 2), rows.sum(), np.float32), t0=now,
+                dt=0.05, obs_time=now)))
+            return planned[-1]
 
     client2.planner = Computing()
     client2.execute(fast, np.zeros(slot2.dim, np.float32), 0.0)
     client2.execute(slow, np.zeros(slot2.dim, np.float32), 0.0)
-    assert (client2.planner.calls[-1][2] == 0).all()
-    assert client2.counters["prefix_unknown"] == 1 and client2.counters["prefix_in_flight"] == 0
+    (waiting,) = prefixes
+    assert isinstance(waiting, Future) and not waiting.done()
+    assert client2.counters["prefix_waited"] == 1 and client2.in_flight(10.0)
+    assert client2.deliver(10.0) == 0  # neither plan is computed
+    computing.set_result(ActionChunk(actions=np.full((16, 2), 5.0, np.float32), t0=0.0,
+                                     dt=0.05, obs_time=0.0))
+    assert waiting.result(timeout=1)[0].tolist() == [0, 0] and (waiting.result()[1:] == 5).all()
+    assert client2.counters["prefix_in_flight"] == 1
+    assert planned[0].result(timeout=1).actions[0, 0] == 7 * 2 * 5.0  # planned from it
+    assert client2.deliver(10.0) == 2 and client2.counters["delivered"] == 2
+
+
+def test_a_failed_plan_in_flight_leaves_the_running_chunk_in_the_prefix(bundle):
+    from concurrent.futures import Future
+
+    client, buffer, slot = _client(bundle, ZeroRows())
+    names = client.gate.gate.names
+    slot.write(np.zeros(slot.dim, np.float32), 0.0)
+    buffer.push(ActionChunk(actions=np.full((48, 2), 1.0, np.float32), t0=0.0, dt=0.05,
+                            obs_time=0.0), now=0.0)
+    computing: Future = Future()
+    prefixes: list = []
+
+    class Planner(ZeroRows):
+        def plan(self, budget, observation, now, prefix):
+            if budget.name == "fast":
+                return computing
+            prefixes.append(prefix)
+            return Future()
+
+    client.planner = Planner()
+    client.execute(names.index("fast"), np.zeros(slot.dim, np.float32), 0.0)
+    client.execute(names.index("slow"), np.zeros(slot.dim, np.float32), 0.0)
+    computing.set_exception(RuntimeError("fast planner died"))
+    assert (prefixes[0].result(timeout=1) == 1.0).all()
+    assert client.counters["prefix_in_flight"] == 0 and client.counters["prefix_waited"] == 1
+
+
+def test_chain_follows_values_futures_and_failures():
+    from concurrent.futures import Future
+
+    assert chain(3, lambda v: v + 1).result(timeout=1) == 4
+    source: Future = Future()
+    inner: Future = Future()
+    out = chain(source, lambda v: inner)
+    assert not out.done()
+    source.set_result(1)
+    assert not out.done()  # follows the future ``then`` returned
+    inner.set_result("chunk")
+    assert out.result(timeout=1) == "chunk"
+    failed: Future = Future()
+    failed.set_exception(ValueError("no rows"))
+    with pytest.raises(ValueError, match="no rows"):
+        chain(failed, lambda v: v).result(timeout=1)
+    with pytest.raises(ZeroDivisionError):
+        chain(1, lambda v: v / 0).result(timeout=1)
+    cancelled: Future = Future()
+    cancelled.cancel()
+    assert chain(cancelled, lambda v: v).exception(timeout=1) is not None
+
+
