@@ -91,9 +91,50 @@ def main() -> None:
               f"{statistics.mean(succ):.3f} | {', '.join(mix(runs[s]) for s in args.seeds)} |")
         summary[pol] = {"return_minus_cost": rets, "success": succ,
                         "mean": statistics.mean(rets), "std": std}
+    paired = paired_difference(table, args.policies, args.seeds) if len(table) >= 2 else {}
+    if paired:
+        a, b = args.policies[:2]
+        print(f"\npaired per episode (same plant seed, kick stream), {a} minus {b}: "
+              "mean +- standard error")
+        for s in args.seeds:
+            d = paired["seeds"][s]
+            print(f"  seed {s}: {d['mean']:+.2f} +- {d['se']:.2f} ({d['n']} episodes)")
+        d = paired["pooled"]
+        print(f"  pooled: {d['mean']:+.2f} +- {d['se']:.2f} ({d['n']} episodes)")
     if args.json_out:
         args.json_out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
-                                             "summary": summary, "runs": table}, indent=1))
+                                             "summary": summary, "paired": paired,
+                                             "runs": table}, indent=1))
+
+
+def episode_net_returns(out: dict) -> list[float]:
+    """Each episode's return minus its planning price (``episode_plan_costs``; runs from
+    before session 10 lack it: the run's mean price per episode stands in)."""
+    rets = out["episode_returns"]
+    costs = out.get("episode_plan_costs") or [out.get("plan_cost", 0.0) / len(rets)] * len(rets)
+    return [r - c for r, c in zip(rets, costs)]
+
+
+def paired_difference(table: dict, policies: list[str], seeds: list[int]) -> dict:
+    """Per seed and pooled: mean and standard error of the per-episode difference of net
+    returns, ``policies[0]`` minus ``policies[1]``, episode k against episode k (the same
+    plant seed and kick stream; the roads stay paired while both reset alike)."""
+    a, b = policies[:2]
+    out: dict = {"policies": [a, b], "seeds": {}}
+    pooled: list[float] = []
+    for s in seeds:
+        diffs = [x - y for x, y in zip(episode_net_returns(table[a][s]),
+                                       episode_net_returns(table[b][s]))]
+        pooled += diffs
+        out["seeds"][s] = _mean_se(diffs)
+    out["pooled"] = _mean_se(pooled)
+    return out
+
+
+def _mean_se(xs: list[float]) -> dict:
+    n = len(xs)
+    se = statistics.stdev(xs) / n ** 0.5 if n > 1 else float("nan")
+    return {"mean": statistics.mean(xs), "se": se, "n": n}
 
 
 if __name__ == "__main__":

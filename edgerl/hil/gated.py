@@ -30,7 +30,7 @@ from edgerl.gate_obs import GateBudgetSpec, GateSpec
 from edgerl.runtime.planners.gated import chain
 
 __all__ = ["BUDGET_WORKERS", "ExpertBudgetPlanner", "bundle_task_kwargs",
-           "expert_budget_planner", "gate_summary"]
+           "expert_budget_planner", "gate_summary", "plan_cost"]
 
 
 #: How the host's budgeted planner computes plans (``HilConfig.budget_workers``).
@@ -197,17 +197,30 @@ def expert_budget_planner(bundle: Any, plant: Any, seed: int, fast_loop: bool = 
                                spec.chunk.dt_s, seed, workers)
 
 
+def plan_cost(client: Any) -> float | None:
+    """The planning price paid so far: the sum over budgets of requests x the budget's
+    ``cost`` (the reward price training charged per plan); None without a gated client."""
+    stats = getattr(client, "stats", None)
+    gate = getattr(client, "gate", None)
+    if stats is None or gate is None:
+        return None
+    requests = stats()["requests"]
+    return float(sum(b.cost * requests.get(b.name, 0) for b in gate.budgets))
+
+
 def gate_summary(client: Any, experts: ExpertBudgetPlanner | None, policy: str,
-                 noise_std: float, returns: list[float] | None = None) -> dict[str, Any]:
+                 noise_std: float, returns: list[float] | None = None,
+                 costs_at_ends: list[float | None] | None = None) -> dict[str, Any]:
     """The gated client's counts (decisions and requests per budget, deliveries), the plans
-    the host expert computed, and the planning price paid: ``plan_cost`` (sum over budgets of
-    requests x the budget's ``cost``, the reward price training charged per plan) and
-    ``return_minus_cost_mean`` (the mean episode return minus ``plan_cost`` per episode: the
-    sim's gate return). Empty without a gate."""
+    the host expert computed, and the planning price paid: ``plan_cost`` (see
+    :func:`plan_cost`) and ``return_minus_cost_mean`` (the mean episode return minus
+    ``plan_cost`` per episode: the sim's gate return); with ``costs_at_ends`` (the
+    :func:`plan_cost` at each episode's end) also ``episode_plan_costs`` (each episode's
+    share, by when its plans were asked). Empty without a gate."""
     if experts is None or client is None:
         return {}
     stats = client.stats()
-    cost = sum(b.cost * stats["requests"].get(b.name, 0) for b in client.gate.budgets)
+    cost = plan_cost(client) or 0.0
     out = {"gate_policy": policy, "budget_workers": experts.workers,
            "gate_decided": stats["decided"],
            "gate_requests": stats["requests"], "expert_plans": dict(experts.calls),
@@ -218,4 +231,6 @@ def gate_summary(client: Any, experts: ExpertBudgetPlanner | None, policy: str,
            "plan_cost": round(float(cost), 4)}
     if returns:
         out["return_minus_cost_mean"] = float(np.mean(returns)) - cost / len(returns)
+    if costs_at_ends and None not in costs_at_ends:
+        out["episode_plan_costs"] = np.diff([0.0, *costs_at_ends]).round(4).tolist()
     return out

@@ -222,7 +222,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
     successes = 0
     steps_total = 0
     fast = cfg.mode == "fast-loop"
-    from edgerl.hil.gated import expert_budget_planner, gate_summary
+    from edgerl.hil.gated import expert_budget_planner, gate_summary, plan_cost
 
     experts = expert_budget_planner(cfg.bundle, plant, cfg.seed, fast, cfg.gate_policy,
                                     cfg.budget_workers)
@@ -230,6 +230,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
     noise = np.random.default_rng(cfg.seed + 1)
     kicks = None if cfg.kicks is None else PlantKicks(cfg.kicks, n_cmd, cfg.seed)
     returns: list[float] = []
+    costs_at_ends: list[float | None] = []  # the planning price paid by each episode's end
     firmware = (fast_loop_firmware(cfg.bundle, fw_cfg, cfg.target) if fast and cfg.bundle
                 else make_firmware(fw_cfg, cfg.target))
     with firmware as fw:
@@ -319,6 +320,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                         on_reset(time.perf_counter())
                 if channel is not None:
                     channel.end_episode()
+                costs_at_ends.append(plan_cost(getattr(controller, "client", None)))
                 if progress is not None:
                     progress(ep + 1, cfg.episodes)
             controller.stop()
@@ -381,7 +383,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         "episode_returns": [round(r, 4) for r in returns],
         "return_mean": float(np.mean(returns)) if returns else None,
         **gate_summary(getattr(controller, "client", None), experts, cfg.gate_policy,
-                       cfg.action_noise_std, returns),
+                       cfg.action_noise_std, returns, costs_at_ends),
         **({} if kicks is None else {"kicks": dataclasses.asdict(cfg.kicks),
                                      "kicks_started": kicks.started}),
         **operator_summary,

@@ -48,7 +48,7 @@ def test_sampled_gate_with_kicks_charges_the_planning_price(fw_binaries, tmp_pat
     from edgerl.hil.kicks import KickConfig
 
     bundle = write_gate_bundle(tmp_path / "gate", outputs="logits")
-    res = run_hil(HilConfig(bundle=bundle, episodes=1, max_steps=40, link_probe=0,
+    res = run_hil(HilConfig(bundle=bundle, episodes=2, max_steps=24, link_probe=0,
                             check_estop=False, gate_policy="gate:sample",
                             kicks=KickConfig(rate=1.0, size=0.5, steps=4))).as_dict()
     shown = {k: res.get(k) for k in ("steps", "gate_decided", "gate_requests", "plan_cost",
@@ -62,7 +62,11 @@ def test_sampled_gate_with_kicks_charges_the_planning_price(fw_binaries, tmp_pat
     costs = {b.name: b.cost for b in driving_gate_spec()[1].budgets}
     want = sum(costs[b] * n for b, n in res["gate_requests"].items())
     assert res["plan_cost"] == pytest.approx(want, abs=1e-4) and want > 0, shown
-    assert res["return_minus_cost_mean"] == pytest.approx(res["return_mean"] - want), shown
+    assert res["return_minus_cost_mean"] == pytest.approx(res["return_mean"] - want / 2), shown
+    # each episode's share of the price, by when its plans were asked: both episodes planned
+    per_episode = res["episode_plan_costs"]
+    assert len(per_episode) == 2 and min(per_episode) > 0, per_episode
+    assert sum(per_episode) == pytest.approx(want, abs=1e-3), per_episode
 
 
 def test_expert_planner_layouts_give_the_same_plans(tmp_path):
