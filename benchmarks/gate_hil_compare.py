@@ -126,12 +126,12 @@ def paired_difference(table: dict, policies: list[str], seeds: list[int]) -> dic
         diffs = [x - y for x, y in zip(episode_net_returns(table[a][s]),
                                        episode_net_returns(table[b][s]))]
         pooled += diffs
-        out["seeds"][s] = _mean_se(diffs)
-    out["pooled"] = _mean_se(pooled)
+        out["seeds"][s] = mean_se(diffs)
+    out["pooled"] = mean_se(pooled)
     return out
 
 
-def _mean_se(xs: list[float]) -> dict:
+def mean_se(xs: list[float]) -> dict:
     n = len(xs)
     se = statistics.stdev(xs) / n ** 0.5 if n > 1 else float("nan")
     return {"mean": statistics.mean(xs), "se": se, "n": n}
