@@ -47,7 +47,7 @@ from edgerl.runtime.planners.worker import WorkerThread
 from edgerl.timing_rules import LatencyModel, chunk_row, chunk_usable
 
 __all__ = ["BudgetedPlanner", "GatedPlannerClient", "chain", "committed_prefix",
-           "draw_delay_steps"]
+           "draw_delay_steps", "when_all"]
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,27 @@ def chain(source: T | Future[T], then: Callable[[T], R | Future[R]]) -> Future[R
             out.set_result(result)
 
     (source if isinstance(source, Future) else _resolved(source)).add_done_callback(start)
+    return out
+
+
+def when_all(futures: Sequence[Future]) -> Future[None]:
+    """A future resolved (with None) once every one of ``futures`` is done, whatever their
+    outcome (at once when they all are). No thread waits."""
+    out: Future[None] = Future()
+    left = [len(futures)]
+    count = threading.Lock()
+
+    def one_done(_: Future) -> None:
+        with count:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            out.set_result(None)
+
+    if not futures:
+        out.set_result(None)
+    for f in futures:
+        f.add_done_callback(one_done)
     return out
 
 
@@ -267,20 +288,7 @@ class GatedPlannerClient:
         if not computing:
             return rows()
         self.counters["prefix_waited"] += 1
-        known: Future[None] = Future()
-        left = [len(computing)]
-        count = threading.Lock()
-
-        def one_done(_: Future) -> None:
-            with count:
-                left[0] -= 1
-                last = left[0] == 0
-            if last:
-                known.set_result(None)
-
-        for plan in computing:
-            plan.add_done_callback(one_done)
-        return chain(known, rows)
+        return chain(when_all(computing), rows)
 
     def deliver(self, now: float) -> int:
         """Push every chunk due by ``now`` and computed (oldest due first; a plan still being

@@ -365,15 +365,14 @@ def run_load(address: tuple[str, int], cfg: LoadConfig, separate: bool = True) -
 
 
 def _result_to_json(result: LoadResult) -> dict[str, Any]:
-    return {"latencies_s": result.latencies_s, "sent_at": result.sent_at,
-            "replies": dict(result.replies), "hostile": dict(result.hostile),
-            "wall_s": result.wall_s, "started_at": result.started_at}
+    """Every :class:`LoadResult` field (``dataclasses.asdict`` would rebuild the counters
+    from their items, which a ``Counter`` counts as keys)."""
+    return {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
 
 
 def _result_from_json(raw: dict[str, Any]) -> LoadResult:
-    return LoadResult(latencies_s=raw["latencies_s"], sent_at=raw["sent_at"],
-                      replies=Counter(raw["replies"]), hostile=Counter(raw["hostile"]),
-                      wall_s=raw["wall_s"], started_at=raw["started_at"])
+    return LoadResult(**{**raw, "replies": Counter(raw["replies"]),
+                         "hostile": Counter(raw["hostile"])})
 
 
 def _client_main(argv: list[str]) -> int:

@@ -18,6 +18,7 @@ from edgerl.runtime.planners.gated import (
     chain,
     committed_prefix,
     draw_delay_steps,
+    when_all,
 )
 from edgerl.spec import LatencyModel, load_bundle_manifest
 from tests.helpers.gate_bundles import rule_gate_weights, write_gate_bundle
@@ -365,6 +366,18 @@ def test_a_failed_plan_in_flight_leaves_the_running_chunk_in_the_prefix(bundle):
     computing.set_exception(RuntimeError("fast planner died"))
     assert (prefixes[0].result(timeout=1) == 1.0).all()
     assert client.counters["prefix_in_flight"] == 0 and client.counters["prefix_waited"] == 1
+
+
+def test_when_all_resolves_once_every_future_is_done_whatever_its_outcome():
+    from concurrent.futures import Future
+
+    assert when_all([]).done()
+    first, second = Future(), Future()
+    both = when_all([first, second])
+    first.set_exception(RuntimeError("failed"))
+    assert not both.done()
+    second.set_result(1)
+    assert both.done() and both.result() is None
 
 
 def test_chain_follows_values_futures_and_failures():
