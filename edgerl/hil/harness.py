@@ -324,6 +324,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
                 if progress is not None:
                     progress(ep + 1, cfg.episodes)
             controller.stop()
+            if costs_at_ends:  # plans asked after the last episode ended are the last one's
+                costs_at_ends[-1] = plan_cost(getattr(controller, "client", None))
             host_ticks = _host_ticks(controller)
             operator_summary = {} if channel is None else channel.close()
             loop = getattr(controller, "loop", None)
