@@ -180,6 +180,10 @@ MESSAGES: tuple[Message, ...] = (
            doc="last watchdog trip: time from the last valid command to the safe output"),
         _f("request_us", "u32", unit="us",
            doc="GET_STATUS.host_time_us this answers (0: periodic or event STATUS)"),
+        _f("safe_entry_late_us", "u32", unit="us",
+           doc="of safe_entry_us: how late the timer wake that ran the tripping poll came "
+               "past its due time (an MCU: its interrupt latency; an emulator: the host's "
+               "timer delivery; 1000: a whole tick or more)"),
     ), "Counters; sent on GET_STATUS, on every mode change and periodically."),
     Message("GET_STATUS", 0x16, "host->fw", (
         _f("host_time_us", "u32", unit="us"),

@@ -48,6 +48,7 @@ typedef struct {
     uint32_t setpoints_rejected;
     uint32_t estops;
     uint32_t safe_entry_us;
+    uint32_t safe_entry_late_us; /* hal_timer_late_us() at the trip */
     uint8_t in_fallback;   /* LOCAL_POLICY entered by the watchdog (not by SET_MODE) */
     uint32_t policy_runs;
 #ifdef EDGERL_WITH_EDIT

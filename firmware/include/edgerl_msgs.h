@@ -44,7 +44,7 @@ static inline float edgerl_get_f32(const uint8_t *b)
     return v;
 }
 
-#define EDGERL_SCHEMA_HASH 0x514DFB07UL
+#define EDGERL_SCHEMA_HASH 0xA7999188UL
 #define EDGERL_PROTOCOL_VERSION 1u
 #define EDGERL_MAX_CMD 8
 #define EDGERL_MAX_STATE 16
@@ -76,7 +76,7 @@ static inline float edgerl_get_f32(const uint8_t *b)
 #define EDGERL_MSG_CLEAR_ESTOP_ID 0x14u
 #define EDGERL_MSG_CLEAR_ESTOP_SIZE 4
 #define EDGERL_MSG_STATUS_ID 0x15u
-#define EDGERL_MSG_STATUS_SIZE 47
+#define EDGERL_MSG_STATUS_SIZE 51
 #define EDGERL_MSG_GET_STATUS_ID 0x16u
 #define EDGERL_MSG_GET_STATUS_SIZE 4
 #define EDGERL_MSG_SET_MODE_ID 0x17u
@@ -101,7 +101,7 @@ static inline int edgerl_msg_size(uint8_t id)
     case 0x12u: return 4;
     case 0x13u: return 1;
     case 0x14u: return 4;
-    case 0x15u: return 47;
+    case 0x15u: return 51;
     case 0x16u: return 4;
     case 0x17u: return 1;
     case 0x18u: return 246;
@@ -283,6 +283,7 @@ typedef struct {
     uint32_t last_setpoint_seq;
     uint32_t safe_entry_us; /* [us]; last watchdog trip: time from the last valid command to the safe output */
     uint32_t request_us; /* [us]; GET_STATUS.host_time_us this answers (0: periodic or event STATUS) */
+    uint32_t safe_entry_late_us; /* [us]; of safe_entry_us: how late the timer wake that ran the tripping poll came past its due time (an MCU: its interrupt latency; an emulator: the host's timer delivery; 1000: a whole tick or more) */
 } edgerl_status_t;
 static inline void edgerl_status_pack(const edgerl_status_t *m, uint8_t *buf)
 {
@@ -300,6 +301,7 @@ static inline void edgerl_status_pack(const edgerl_status_t *m, uint8_t *buf)
     edgerl_put_u32(buf + 35, m->last_setpoint_seq);
     edgerl_put_u32(buf + 39, m->safe_entry_us);
     edgerl_put_u32(buf + 43, m->request_us);
+    edgerl_put_u32(buf + 47, m->safe_entry_late_us);
 }
 static inline void edgerl_status_unpack(edgerl_status_t *m, const uint8_t *buf)
 {
@@ -317,6 +319,7 @@ static inline void edgerl_status_unpack(edgerl_status_t *m, const uint8_t *buf)
     m->last_setpoint_seq = edgerl_get_u32(buf + 35);
     m->safe_entry_us = edgerl_get_u32(buf + 39);
     m->request_us = edgerl_get_u32(buf + 43);
+    m->safe_entry_late_us = edgerl_get_u32(buf + 47);
 }
 
 /* GET_STATUS (0x16, host->fw): Ask for a STATUS now. */

@@ -32,4 +32,10 @@ int hal_estop_input(void);
 /* Sleep until I/O is ready or max_us elapsed (an MCU may just return or WFI). */
 void hal_wait(uint32_t max_us);
 
+/* How late [us] the most recent timer wake (the 1 ms tick, or a hal_wait timeout) ran past
+ * its due time: an MCU's interrupt latency, or on an emulator / a host process the OS's
+ * timer delivery. The watchdog records it with a trip (STATUS.safe_entry_late_us): the trip
+ * lands within one poll period plus this past the watchdog period. */
+uint32_t hal_timer_late_us(void);
+
 #endif /* EDGERL_HAL_H */

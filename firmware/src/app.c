@@ -87,6 +87,7 @@ static void send_status_for(edgerl_fw_t *fw, uint32_t now, uint32_t request_us)
     s.last_setpoint_seq = fw->last_setpoint_seq;
     s.safe_entry_us = fw->safe_entry_us;
     s.request_us = request_us;
+    s.safe_entry_late_us = fw->safe_entry_late_us;
     edgerl_status_pack(&s, buf);
     send_msg(fw, EDGERL_MSG_STATUS_ID, buf, sizeof buf);
     fw->last_status_tx_us = now;
@@ -372,6 +373,7 @@ void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us)
                && since > fw->cfg.watchdog_us) {
         ++fw->watchdog_trips;
         fw->safe_entry_us = since;
+        fw->safe_entry_late_us = hal_timer_late_us();
         if (fw->mode == EDGERL_MODE_ACTIVE && fw->cfg.fallback == EDGERL_FALLBACK_POLICY
             && edgerl_fw_has_policy() && now_us - fw->sensor_us <= fw->cfg.watchdog_us) {
             fw->in_fallback = 1;

@@ -25,6 +25,7 @@ static edgerl_parser_t g_sensor_parser;
 static float g_state[EDGERL_MAX_STATE];
 static uint8_t g_n_state = 0;
 static int g_state_new = 0;
+static uint32_t g_wait_late_us = 0; /* see hal_timer_late_us */
 static volatile sig_atomic_t g_estop_input = 0;
 
 static void on_sigusr1(int sig)
@@ -231,5 +232,16 @@ void hal_wait(uint32_t max_us)
         p[k].revents = 0;
         ++k;
     }
-    poll(p, k, (int)((max_us + 999u) / 1000u));
+    int timeout_ms = (int)((max_us + 999u) / 1000u);
+    uint32_t t0 = hal_micros();
+    g_wait_late_us = 0; /* woken by I/O: not a timer wake */
+    if (poll(p, k, timeout_ms) == 0) { /* timed out: how late past the timeout it woke */
+        int32_t late_us = (int32_t)(hal_micros() - t0 - (uint32_t)timeout_ms * 1000u);
+        g_wait_late_us = late_us > 0 ? (uint32_t)late_us : 0u;
+    }
+}
+
+uint32_t hal_timer_late_us(void)
+{
+    return g_wait_late_us;
 }

@@ -32,6 +32,7 @@ typedef struct {
 static uart_t g_host;  /* base set by board_init: the rings stay in .bss, not in flash */
 static uart_t g_plant;
 static volatile uint32_t g_ms;
+static volatile uint32_t g_tick_late_us; /* see hal_timer_late_us */
 static uint32_t g_last_us;
 static edgerl_parser_t g_sensor_parser;
 static uint16_t g_plant_seq;
@@ -149,7 +150,17 @@ void UART1_TX_Handler(void)
 
 void SysTick_Handler(void)
 {
+    /* the counter reloaded at the tick and counts down: what it has counted since is how
+     * late this handler runs; it reads 0 once a whole period has passed (QEMU holds it
+     * there when its timer is that late) */
+    uint32_t cvr = REG32(SYST_CVR);
+    g_tick_late_us = cvr == 0u ? 1000u : (TICKS_PER_MS - 1u - cvr) / TICKS_PER_US;
     g_ms = g_ms + 1u;
+}
+
+uint32_t hal_timer_late_us(void)
+{
+    return g_tick_late_us;
 }
 
 static void uart_init(uart_t *u, uint32_t base, int rx_irq, int tx_irq)
