@@ -16,7 +16,8 @@ import numpy as np
 from edgerl.clock import MonotonicClock
 from edgerl.runtime.serial_transport import SerialTransport, StateSample
 
-__all__ = ["BundleController", "FreezableSink", "LqrController", "LqrHoldPlanner", "Sink"]
+__all__ = ["BundleController", "FreezableSink", "LqrController", "LqrHoldPlanner", "Sink",
+           "lqr_gain", "make_controller"]
 
 Sink = Callable[[np.ndarray, float], Any]
 
@@ -194,3 +195,33 @@ class BundleController:
 
     def stop(self) -> None:
         self.deployment.stop()
+
+
+def lqr_gain(plant: Any) -> np.ndarray:
+    """The task's LQR gain ``K`` (shape ``(n_cmd, obs_dim)`` or flat), float64; a task without
+    one is an error naming it."""
+    gain = getattr(plant, "_lqr", None)
+    if gain is None:
+        raise ValueError(f"task {plant.spec.name!r} has no LQR expert: pass --bundle")
+    return np.asarray(gain.detach().cpu().numpy(), np.float64)
+
+
+def make_controller(bundle: Path | None, fast: bool, plant: Any, rate_hz: float, sink: Sink,
+                    transport: SerialTransport, obs_dim: int, *, planner_latency_s: float,
+                    budget_planner: Any, gate_policy: str, seed: int) -> Any:
+    """The host side of one HIL run: the fast loop's chunk streamer (``fast`` with a
+    ``bundle``: the MCU edits), the task's LQR expert at ``rate_hz`` half a period after the
+    plant (no bundle), else the deployed runtime over ``bundle``. The LQR gain, where the
+    task has one, is the bundles' planner fallback."""
+    from edgerl.hil.fast_loop import FastLoopController
+
+    gain = getattr(plant, "_lqr", None)
+    gain = None if gain is None else gain.detach().cpu().numpy()
+    if fast and bundle is not None:
+        return FastLoopController(bundle, transport, obs_dim, gain,
+                                  planner_latency_s=planner_latency_s)
+    if bundle is None:
+        return LqrController(lqr_gain(plant), rate_hz, sink, transport, 0.5 / rate_hz)
+    return BundleController(bundle, rate_hz, sink, transport, obs_dim, int(plant.num_actions),
+                            gain, planner_latency_s=planner_latency_s,
+                            budget_planner=budget_planner, gate_policy=gate_policy, seed=seed)

@@ -27,11 +27,16 @@ import numpy as np
 
 from edgerl.clock import MonotonicClock
 from edgerl.hil.cable import Cable, unplug_report
-from edgerl.hil.controllers import BundleController, FreezableSink, LqrController
+from edgerl.hil.controllers import (
+    BundleController,
+    FreezableSink,
+    LqrController,
+    make_controller,
+)
 from edgerl.hil.faults import FaultSpec, RxFaults, TxFaults
-from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess
+from edgerl.hil.firmware import FirmwareConfig
 from edgerl.hil.kicks import KickConfig, PlantKicks
-from edgerl.hil.link_checks import estop_check, link_probe
+from edgerl.hil.link_checks import estop_check, link_probe, safe_entry_ms
 from edgerl.hil.operator import OperatorChannel, OperatorConfig, operator_channel
 from edgerl.hil.rt import realtime, set_fifo, set_fifo_process
 from edgerl.hil.targets import TARGETS, make_firmware
@@ -40,7 +45,7 @@ from edgerl.runtime.serial_transport import (
     SerialConfig,
     SerialTransport,
 )
-from edgerl.wire import MAX_CMD, MAX_STATE, Mode
+from edgerl.wire import MAX_CMD, MAX_STATE
 
 __all__ = ["HilConfig", "HilResult", "estop_check", "link_probe", "run_hil"]
 
@@ -151,28 +156,6 @@ def _make_plant(task: str, seed: int, bundle: Path | None = None) -> Any:
     return make_task(task, num_envs=1, seed=seed, **bundle_task_kwargs(bundle))
 
 
-def _lqr_gain(plant: Any) -> np.ndarray:
-    gain = getattr(plant, "_lqr", None)
-    if gain is None:
-        raise ValueError(f"task {plant.spec.name!r} has no LQR expert: pass --bundle")
-    return np.asarray(gain.detach().cpu().numpy(), np.float64)
-
-
-def _safe_entry_ms(fw: FirmwareProcess, transport: SerialTransport,
-                   sink: FreezableSink) -> list[float]:
-    """Per host freeze: ms from sending the last setpoint the firmware applied before it to
-    the firmware's first SAFE output (host clock; includes pty and pipe latency)."""
-    out = []
-    sent = transport.sent_times()
-    acked = sorted(s for s in transport.acked_setpoints() if s in sent)
-    for start, end in sink.freezes:
-        before = [sent[s] for s in acked if sent[s] <= start]
-        safe = [a.t_host for a in fw.history if start <= a.t_host <= end and a.mode == Mode.SAFE]
-        if before and safe:
-            out.append(round((safe[0] - before[-1]) * 1e3, 3))
-    return out
-
-
 def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) -> HilResult:
     """Run the HIL episodes; everything started here is stopped on return or error."""
     import torch
@@ -245,21 +228,10 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         try:
             transport.connect()
             sink = FreezableSink(SerialCommandSink(transport))
-            gain = getattr(plant, "_lqr", None)
-            if fast and cfg.bundle is not None:
-                controller = FastLoopController(
-                    cfg.bundle, transport, obs_dim,
-                    None if gain is None else gain.detach().cpu().numpy(),
-                    planner_latency_s=cfg.planner_latency_s)
-            elif cfg.bundle is None:
-                controller = LqrController(_lqr_gain(plant), rate, sink, transport,
-                                           0.5 * period)
-            else:
-                controller = BundleController(
-                    cfg.bundle, rate, sink, transport, obs_dim, n_cmd,
-                    None if gain is None else gain.detach().cpu().numpy(),
-                    planner_latency_s=cfg.planner_latency_s, budget_planner=experts,
-                    gate_policy=cfg.gate_policy, seed=cfg.seed)
+            controller = make_controller(
+                cfg.bundle, fast, plant, rate, sink, transport, obs_dim,
+                planner_latency_s=cfg.planner_latency_s, budget_planner=experts,
+                gate_policy=cfg.gate_policy, seed=cfg.seed)
             if isinstance(controller, BundleController):
                 if cfg.explore_std:
                     controller.loop.explore(cfg.explore_std, cfg.explore_seed)
@@ -373,7 +345,7 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
         "fw_bad_frames": status.get("bad_frames"), "host_bad_frames": ts.bad_frames,
         "fw_lost_frames": status.get("lost_frames"), "host_lost_frames": ts.lost_frames,
         "corrupted_executed": executed_corrupt, "reconnects": reconnects,
-        "safe_entry_ms": _safe_entry_ms(fw, transport, sink),
+        "safe_entry_ms": safe_entry_ms(fw, transport, sink.freezes),
         "fw_safe_entry_us": status.get("safe_entry_us"),
         "fw_safe_entry_late_us": status.get("safe_entry_late_us"), "estop_checks": estop,
         "estop_skipped": None if linked or not cfg.check_estop else "link down",

@@ -15,7 +15,23 @@ from edgerl.hil.firmware import FirmwareProcess
 from edgerl.runtime.serial_transport import SerialTransport
 from edgerl.wire import Mode
 
-__all__ = ["estop_check", "link_probe"]
+__all__ = ["estop_check", "link_probe", "safe_entry_ms"]
+
+
+def safe_entry_ms(fw: FirmwareProcess, transport: SerialTransport,
+                  freezes: list[tuple[float, float]]) -> list[float]:
+    """Per host freeze ``(start, end)`` (host ``perf_counter`` s): ms from sending the last
+    setpoint the firmware applied before it to the firmware's first SAFE output (host clock;
+    includes pty and pipe latency). Freezes without both are left out."""
+    out = []
+    sent = transport.sent_times()
+    acked = sorted(s for s in transport.acked_setpoints() if s in sent)
+    for start, end in freezes:
+        before = [sent[s] for s in acked if sent[s] <= start]
+        safe = [a.t_host for a in fw.history if start <= a.t_host <= end and a.mode == Mode.SAFE]
+        if before and safe:
+            out.append(round((safe[0] - before[-1]) * 1e3, 3))
+    return out
 
 
 def estop_check(fw: FirmwareProcess, transport: SerialTransport, n_cmd: int,

@@ -58,6 +58,25 @@ def test_hil_with_corruption_freeze_and_cable_pull(fw_binaries):
     assert res["cmd_rtt_p50_us"] > 0 and res["rtt_samples"] > 20
 
 
+def _children() -> set[int]:
+    """This process's live child pids (every thread's ``children`` list)."""
+    import os
+
+    out: set[int] = set()
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/children") as f:
+            out |= {int(x) for x in f.read().split()}
+    return out
+
+
+def test_hil_without_a_bundle_on_a_task_without_an_lqr_expert_names_it_and_stops_all(
+        fw_binaries):
+    before = _children()
+    with pytest.raises(ValueError, match="task 'ball_balance' has no LQR expert: pass --bundle"):
+        run_hil(HilConfig(task="ball_balance", episodes=1, max_steps=2))
+    assert _children() <= before  # the firmware started for the run is gone
+
+
 def test_hil_cli_json_succeeds_with_one_percent_corruption(fw_binaries, capsys):
     rc = main(["hil", "--episodes", "1", "--faults", "corrupt=0.01,seed=2", "--json"])
     out = json.loads(capsys.readouterr().out)
