@@ -164,8 +164,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         keys = ("success", "episodes", "cmd_rtt_p50_us", "cmd_rtt_p99_us", "bad_frames",
                 "lost_frames", "watchdog_trips", "estop_ok", "estop_skipped",
-                "corrupted_executed", "safe_entry_ms", "fw_safe_entry_us", "link_rtt_p99_us",
-                "rtt_p99_vs_link", "target", "mode", "rt_granted")
+                "corrupted_executed", "safe_entry_ms", "fw_safe_entry_us",
+                "fw_safe_entry_late_us", "link_rtt_p99_us", "rtt_p99_vs_link", "target", "mode",
+                "rt_granted")
         if args.mode == "fast-loop":
             keys += ("edit_ticks", "edit_ticks_with_chunk", "edit_tick_gap_p50_us",
                      "edit_compute_p50_us", "chunks_sent", "fw_chunks_rx")
