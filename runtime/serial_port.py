@@ -116,8 +116,8 @@ class SerialPort:
                 break
             except (OSError, serial.SerialException):
                 # the reader thread may still be in select() on the old fd, which keeps
-                # its exclusive lock for up to read_timeout_s
-                if time.monotonic() > deadline:
+                # its exclusive lock for up to read_timeout_s (closed: ConnectionError, raised)
+                if time.monotonic() > deadline or self._stop.is_set():
                     raise
                 time.sleep(self.cfg.read_timeout_s / 2)
         with self._cv:
@@ -125,15 +125,28 @@ class SerialPort:
         return self._handshake()
 
     def _open(self) -> None:
+        """Open the port (exclusive). Refused once :meth:`close` ran: a late re-plug or
+        reconnect must not take the path back, which by then may name another device (a
+        pty number is reused by the next emulator)."""
+        self._refuse_if_closed()
         ser = serial.Serial(self.cfg.port, self.cfg.baudrate, timeout=self.cfg.read_timeout_s,
                             write_timeout=0.5, exclusive=True)
         ser.reset_input_buffer()
-        self._on_open()
-        self._ser = ser
+        with self._cv:  # close() sets _stop before it swaps _ser out under this lock
+            if self._stop.is_set():
+                ser.close()
+                self._refuse_if_closed()
+            self._on_open()
+            self._ser = ser
+
+    def _refuse_if_closed(self) -> None:
+        if self._stop.is_set():
+            raise ConnectionError(f"serial port {self.cfg.port} was closed: not reopening it")
 
     def _close_port(self) -> None:
-        ser, self._ser = self._ser, None
-        self._linked = False
+        with self._cv:
+            ser, self._ser = self._ser, None
+            self._linked = False
         if ser is not None:
             with contextlib.suppress(OSError, serial.SerialException):
                 ser.close()
@@ -184,7 +197,7 @@ class SerialPort:
     def _try_reconnect(self) -> None:
         try:
             self._open()
-        except (OSError, serial.SerialException) as exc:
+        except (OSError, serial.SerialException) as exc:  # ConnectionError: closed meanwhile
             log.debug("reconnect to %s failed: %s", self.cfg.port, exc)
             return
         threading.Thread(target=self._rehandshake, daemon=True).start()

@@ -204,3 +204,24 @@ def test_hardware_estop_input_latches_without_the_host(link):
     status = t.request_status()
     assert status["estop_latched"] == 1 and status["estops"] == 1
     assert status["setpoints_rejected"] == 1
+
+
+def test_a_closed_transport_never_reopens_its_port(start_fw):
+    """A cable re-plug due after the run closed the link must not take the port back: by
+    then the path may name the next emulator's pty (the CI failure "could not exclusively
+    lock /dev/pts/0" was such a late re-plug)."""
+    from edgerl.hil.cable import Cable
+
+    fw = start_fw()
+    t = SerialTransport(SerialConfig(fw.port))
+    t.connect()
+    cable = Cable(t)
+    ev = cable.pull(0.3)  # its re-plug is due after the close below
+    t.close()
+    assert not cable.wait_linked(2.0)
+    assert "was closed: not reopening it" in ev.error
+    with pytest.raises(ConnectionError, match="was closed"):
+        t.replug()
+    # nobody holds the port: an exclusive open succeeds
+    with serial.Serial(fw.port, timeout=0.1, exclusive=True):
+        pass
