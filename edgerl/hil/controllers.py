@@ -197,13 +197,19 @@ class BundleController:
         self.deployment.stop()
 
 
+def _plant_lqr(plant: Any) -> np.ndarray | None:
+    """The task's LQR gain ``K`` as numpy in its own dtype, None if the task has none."""
+    gain = getattr(plant, "_lqr", None)
+    return None if gain is None else gain.detach().cpu().numpy()
+
+
 def lqr_gain(plant: Any) -> np.ndarray:
     """The task's LQR gain ``K`` (shape ``(n_cmd, obs_dim)`` or flat), float64; a task without
     one is an error naming it."""
-    gain = getattr(plant, "_lqr", None)
+    gain = _plant_lqr(plant)
     if gain is None:
         raise ValueError(f"task {plant.spec.name!r} has no LQR expert: pass --bundle")
-    return np.asarray(gain.detach().cpu().numpy(), np.float64)
+    return np.asarray(gain, np.float64)
 
 
 def make_controller(bundle: Path | None, fast: bool, plant: Any, rate_hz: float, sink: Sink,
@@ -215,8 +221,7 @@ def make_controller(bundle: Path | None, fast: bool, plant: Any, rate_hz: float,
     task has one, is the bundles' planner fallback."""
     from edgerl.hil.fast_loop import FastLoopController
 
-    gain = getattr(plant, "_lqr", None)
-    gain = None if gain is None else gain.detach().cpu().numpy()
+    gain = _plant_lqr(plant)
     if fast and bundle is not None:
         return FastLoopController(bundle, transport, obs_dim, gain,
                                   planner_latency_s=planner_latency_s)
