@@ -1,0 +1,32 @@
+"""A CPU burner standing in for a planner beside a loop: burns BURN_MS of CPU in every
+PERIOD_MS at SCHED_FIFO 48 (hashlib, which releases the GIL like a model's inference), for
+SECONDS. Usage: ``python benchmarks/loop_misses/burn.py SECONDS [BURN_MS PERIOD_MS]``."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+
+
+def main() -> None:
+    seconds = float(sys.argv[1])
+    burn_s = float(sys.argv[2]) * 1e-3 if len(sys.argv) > 2 else 0.070
+    period_s = float(sys.argv[3]) * 1e-3 if len(sys.argv) > 3 else 0.100
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(48))
+    except (AttributeError, OSError) as exc:
+        print(f"burn.py: no SCHED_FIFO ({exc}); burning at normal priority", file=sys.stderr)
+    block = b"x" * 4096
+    end_all = time.perf_counter() + seconds
+    while time.perf_counter() < end_all:
+        t = time.perf_counter()
+        end = t + burn_s
+        while time.perf_counter() < end:
+            hashlib.sha256(block)
+        time.sleep(max(0.0, t + period_s - time.perf_counter()))
+
+
+if __name__ == "__main__":
+    main()
