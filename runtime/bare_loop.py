@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgerl.clock import MonotonicClock
+from edgerl.runtime.cpu_affinity import check_cpus, pin_thread
 from edgerl.runtime.metrics import LoopMetrics
 
 __all__ = ["BareLoopConfig", "loop_ratios", "run_bare_loop"]
@@ -37,6 +38,8 @@ class BareLoopConfig:
         gc_freeze: ``gc.freeze()`` while running.
         switch_interval_s: ``sys.setswitchinterval`` while running (None = unchanged).
         work_us: Busy work per tick (us) standing in for a tick's compute (0 = none).
+        cpus: CPUs the loop thread is pinned to (``()`` = not pinned), as the edit loop's
+            ``LoopConfig.cpus``.
     """
 
     rate_hz: float = 1000.0
@@ -47,6 +50,7 @@ class BareLoopConfig:
     gc_freeze: bool = True
     switch_interval_s: float | None = 200e-6
     work_us: float = 0.0
+    cpus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.rate_hz > 0:
@@ -57,6 +61,7 @@ class BareLoopConfig:
             raise ValueError("spin_s and work_us must be >= 0")
         if not 0 <= self.rt_priority <= 99:
             raise ValueError(f"rt_priority must be in 0..99, got {self.rt_priority}")
+        self.cpus = check_cpus(self.cpus, "bare loop cpus")
 
 
 def _ticks(cfg: BareLoopConfig, metrics: LoopMetrics, seconds: float, clock: MonotonicClock
@@ -86,7 +91,8 @@ def _ticks(cfg: BareLoopConfig, metrics: LoopMetrics, seconds: float, clock: Mon
 def run_bare_loop(cfg: BareLoopConfig) -> dict[str, Any]:
     """Run the bare loop in its own thread; returns the metrics summary (the edit loop's
     keys: ``ticks``, ``jitter_p50_us``, ``jitter_p99_us``, ``deadline_misses``,
-    ``deadline_miss_pct``, ``max_late_us``...) plus ``rate_hz`` and ``rt_priority_applied``."""
+    ``deadline_miss_pct``, ``max_late_us``...) plus ``rate_hz``, ``rt_priority_applied`` and
+    ``cpus`` (the thread's affinity when pinned, else ``[]``)."""
     metrics = LoopMetrics(capacity=max(1024, int(cfg.rate_hz * cfg.seconds) + 16))
     clock = MonotonicClock(cfg.spin_s)
     result: dict[str, Any] = {}
@@ -99,6 +105,7 @@ def run_bare_loop(cfg: BareLoopConfig) -> dict[str, Any]:
             applied = set_fifo(cfg.rt_priority)
         result["rt_priority_applied"] = applied
         try:
+            result["cpus_applied"] = list(pin_thread(cfg.cpus, "bare loop cpus"))
             if cfg.warmup_s:
                 _ticks(cfg, metrics, cfg.warmup_s, clock)
             metrics.reset()
@@ -128,7 +135,8 @@ def run_bare_loop(cfg: BareLoopConfig) -> dict[str, Any]:
             "max_late_us")
     return {"rate_hz": cfg.rate_hz, "seconds": cfg.seconds, "spin_us": cfg.spin_s * 1e6,
             "rt_priority": cfg.rt_priority, "rt_priority_applied": result["rt_priority_applied"],
-            "work_us": cfg.work_us, **{k: summary[k] for k in keys}}
+            "work_us": cfg.work_us, "cpus": result.get("cpus_applied", []),
+            **{k: summary[k] for k in keys}}
 
 
 def loop_ratios(loop: dict[str, Any], bare: dict[str, Any]) -> dict[str, float]:

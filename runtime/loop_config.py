@@ -33,6 +33,9 @@ class LoopConfig:
         rt_priority: ``SCHED_FIFO`` priority (1-99) of the loop thread (Linux; needs
             CAP_SYS_NICE or root); 0 = normal scheduling. If refused, a warning is logged
             and the loop runs normally.
+        cpus: CPUs the loop thread is pinned to (``()`` = not pinned): keep the planner
+            (``PlannerClientConfig.cpus``) off them (:mod:`edgerl.runtime.cpu_affinity`).
+            A CPU this process may not use is refused at :meth:`LoopScheduler.start`.
         prewarm_s: Time budgeted, before the spin window (``spin_s + prewarm_s`` before each
             deadline), to re-run the network on its last input and the edit-observation
             builder into a scratch buffer, so weights and code are in cache when the tick
@@ -53,6 +56,7 @@ class LoopConfig:
     switch_interval_s: float | None = 2e-4
     spin_switch_interval_s: float | None = 5e-3
     rt_priority: int = 0
+    cpus: tuple[int, ...] = ()
     prewarm_s: float = 150e-6
     metrics_capacity: int = 1 << 16
     safety: SafetyConfig = field(default_factory=SafetyConfig)
@@ -75,3 +79,6 @@ class LoopConfig:
             raise ValueError("prewarm_s must be >= 0")
         if not 0 <= self.rt_priority <= 99:
             raise ValueError(f"rt_priority must be 0..99, got {self.rt_priority}")
+        self.cpus = tuple(sorted({int(c) for c in self.cpus}))
+        if any(c < 0 for c in self.cpus):
+            raise ValueError(f"cpus must be CPU numbers >= 0, got {list(self.cpus)}")

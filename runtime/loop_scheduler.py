@@ -21,6 +21,7 @@ import threading
 from typing import TypeVar
 
 from edgerl.clock import Clock
+from edgerl.runtime.cpu_affinity import check_cpus, pin_thread
 from edgerl.runtime.loop_config import LoopConfig
 from edgerl.runtime.loop_io import ObservationSlot
 from edgerl.runtime.metrics import LoopMetrics
@@ -58,6 +59,8 @@ class LoopScheduler:
     _stop: threading.Event
     _error: BaseException | None
     _old_switch: float | None
+    #: the loop thread's CPU affinity once pinned (``LoopConfig.cpus``; ``()`` = not pinned)
+    cpus_applied: tuple[int, ...] = ()
 
     def _step(self, t: float, overrun: bool) -> int:
         raise NotImplementedError
@@ -160,6 +163,7 @@ class LoopScheduler:
         """Run the loop in a daemon thread until :meth:`stop`."""
         if self._thread is not None:
             raise RuntimeError("loop already running")
+        check_cpus(self.cfg.cpus, "loop cpus")  # refused here, before any thread starts
         if self.cfg.gc_freeze:
             gc.collect()
             gc.freeze()
@@ -175,6 +179,7 @@ class LoopScheduler:
     def _thread_main(self) -> None:
         if self.cfg.rt_priority:
             set_fifo(self.cfg.rt_priority)
+        self.cpus_applied = pin_thread(self.cfg.cpus, "loop cpus")
         try:
             self._loop(None, None)
         except BaseException as exc:  # surfaced by stop()

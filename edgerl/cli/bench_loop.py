@@ -61,6 +61,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "another thread cannot take the GIL inside the window; 0 leaves it")
     p.add_argument("--rt-priority", type=int, default=0,
                    help="SCHED_FIFO priority (1-99) for the loop thread; 0 = normal scheduling")
+    p.add_argument("--loop-cpus", default="",
+                   help="CPUs for the loop thread, e.g. 1 or 2-3 (default: not pinned)")
+    p.add_argument("--planner-cpus", default="",
+                   help="CPUs for the planner client thread and the planner process it "
+                        "spawns, e.g. 0 (default: not pinned); keep them off --loop-cpus")
     p.add_argument("--no-gc-freeze", action="store_true", help="do not gc.freeze() at start")
     p.add_argument("--sensor", choices=("sink", "thread"), default="sink",
                    help="observation source: written by the command sink each tick (default), "
@@ -127,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edgerl.cli.output import print_json, print_table
     from edgerl.logs import progress
+    from edgerl.runtime.cpu_affinity import check_cpus, parse_cpus
     from edgerl.runtime.deployment import Deployment
     from edgerl.runtime.edit_loop import LoopConfig
     from edgerl.runtime.inference import InferenceError
@@ -139,7 +145,12 @@ def run(args: argparse.Namespace) -> int:
     if args.trigger == "state" and args.sensor != "thread":
         raise CliError("--trigger state needs --sensor thread (a sink-written observation "
                        "would trigger the next tick at once)")
-    cfg = LoopConfig(rate_hz=args.rate or None, spin_s=args.spin_us * 1e-6,
+    try:
+        loop_cpus = check_cpus(parse_cpus(args.loop_cpus), "--loop-cpus")
+        planner_cpus = check_cpus(parse_cpus(args.planner_cpus), "--planner-cpus")
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    cfg = LoopConfig(rate_hz=args.rate or None, spin_s=args.spin_us * 1e-6, cpus=loop_cpus,
                      gc_freeze=not args.no_gc_freeze, rt_priority=args.rt_priority,
                      prewarm_s=args.prewarm_us * 1e-6, trigger=args.trigger,
                      switch_interval_s=(args.switch_interval_us * 1e-6
@@ -170,7 +181,8 @@ def run(args: argparse.Namespace) -> int:
     if choice != "none":
         client = PlannerClient(factory, buffer, loop.obs, PlannerClientConfig(
             mode="process" if args.planner_process else "thread", period_s=period,
-            factory_kwargs=kwargs, rt_priority=max(0, args.rt_priority - 2)),
+            factory_kwargs=kwargs, rt_priority=max(0, args.rt_priority - 2),
+            cpus=planner_cpus),
             metrics=loop.metrics)
     stop_sensor = threading.Event()
     obs0 = np.zeros(spec.observation.dim, np.float32)
@@ -220,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
         "planner_latency_p99_ms": summary["planner_latency_p99_ms"],
         "planner_stats": client.stats() if client else {},
         "states": summary["states"], "interventions": loop.safety.interventions(),
+        "loop_cpus": list(loop.cpus_applied), "planner_cpus": list(planner_cpus),
     })
     if args.save_json:
         loop.metrics.save_json(args.save_json, extra={"bench": out})

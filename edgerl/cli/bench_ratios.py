@@ -65,6 +65,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loop-rate", type=float, default=1000.0)
     p.add_argument("--loop-seconds", type=float, default=10.0, help="seconds per loop block")
     p.add_argument("--loop-pairs", type=int, default=1, help="(bare, loop) pairs")
+    p.add_argument("--loop-cpus", default="",
+                   help="CPUs for both loops' threads, e.g. 1 (default: not pinned)")
+    p.add_argument("--planner-cpus", default="",
+                   help="CPUs for the edit loop's planner (default: not pinned)")
     p.add_argument("--rt-priority", type=int, default=0,
                    help="SCHED_FIFO priority of both loops (0 = normal scheduling)")
     p.add_argument("--miss-alpha", type=float, default=0.05,
@@ -142,11 +146,13 @@ def loop_ratios(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                             spin_switch_interval_us=5000.0, prewarm_us=150.0,
                             rt_priority=args.rt_priority, work_us=0.0, bundle=args.bundle,
                             pairs=args.loop_pairs, planner_latency_ms=70.0,
-                            planner_period_ms=100.0, planner_process=False)
+                            planner_period_ms=100.0, planner_process=False,
+                            loop_cpus=args.loop_cpus, planner_cpus=args.planner_cpus)
     r = compare(ns)
+    pinned = {"loop_cpus": args.loop_cpus, "planner_cpus": args.planner_cpus}
     return {"loop/jitter_p99": {"ratio": r["jitter_p99_ratio"], "ours": r["loop_jitter_p99_us"],
-                                "reference": r["bare_jitter_p99_us"], "unit": "us"},
-            "loop/miss_rate": {**miss_rate_row(r, args.miss_alpha),
+                                "reference": r["bare_jitter_p99_us"], "unit": "us", **pinned},
+            "loop/miss_rate": {**miss_rate_row(r, args.miss_alpha), **pinned,
                                # per pair, to see whether the misses cluster in one block
                                "pair_misses": [[b["loop"]["deadline_misses"],
                                                 b["bare"]["deadline_misses"]]

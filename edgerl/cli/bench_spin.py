@@ -41,6 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="SCHED_FIFO priority (1-99) of the loop thread; 0 = normal scheduling")
     p.add_argument("--work-us", type=float, default=0.0,
                    help="bare loop: busy work per tick (us), a stand-in for a tick's compute")
+    p.add_argument("--loop-cpus", default="",
+                   help="CPUs for both loops' threads, e.g. 1 (default: not pinned)")
+    p.add_argument("--planner-cpus", default="",
+                   help="--bundle: CPUs for the edit loop's planner (client thread and process)")
     p.add_argument("--bundle", type=Path, default=None,
                    help="also run `edgerl bench loop` on this bundle, interleaved, and report "
                         "ratios to the bare loop")
@@ -57,13 +61,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def bare(args: argparse.Namespace) -> dict[str, Any]:
     """One bare-loop block with ``args``' settings."""
     from edgerl.runtime.bare_loop import BareLoopConfig, run_bare_loop
+    from edgerl.runtime.cpu_affinity import parse_cpus
 
     try:
         cfg = BareLoopConfig(rate_hz=args.rate, seconds=args.seconds, warmup_s=args.warmup,
                              spin_s=args.spin_us * 1e-6, rt_priority=args.rt_priority,
                              switch_interval_s=(args.switch_interval_us * 1e-6
                                                 if args.switch_interval_us > 0 else None),
-                             work_us=args.work_us)
+                             work_us=args.work_us, cpus=parse_cpus(args.loop_cpus))
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     return run_bare_loop(cfg)
@@ -79,7 +84,8 @@ def edit_loop(args: argparse.Namespace) -> dict[str, Any]:
            "--prewarm-us", f"{args.prewarm_us:g}",
            "--rt-priority", str(args.rt_priority), "--planner", "burn",
            "--planner-latency-ms", f"{args.planner_latency_ms:g}",
-           "--planner-period-ms", f"{args.planner_period_ms:g}", "--json"]
+           "--planner-period-ms", f"{args.planner_period_ms:g}",
+           "--loop-cpus", args.loop_cpus, "--planner-cpus", args.planner_cpus, "--json"]
     if args.planner_process:
         cmd.append("--planner-process")
     res = subprocess.run(cmd, capture_output=True, text=True,

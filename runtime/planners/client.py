@@ -34,6 +34,7 @@ from edgerl.chunk import ActionChunk
 from edgerl.clock import Clock, MonotonicClock
 from edgerl.planner import Planner, PlannerHealth
 from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.runtime.cpu_affinity import check_cpus, pin_thread
 from edgerl.runtime.edit_loop import ObservationSlot
 from edgerl.runtime.metrics import LoopMetrics
 from edgerl.runtime.planners.process import PlannerCrashed, _ProcessPlanner, _resolve, _Stopped
@@ -62,6 +63,10 @@ class PlannerClientConfig:
         rt_priority: SCHED_FIFO priority of the client thread (0 = normal). In the loop's
             process every thread that takes the GIL should run below the loop's priority but
             above normal threads, so it is never preempted while holding the GIL.
+        cpus: CPUs the client thread is pinned to (``()`` = not pinned); in process mode the
+            planner process inherits them (it is spawned from this thread). Keep them apart
+            from the loop's (``LoopConfig.cpus``), so that the planner's work never lands on
+            the loop's CPU while the loop sleeps.
     """
 
     mode: str = "thread"
@@ -74,8 +79,10 @@ class PlannerClientConfig:
     backoff_max_s: float = 5.0
     factory_kwargs: dict[str, Any] = field(default_factory=dict)
     rt_priority: int = 0
+    cpus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        self.cpus = check_cpus(self.cpus, "planner cpus")
         if self.mode not in ("thread", "process"):
             raise ValueError(f"planner mode must be thread or process, got {self.mode!r}")
         if self.period_s is not None and not self.period_s > 0:
@@ -198,6 +205,7 @@ class PlannerClient:
             from edgerl.runtime.loop_scheduler import set_fifo
 
             set_fifo(self.cfg.rt_priority)
+        pin_thread(self.cfg.cpus, "planner cpus")  # before the planner process is spawned
         next_t = time.monotonic()
         first_start = True
         while not self._stop.is_set():

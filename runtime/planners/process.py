@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import logging
 import multiprocessing as mp
+import multiprocessing.connection as mp_connection
 import os
 import signal
 import struct
@@ -33,6 +34,8 @@ log = logging.getLogger("edgerl.runtime.planners.client")  # one logger for the 
 _REQ = struct.Struct("<dII")  # obs time, obs elements, instruction bytes
 _CHUNK = struct.Struct("<ddqdII")  # t0, dt, step0, obs_time, H, A
 _HELLO = struct.Struct("<IIddd")  # horizon, action_dim, dt_s, period_s, expected_latency_s
+#: While waiting for the child, the parent's thread wakes this often to notice a stop (s).
+STOP_POLL_S = 0.25
 
 
 class PlannerCrashed(RuntimeError):
@@ -125,16 +128,26 @@ class _ProcessPlanner:
         return self.proc.pid
 
     def _wait(self, timeout: float, what: str) -> bytes:
+        """The child's next message, waiting at most ``timeout`` s. One blocking wait on the
+        pipe and the process's sentinel, with the GIL released, wakes this thread when the
+        answer comes or the child dies; it also wakes every :data:`STOP_POLL_S` to notice a
+        stop. (It polled every 20 ms before: 50 wake-ups a second in the loop's process, each
+        taking the GIL, which the loop then had to win back.)"""
         deadline = time.monotonic() + timeout
-        while not self.conn.poll(0.02):
+        ready: list[Any] = []
+        while self.conn not in ready:
             if self._stop.is_set():
                 raise _Stopped()
-            if not self.proc.is_alive():
-                raise PlannerCrashed(f"planner process exited (code {self.proc.exitcode}) "
-                                     f"during {what}")
-            if time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise PlannerCrashed(f"planner process gave no answer within {timeout:.1f} s "
                                      f"({what})")
+            ready = mp_connection.wait([self.conn, self.proc.sentinel],
+                                       timeout=min(left, STOP_POLL_S))
+            if self.conn not in ready and self.proc.sentinel in ready:
+                self.proc.join(1.0)
+                raise PlannerCrashed(f"planner process exited (code {self.proc.exitcode}) "
+                                     f"during {what}")
         try:
             return self.conn.recv_bytes()
         except (EOFError, OSError) as exc:

@@ -99,6 +99,7 @@ def test_bench_spin_bare_json(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["bench", "spin", "--bundle", "/nonexistent"], "not a bundle"),
     (["bench", "spin", "--seconds", "0"], "--seconds"),
+    (["bench", "spin", "--loop-cpus", "2-1"], "CPU list '2-1'"),
     (["bench", "train", "--tasks", "nope"], "nope"),
     (["bench", "ratios", "--sim-envs", "0"], "must be >= 1"),
     (["bench", "ratios", "--hil-runs", "-1"], "--hil-runs must be >= 0"),

@@ -199,3 +199,36 @@ def test_replan_now_starts_the_next_request_without_waiting_for_the_period():
         assert planner.calls == 2 and time.monotonic() - t0 < 1.0
     finally:
         client.stop()
+
+
+def test_process_client_sleeps_through_a_slow_call(monkeypatch):
+    """While a planner process computes, the client thread (which shares the loop's GIL)
+    wakes only to notice a stop: at most one wake-up per STOP_POLL_S, not every 20 ms."""
+    from edgerl.runtime.planners import process
+
+    calls = []
+    real_wait = process.mp_connection.wait
+
+    def counting_wait(objects, timeout=None):
+        calls.append(timeout)
+        return real_wait(objects, timeout)
+
+    monkeypatch.setattr(process.mp_connection, "wait", counting_wait)
+    slot = ObservationSlot(3)
+    slot.write(np.zeros(3, np.float32), time.perf_counter())
+    kwargs = {"horizon": 5, "action_dim": 2, "dt_s": 0.01, "period_s": 5.0, "latency_s": 0.6}
+    client = PlannerClient("edgerl.runtime.planners.fakes:burn_planner", ChunkBuffer(), slot,
+                           PlannerClientConfig(mode="process", factory_kwargs=kwargs))
+    client.start()
+    try:
+        end = time.monotonic() + 60
+        while client.stats()["chunks"] < 1 and time.monotonic() < end:
+            time.sleep(0.01)
+        assert client.stats()["chunks"] == 1, client.stats()
+    finally:
+        client.stop()
+    # the start (hello) and one 0.6 s call, each waited for in STOP_POLL_S slices (the
+    # process's join at stop waits too, longer): a 20 ms poll would need 30 wake-ups for the
+    # call alone
+    slices = [t for t in calls if t is not None and t <= process.STOP_POLL_S]
+    assert 1 <= len(slices) < 30, calls
