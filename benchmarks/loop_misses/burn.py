@@ -1,6 +1,7 @@
 """A CPU burner standing in for a planner beside a loop: burns BURN_MS of CPU in every
-PERIOD_MS at SCHED_FIFO 48 (hashlib, which releases the GIL like a model's inference), for
-SECONDS. Usage: ``python benchmarks/loop_misses/burn.py SECONDS [BURN_MS PERIOD_MS]``."""
+PERIOD_MS (hashlib, which releases the GIL like a model's inference), for SECONDS, at
+SCHED_FIFO PRIORITY (default 48; 0 = normal scheduling, as a planner process runs).
+Usage: ``python benchmarks/loop_misses/burn.py SECONDS [BURN_MS PERIOD_MS [PRIORITY]]``."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ def main() -> None:
     seconds = float(sys.argv[1])
     burn_s = float(sys.argv[2]) * 1e-3 if len(sys.argv) > 2 else 0.070
     period_s = float(sys.argv[3]) * 1e-3 if len(sys.argv) > 3 else 0.100
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(48))
-    except (AttributeError, OSError) as exc:
-        print(f"burn.py: no SCHED_FIFO ({exc}); burning at normal priority", file=sys.stderr)
+    priority = int(sys.argv[4]) if len(sys.argv) > 4 else 48
+    if priority:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        except (AttributeError, OSError) as exc:
+            print(f"burn.py: no SCHED_FIFO ({exc}); burning at normal priority",
+                  file=sys.stderr)
     block = b"x" * 4096
     end_all = time.perf_counter() + seconds
     while time.perf_counter() < end_all:
