@@ -132,3 +132,36 @@ def test_edit_node_device_auto_picks_tensorrt_beside_onnxruntime_gpu(bundle, tmp
     assert cache.is_dir()
     # no TensorRT here: the real onnxruntime runs it on CPU, and the node reports that
     assert out["inference"] == "onnxruntime:CPUExecutionProvider"
+
+
+def test_edit_node_pins_its_loop_thread_to_loop_cpus(rclpy_context, bundle):
+    """``loop_cpus``: the loop thread runs on those CPUs once active; a CPU this process may
+    not use fails the configure (the reason is logged), with no loop built."""
+    import os
+    import time
+
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("needs Linux sched_setaffinity")
+    cpu = min(os.sched_getaffinity(0))
+    node = _edit_node(rclpy_context, bundle, loop_cpus=str(cpu), trigger="clock")
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert node.loop.cfg.cpus == (cpu,)
+        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        end = time.monotonic() + 5.0
+        while node.loop.cpus_applied == () and time.monotonic() < end:
+            time.sleep(0.01)
+        assert node.loop.cpus_applied == (cpu,)
+        assert os.sched_getaffinity(node.loop._thread.native_id) == {cpu}
+    finally:
+        node.shutdown()
+        node.destroy_node()
+    absent = max(os.sched_getaffinity(0)) + 4096
+    node = _edit_node(rclpy_context, bundle, loop_cpus=str(absent))
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
+        assert node.loop is None
+    finally:
+        node.destroy_node()

@@ -98,6 +98,10 @@ PARAMS = [
     ParamSpec("backend", "onnx", "inference backend", choices=("onnx", "numpy")),
     ParamSpec("spin_s", 300e-6, "busy-wait before each deadline (s)", 0.0, 0.01),
     ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the loop thread (0 = normal)", 0, 99),
+    ParamSpec("loop_cpus", "", "CPUs the loop thread is pinned to, e.g. '3' or '2-3' ('' = not "
+              "pinned; keep the planner and other nodes off them, isolcpus on a robot). "
+              "With trigger state and inline_tick there is no loop thread to pin",
+              read_only=True),
     ParamSpec("inline_tick", True, "with trigger state: tick inside the state callback (no "
               "loop thread, no hand-off; clock fallback from a timer). False: the loop "
               "thread waits for each state"),
@@ -193,6 +197,7 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
 
     # --- lifecycle ---------------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        from edgerl.runtime.cpu_affinity import check_cpus, parse_cpus
         from edgerl.runtime.deployment import Deployment
         from edgerl.runtime.safety import SafetyConfig
         from edgerl.spec import load_bundle_manifest
@@ -203,6 +208,7 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         try:
             cfg = LoopConfig(rate_hz=float(p["rate_hz"]) or None, spin_s=float(p["spin_s"]),
+                             cpus=check_cpus(parse_cpus(p["loop_cpus"]), "loop_cpus"),
                              safety=SafetyConfig(stale_policy=p["stale_policy"]),
                              trigger="" if p["trigger"] == "manifest" else p["trigger"])
             slot = StampedObservationSlot(load_bundle_manifest(p["bundle"]).observation.dim)
