@@ -69,6 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="CPUs for both loops' threads, e.g. 1 (default: not pinned)")
     p.add_argument("--planner-cpus", default="",
                    help="CPUs for the edit loop's planner (default: not pinned)")
+    p.add_argument("--planner-process", action="store_true",
+                   help="run the loop rows' burn planner in its own process (default: a thread "
+                        "of the loop's process)")
     p.add_argument("--rt-priority", type=int, default=0,
                    help="SCHED_FIFO priority of both loops (0 = normal scheduling)")
     p.add_argument("--miss-alpha", type=float, default=0.05,
@@ -146,10 +149,11 @@ def loop_ratios(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                             spin_switch_interval_us=5000.0, prewarm_us=150.0,
                             rt_priority=args.rt_priority, work_us=0.0, bundle=args.bundle,
                             pairs=args.loop_pairs, planner_latency_ms=70.0,
-                            planner_period_ms=100.0, planner_process=False,
+                            planner_period_ms=100.0, planner_process=args.planner_process,
                             loop_cpus=args.loop_cpus, planner_cpus=args.planner_cpus)
     r = compare(ns)
-    pinned = {"loop_cpus": args.loop_cpus, "planner_cpus": args.planner_cpus}
+    pinned = {"loop_cpus": args.loop_cpus, "planner_cpus": args.planner_cpus,
+              "planner_mode": "process" if args.planner_process else "thread"}
     return {"loop/jitter_p99": {"ratio": r["jitter_p99_ratio"], "ours": r["loop_jitter_p99_us"],
                                 "reference": r["bare_jitter_p99_us"], "unit": "us", **pinned},
             "loop/miss_rate": {**miss_rate_row(r, args.miss_alpha), **pinned,

@@ -143,3 +143,27 @@ def test_ratios_loop_rows_pool_the_pairs_counts(tmp_path, capsys):
     assert miss["k2"] == sum(p[1] for p in miss["pair_misses"])
     assert 100 <= miss["n1"] <= 130 and 100 <= miss["n2"] <= 130  # 2 x 0.3 s at 200 Hz
     assert miss["met"] == (miss["p_above"] > 0.05) and miss["limit"] == 1.5
+
+
+@pytest.mark.slow
+def test_ratios_loop_rows_with_a_pinned_planner_process(tmp_path, capsys):
+    """``--planner-process --loop-cpus C --planner-cpus C``: the rows say how the loop and
+    its planner ran (pinned CPUs, planner mode), and both loops ran their ticks."""
+    import os
+
+    from tests.helpers.task_bundles import write_task_bundle
+
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("needs Linux sched_setaffinity")
+    cpu = str(min(os.sched_getaffinity(0)))
+    bundle = write_task_bundle(tmp_path / "bundle")
+    assert main(["bench", "ratios", "--sim-tasks", "", "--train-tasks", "", "--hil-runs", "0",
+                 "--bundle", str(bundle), "--loop-rate", "200", "--loop-seconds", "0.3",
+                 "--planner-process", "--loop-cpus", cpu, "--planner-cpus", cpu,
+                 "--history", "", "--json"]) == 0
+    ratios = json.loads(capsys.readouterr().out)["ratios"]
+    for row in ratios.values():
+        assert row["loop_cpus"] == cpu and row["planner_cpus"] == cpu
+        assert row["planner_mode"] == "process"
+    miss = ratios["loop/miss_rate"]
+    assert 50 <= miss["n1"] <= 65 and 50 <= miss["n2"] <= 65  # 0.3 s at 200 Hz each
