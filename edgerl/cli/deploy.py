@@ -50,6 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate-hz", type=float, default=None,
                    help="run the robot and the edit loop at this rate instead of the "
                         "manifest's control_hz (timing measurements)")
+    p.add_argument("--loop-cpus", default=None, metavar="CPUS",
+                   help="pin the edit node's loop thread to these CPUs, e.g. 3 or 2-3 "
+                        "(overrides the params file's loop_cpus; keep other nodes off them)")
     p.add_argument("--write-latency-model", type=Path, default=None, metavar="FILE",
                    help="write the measured planner delay (chunk stamp -> arrival, from the "
                         "recording) as a latency model for `edgerl train --latency-model`; "
@@ -109,9 +112,10 @@ def run(args: argparse.Namespace) -> int:
     record = args.record
     params = args.params or DEFAULT_CONFIG
     tmp = None
-    if args.trigger is not None or args.rate_hz is not None:
+    if args.trigger is not None or args.rate_hz is not None or args.loop_cpus is not None:
         tmp = tempfile.TemporaryDirectory(prefix="edgerl_deploy_")
-        params = override_params(Path(params), Path(tmp.name), args.trigger, args.rate_hz)
+        params = override_params(Path(params), Path(tmp.name), args.trigger, args.rate_hz,
+                                 args.loop_cpus)
     if args.write_latency_model is not None and record is None:
         record = args.write_latency_model.with_suffix(".mcap")
     cfg = DeployConfig(bundle=args.bundle, robot=args.robot, port=args.port, baud=args.baud,
@@ -152,10 +156,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def override_params(params: Path, out_dir: Path, trigger: str | None,
-                    rate_hz: float | None) -> Path:
-    """A copy of the parameter file ``params`` with the edit node's trigger and the robot's
-    and loop's rate set; returns its path (in ``out_dir``)."""
+                    rate_hz: float | None, loop_cpus: str | None = None) -> Path:
+    """A copy of the parameter file ``params`` with the edit node's trigger, the robot's and
+    loop's rate and the loop thread's CPUs set; returns its path (in ``out_dir``)."""
     import yaml
+
+    from edgerl.runtime.cpu_affinity import check_cpus, parse_cpus
 
     try:
         doc = yaml.safe_load(params.read_text())
@@ -170,6 +176,12 @@ def override_params(params: Path, out_dir: Path, trigger: str | None,
         edit["rate_hz"] = float(rate_hz)
         robot = doc.setdefault("sim_robot_node", {}).setdefault("ros__parameters", {})
         robot["rate_hz"] = float(rate_hz)
+    if loop_cpus is not None:
+        try:
+            cpus = check_cpus(parse_cpus(loop_cpus), "--loop-cpus")
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+        edit["loop_cpus"] = ",".join(map(str, cpus))
     path = out_dir / "deploy_params.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path

@@ -159,3 +159,11 @@ def test_trigger_and_rate_override_the_params_file(tmp_path):
     assert doc["planner_node"] == yaml.safe_load(Path(DEFAULT_CONFIG).read_text())["planner_node"]
     with pytest.raises(CliError, match="--rate-hz must be > 0"):
         override_params(Path(DEFAULT_CONFIG), tmp_path, None, 0.0)
+    import os
+
+    cpu = min(os.sched_getaffinity(0))
+    path = override_params(Path(DEFAULT_CONFIG), tmp_path, None, None, f"{cpu},{cpu}")
+    edit = yaml.safe_load(path.read_text())["edit_policy_node"]["ros__parameters"]
+    assert edit["loop_cpus"] == str(cpu) and edit["trigger"] == "manifest"
+    with pytest.raises(CliError, match="CPU list 'x'"):
+        override_params(Path(DEFAULT_CONFIG), tmp_path, None, None, "x")
