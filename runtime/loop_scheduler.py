@@ -179,8 +179,8 @@ class LoopScheduler:
     def _thread_main(self) -> None:
         if self.cfg.rt_priority:
             set_fifo(self.cfg.rt_priority)
-        self.cpus_applied = pin_thread(self.cfg.cpus, "loop cpus")
         try:
+            self.cpus_applied = pin_thread(self.cfg.cpus, "loop cpus")
             self._loop(None, None)
         except BaseException as exc:  # surfaced by stop()
             log.exception("edit loop crashed")
