@@ -20,7 +20,7 @@ import os
 import threading
 from collections.abc import Iterable
 
-__all__ = ["allowed_cpus", "check_cpus", "parse_cpus", "pin_thread"]
+__all__ = ["allowed_cpus", "check_cpus", "cpu_list", "parse_cpus", "pin_thread"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,12 @@ def check_cpus(cpus: Iterable[int], what: str) -> tuple[int, ...]:
         raise ValueError(f"{what} {list(out)}: CPU {', '.join(map(str, missing))} is not "
                          f"available to this process (allowed: {sorted(allowed)})")
     return out
+
+
+def cpu_list(text: str, what: str) -> tuple[int, ...]:
+    """A user's CPU list (a flag or parameter named ``what``): :func:`parse_cpus`, then
+    :func:`check_cpus`; either's ``ValueError`` names the problem."""
+    return check_cpus(parse_cpus(text), what)
 
 
 def pin_thread(cpus: Iterable[int], what: str) -> tuple[int, ...]:

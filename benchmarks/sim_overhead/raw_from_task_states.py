@@ -8,21 +8,15 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import torch
 
 from edgerl.sim.mujoco.backends import MujocoBatch
 from edgerl.sim.registry import make_task
 
-
-def best_us(fn, n: int = 20, reps: int = 15) -> float:
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - t) / n)
-    return best * 1e6
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from profile_step import best_us  # the sibling script's best-of timer
 
 
 def measure(task: str) -> None:
@@ -33,8 +27,8 @@ def measure(task: str) -> None:
     for _ in range(20):
         env.step(zeros)
         raw.step(env.substeps)
-    t_task = best_us(lambda: env.step(zeros))
-    t_rest = best_us(lambda: raw.step(env.substeps))
+    t_task = best_us(lambda: env.step(zeros), n=20, reps=15)
+    t_rest = best_us(lambda: raw.step(env.substeps), n=20, reps=15)
     blocks = []
     for _ in range(15):
         raw.state[:] = env.sim.state

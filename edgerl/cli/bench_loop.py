@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edgerl.cli.output import print_json, print_table
     from edgerl.logs import progress
-    from edgerl.runtime.cpu_affinity import check_cpus, parse_cpus
+    from edgerl.runtime.cpu_affinity import cpu_list
     from edgerl.runtime.deployment import Deployment
     from edgerl.runtime.edit_loop import LoopConfig
     from edgerl.runtime.inference import InferenceError
@@ -146,8 +146,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--trigger state needs --sensor thread (a sink-written observation "
                        "would trigger the next tick at once)")
     try:
-        loop_cpus = check_cpus(parse_cpus(args.loop_cpus), "--loop-cpus")
-        planner_cpus = check_cpus(parse_cpus(args.planner_cpus), "--planner-cpus")
+        loop_cpus = cpu_list(args.loop_cpus, "--loop-cpus")
+        planner_cpus = cpu_list(args.planner_cpus, "--planner-cpus")
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     cfg = LoopConfig(rate_hz=args.rate or None, spin_s=args.spin_us * 1e-6, cpus=loop_cpus,

@@ -161,7 +161,7 @@ def override_params(params: Path, out_dir: Path, trigger: str | None,
     loop's rate and the loop thread's CPUs set; returns its path (in ``out_dir``)."""
     import yaml
 
-    from edgerl.runtime.cpu_affinity import check_cpus, parse_cpus
+    from edgerl.runtime.cpu_affinity import cpu_list
 
     try:
         doc = yaml.safe_load(params.read_text())
@@ -178,7 +178,7 @@ def override_params(params: Path, out_dir: Path, trigger: str | None,
         robot["rate_hz"] = float(rate_hz)
     if loop_cpus is not None:
         try:
-            cpus = check_cpus(parse_cpus(loop_cpus), "--loop-cpus")
+            cpus = cpu_list(loop_cpus, "--loop-cpus")
         except ValueError as exc:
             raise CliError(str(exc)) from exc
         edit["loop_cpus"] = ",".join(map(str, cpus))

@@ -197,7 +197,7 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
 
     # --- lifecycle ---------------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
-        from edgerl.runtime.cpu_affinity import check_cpus, parse_cpus
+        from edgerl.runtime.cpu_affinity import cpu_list
         from edgerl.runtime.deployment import Deployment
         from edgerl.runtime.safety import SafetyConfig
         from edgerl.spec import load_bundle_manifest
@@ -208,7 +208,7 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         try:
             cfg = LoopConfig(rate_hz=float(p["rate_hz"]) or None, spin_s=float(p["spin_s"]),
-                             cpus=check_cpus(parse_cpus(p["loop_cpus"]), "loop_cpus"),
+                             cpus=cpu_list(p["loop_cpus"], "loop_cpus"),
                              safety=SafetyConfig(stale_policy=p["stale_policy"]),
                              trigger="" if p["trigger"] == "manifest" else p["trigger"])
             slot = StampedObservationSlot(load_bundle_manifest(p["bundle"]).observation.dim)
