@@ -179,3 +179,31 @@ class TestEnvContract:
     def test_throughput_hooks(self):
         env = _env(16)
         assert env.raw_physics_steps_per_s(16, 5) > 100.0
+
+
+class TestCachedGoal:
+    """The reward and the critic read the goal cached per episode; every way the goal
+    changes (reset, set_instruction) must refresh it."""
+
+    def test_reward_and_critic_follow_set_instruction(self):
+        env = _env(4, seed=5, hold_steps=1000)
+        for target in range(4):
+            env.set_instruction(np.arange(4), np.full(4, target))
+            obs, reward, _, _ = env.step(torch.zeros(4, 2))
+            tip = arm_fk(env.sim.qpos)
+            dist = np.linalg.norm(tip - env.targets[:, target], axis=-1)
+            np.testing.assert_allclose(reward.numpy(), -dist, atol=1e-5)
+            critic = obs["critic"].numpy()
+            np.testing.assert_allclose(critic[:, 16:18], env.targets[:, target], atol=1e-6)
+            np.testing.assert_array_equal(critic[:, 18:], np.eye(4)[np.full(4, target)])
+
+    def test_auto_reset_refreshes_the_goal(self):
+        env = _env(2, seed=6, max_episode_steps=2, hold_steps=1000)
+        before = env.goal().copy()
+        for _ in range(2):
+            env.step(torch.zeros(2, 2))  # the second step times out and resets
+        assert not np.allclose(env.goal(), before)
+        obs, reward, _, _ = env.step(torch.zeros(2, 2))
+        dist = np.linalg.norm(arm_fk(env.sim.qpos) - env.goal(), axis=-1)
+        np.testing.assert_allclose(reward.numpy(), -dist, atol=1e-5)
+        np.testing.assert_allclose(obs["critic"].numpy()[:, 16:18], env.goal(), atol=1e-6)
