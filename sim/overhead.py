@@ -8,7 +8,8 @@ steps each (``num_envs`` envs, zero actions, auto-resets included):
    (same model, per-env parameters, substeps, threads) replays, one ``step`` call each, the
    integration states it had just before each physics call of an untimed block of ``env.step``
    that ran right before; only the ``step`` calls are timed (writing a state row set before
-   each costs the replay 0.4% on arm_reach, measured), and the task's state is put back after;
+   each costs the replay 0.4-0.5 % on arm_reach, ``benchmarks/sim_overhead/replay_protocol.py``),
+   and the task's state is put back after;
 3. **raw physics from rest** (``ratio_from_rest``, the reference until session 12): a second,
    persistent batch of the model stepped from its default state with zero control.
 
