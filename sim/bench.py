@@ -6,6 +6,8 @@ expert computed every step (closed loop, its cost included: a stand-in for a pol
 inference); ``raw_physics_steps_per_s`` is the task's
 ``raw_physics_steps_per_s`` hook (dynamics kernel / ``mujoco.rollout`` with zero control, no
 observation, reward or wrapper), measured in the same run, so overhead is their ratio.
+MuJoCo tasks add ``raw_same_states_steps_per_s`` / ``overhead_ratio_same_states``: their own
+batch replaying the states the run stepped (``edgerl bench ratios``' reference).
 """
 
 from __future__ import annotations
@@ -86,9 +88,12 @@ def measure(task: str, num_envs: int, device: str = "cpu", steps: int = 200, war
             elapsed = min(elapsed, time.perf_counter() - start)
         raw = max(float(env.raw_physics_steps_per_s(num_envs, steps))
                   for _ in range(max(int(repeats), 1)))
+        same = _same_state_raw(env, stepper, act, steps, repeats)
     finally:
         env.close()
     rate = num_envs * steps / elapsed
+    extra = {} if same is None else {"raw_same_states_steps_per_s": same,
+                                     "overhead_ratio_same_states": rate / same}
     agents = int(getattr(env, "n_agents", 1))
     return {"task": task, "backend": info.backend, "num_envs": num_envs, "device": device,
             "method": method or "none", "actions": actions, "steps": steps, "repeats": repeats,
@@ -97,7 +102,28 @@ def measure(task: str, num_envs: int, device: str = "cpu", steps: int = 200, war
             # one agent per env is policy-controlled; the others (driving's scripted cars) are
             # simulated vehicles, reported apart so the headline is not inflated by them
             "agents_per_env": agents, "policy_agent_steps_per_s": rate,
-            "agent_steps_per_s": rate * agents}
+            "agent_steps_per_s": rate * agents, **extra}
+
+
+def _same_state_raw(env: Any, stepper: Any, act: Any, steps: int, repeats: int) -> float | None:
+    """MuJoCo tasks: the task's own batch replaying the states ``steps`` more steps of
+    ``stepper`` leave it in (:class:`~edgerl.sim.overhead.StateReplay`), env-steps/s, best of
+    ``repeats``; ``None`` for tasks without a batch, and through the latency wrapper (its
+    expert planner rolls the batch forward, which is not the task's physics). The same
+    reference as ``edgerl bench ratios``' ``sim/<task>`` (a contact task's physics costs what
+    its states make it cost, so the from-rest figure charges the difference to the task)."""
+    from edgerl.sim.overhead import StateReplay
+
+    if stepper is not env or not hasattr(env, "sim") or not hasattr(env, "substeps"):
+        return None
+    replay = StateReplay(env.sim, steps)
+    best = math.inf
+    for _ in range(max(int(repeats), 1)):
+        with replay.recording():
+            for _ in range(steps):
+                stepper.step(act())
+        best = min(best, replay.replay(env.substeps))
+    return env.num_envs * replay.count / best
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,5 +149,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     else:
-        print_table([result], title=f"edgerl bench sim: {args.task}")
+        # one result: a metric per row reads at any terminal width
+        print_table([{"metric": k, "value": v} for k, v in result.items()],
+                    title=f"edgerl bench sim: {args.task}")
     return 0

@@ -34,3 +34,22 @@ def test_cli_json_and_unknown_task(capsys):
     assert main(["bench", "sim", "--task", "no_such_task", "--json"]) == 1
     assert "unknown task 'no_such_task'" in capsys.readouterr().err
     assert main(["bench", "sim", "--task", "cartpole", "--steps", "0"]) == 1
+
+
+def test_mujoco_task_reports_the_same_state_reference():
+    out = measure("ball_balance", num_envs=4, steps=3, warmup=1, repeats=2)
+    assert out["raw_same_states_steps_per_s"] > 0
+    assert out["overhead_ratio_same_states"] == pytest.approx(
+        out["steps_per_s"] / out["raw_same_states_steps_per_s"])
+    # torch tasks have no batch to replay
+    assert "raw_same_states_steps_per_s" not in measure("cartpole", num_envs=4, steps=2, warmup=0)
+
+
+def test_table_is_one_metric_per_row(capsys):
+    from edgerl.cli import main
+
+    assert main(["bench", "sim", "--task", "cartpole", "--num-envs", "8", "--steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "metric" in out and "value" in out
+    row = next(line for line in out.splitlines() if "overhead_ratio" in line)
+    assert float(row.replace("│", " ").split()[1]) > 0
