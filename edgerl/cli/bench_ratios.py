@@ -17,7 +17,15 @@ ratio                         ours / reference                                  
 ``hil/rtt_p99``               ``edgerl hil`` command round trip p99 / ``edgerl      <= 2
                               bench serial --pace-hz`` p99 (the HIL's traffic, same
                               firmware build and priority), median of the pairs
+``ros2/e2e_p99``              ``edgerl deploy --trigger state`` state -> command     none
+                              p99 / a bare rclpy ``JointState`` round trip p99
+                              between two processes, paced at the control rate
+``ros2/node_tick_p99``        the edit node's tick compute p99 in that deploy /      none
+                              ``edgerl bench loop``'s at the same rate, same bundle
 ============================  ====================================================  ========
+
+The two ``ros2`` rows have no target in issue #22 (it asks for them to be printed); they are
+reported and plotted, and ``met`` is ``null``.
 
 The miss rate is a count of 0-10 events per 10,000 ticks on this machine, so its ratio is
 not judged on the point value: :func:`edgerl.count_ratio.rate_ratio_test` tests the pooled
@@ -44,8 +52,9 @@ from typing import Any
 HELP = "ratio of each path to its limit measured in the same run; appends a history line"
 
 #: ratio name prefix -> (target, "min" if the ratio must be >= target else "max").
-TARGETS = {"sim": (0.75, "min"), "train": (0.5, "min"), "loop": (1.5, "max"),
-           "hil": (2.0, "max")}
+TARGETS: dict[str, tuple[float | None, str]] = {
+    "sim": (0.75, "min"), "train": (0.5, "min"), "loop": (1.5, "max"), "hil": (2.0, "max"),
+    "ros2": (None, "max")}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -65,7 +74,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="edit bundle for the loop ratios (none = skip them)")
     p.add_argument("--loop-rate", type=float, default=1000.0)
     p.add_argument("--loop-seconds", type=float, default=10.0, help="seconds per loop block")
-    p.add_argument("--loop-pairs", type=int, default=1, help="(bare, loop) pairs")
+    p.add_argument("--loop-pairs", type=int, default=1,
+                   help="(bare, loop) pairs (0 = skip the loop rows)")
     p.add_argument("--loop-cpus", default="",
                    help="CPUs for both loops' threads, e.g. 1 (default: not pinned)")
     p.add_argument("--planner-cpus", default="",
@@ -85,6 +95,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="SCHED_FIFO priority of the hil row's processes (firmware +1; 0 = off)")
     p.add_argument("--hil-episodes", type=int, default=2, help="hil episodes per set")
     p.add_argument("--hil-max-steps", type=int, default=250, help="hil steps per episode")
+    p.add_argument("--ros2-seconds", type=float, default=10.0,
+                   help="seconds of the deploy and of the bench loop behind the ros2 rows "
+                        "(needs --bundle and rclpy; 0 = skip)")
     p.add_argument("--history", type=lambda v: Path(v) if v else None,
                    default=Path("docs/bench_history.jsonl"),
                    help="append one JSON line here ('' = do not)")
@@ -142,7 +155,7 @@ def train_ratios(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def loop_ratios(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """``loop/jitter_p99`` and ``loop/miss_rate``: edit loop / bare sleep+spin loop."""
-    if args.bundle is None:
+    if args.bundle is None or args.loop_pairs == 0:
         return {}
     from edgerl.cli.bench_spin import compare
 
@@ -209,15 +222,87 @@ def hil_row(sets: list[dict[str, Any]]) -> dict[str, Any]:
             "other_rt": [len(r["other_rt"]) for r in sets]}
 
 
-def meets(name: str, row: float | dict[str, Any]) -> bool:
+def ros2_ratios(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """``ros2/e2e_p99`` and ``ros2/node_tick_p99`` (:func:`ros2_rows`): an rclpy round trip
+    paced at the bundle's control rate, ``edgerl deploy --trigger state`` and ``edgerl bench
+    loop``, one after the other, ``--ros2-seconds`` each. Skipped without ``--bundle``, with
+    ``--ros2-seconds 0``, or (logged) when rclpy is not installed."""
+    if args.bundle is None or args.ros2_seconds == 0:
+        return {}
+    import importlib.util
+    import logging
+
+    if importlib.util.find_spec("rclpy") is None:
+        logging.getLogger(__name__).warning("ros2 rows skipped: rclpy is not installed")
+        return {}
+    from edgerl_ros.roundtrip import measure
+
+    from edgerl.spec import load_bundle_manifest
+
+    hz = float(load_bundle_manifest(args.bundle).control_hz)
+    rtt = measure(n=max(50, int(args.ros2_seconds * hz)), period_s=1.0 / hz)
+    deploy = _edgerl_json(["deploy", "--bundle", str(args.bundle), "--trigger", "state",
+                           "--duration", str(args.ros2_seconds)], ok_codes=(0, 2))
+    loop = _edgerl_json(["bench", "loop", "--bundle", str(args.bundle), "--rate", str(hz),
+                         "--seconds", str(args.ros2_seconds)])
+    return ros2_rows(rtt, deploy, loop)
+
+
+def _edgerl_json(argv: list[str], ok_codes: tuple[int, ...] = (0,)) -> dict[str, Any]:
+    """``python -m edgerl ARGV --json`` in a child process, its JSON; ``RuntimeError`` with
+    the end of its stderr on another exit code."""
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "edgerl", *argv, "--json"],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode not in ok_codes:
+        raise RuntimeError(f"edgerl {' '.join(argv)} exited {proc.returncode}: "
+                           f"{proc.stderr.strip()[-800:]}")
+    return json.loads(proc.stdout)
+
+
+def ros2_rows(rtt: dict[str, Any], deploy: dict[str, Any],
+              loop: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The two ros2 rows from a round trip (:func:`edgerl_ros.roundtrip.measure`), an
+    ``edgerl deploy --json`` summary and an ``edgerl bench loop --json`` summary (all in us).
+    ``ValueError`` naming the field when one is missing or not positive."""
+    def value(src: dict[str, Any], key: str, what: str) -> float:
+        v = src.get(key)
+        if not isinstance(v, (int, float)) or not v > 0:
+            raise ValueError(f"ros2 rows: {what} has no positive {key} (got {v!r})")
+        return float(v)
+
+    e2e = value(deploy, "e2e_latency_p99_us", "edgerl deploy")
+    ref = value(rtt, "rtt_p99_us", "the rclpy round trip")
+    node = value(deploy, "edit_tick_compute_p99_us", "edgerl deploy")
+    bench = value(loop, "tick_compute_p99_us", "edgerl bench loop")
+    return {"ros2/e2e_p99": {"ratio": round(e2e / ref, 3), "ours": e2e, "reference": ref,
+                             "unit": "us", "ours_p50": deploy.get("e2e_latency_p50_us"),
+                             "reference_p50": rtt.get("rtt_p50_us"), "trigger": "state",
+                             "round_trips": rtt.get("n")},
+            "ros2/node_tick_p99": {"ratio": round(node / bench, 3), "ours": node,
+                                   "reference": bench, "unit": "us",
+                                   "ours_p50": deploy.get("edit_tick_compute_p50_us"),
+                                   "reference_p50": loop.get("tick_compute_p50_us")}}
+
+
+def meets(name: str, row: float | dict[str, Any]) -> bool | None:
     """Whether a ratio (or a row with ``ratio``) meets its target (:data:`TARGETS` by name
-    prefix); a row that carries its own test verdict (``met``: the miss-rate row) keeps it."""
+    prefix); a row that carries its own test verdict (``met``: the miss-rate row) keeps it;
+    ``None`` for a row without a target (``ros2``)."""
     if isinstance(row, dict):
         if "met" in row:
-            return bool(row["met"])
+            return row["met"] if row["met"] is None else bool(row["met"])
         row = row["ratio"]
     target, kind = TARGETS[name.split("/", 1)[0]]
+    if target is None:
+        return None
     return row >= target if kind == "min" else row <= target
+
+
+def _target_text(name: str) -> str:
+    target, kind = TARGETS[name.split("/", 1)[0]]
+    return "none" if target is None else f"{'>=' if kind == 'min' else '<='} {target}"
 
 
 def _bounds(r: dict[str, Any]) -> str:
@@ -248,7 +333,9 @@ def plot_trend(history: Path, png: Path) -> None:
     for ax, name in zip(axes[:, 0], names):
         xs = [i for i, ln in enumerate(lines) if name in ln.get("ratios", {})]
         ax.plot(xs, [lines[i]["ratios"][name]["ratio"] for i in xs], "o-", ms=3)
-        ax.axhline(TARGETS[name.split("/", 1)[0]][0], ls="--", c="grey", lw=0.8)
+        target = TARGETS[name.split("/", 1)[0]][0]
+        if target is not None:
+            ax.axhline(target, ls="--", c="grey", lw=0.8)
         ax.set_ylabel(name, rotation=0, ha="right", fontsize=8)
     axes[-1, 0].set_xlabel("run (docs/bench_history.jsonl line)")
     fig.suptitle("edgerl: ratio of each path to its limit, same run")
@@ -264,10 +351,10 @@ def run(args: argparse.Namespace) -> int:
 
     if min(args.sim_envs, args.sim_steps, args.sim_repeats, args.train_envs,
            args.train_steps_per_env, args.train_iterations, args.train_repeats,
-           args.loop_pairs, args.hil_episodes, args.hil_max_steps) < 1 \
-            or not args.loop_seconds > 0:
-        raise CliError("sizes, steps, iterations, repeats, pairs and hil episodes / steps must "
-                       "be >= 1 and --loop-seconds > 0")
+           args.hil_episodes, args.hil_max_steps) < 1 \
+            or not args.loop_seconds > 0 or args.loop_pairs < 0 or not args.ros2_seconds >= 0:
+        raise CliError("sizes, steps, iterations, repeats and hil episodes / steps must be "
+                       ">= 1, --loop-pairs and --ros2-seconds >= 0 and --loop-seconds > 0")
     if args.hil_runs < 0 or not 0 < args.miss_alpha < 0.5:
         raise CliError(f"--hil-runs must be >= 0 (got {args.hil_runs}) and --miss-alpha in "
                        f"(0, 0.5) (got {args.miss_alpha})")
@@ -287,6 +374,10 @@ def run(args: argparse.Namespace) -> int:
         ratios.update(hil_ratios(args))
     except RuntimeError as exc:  # an edgerl bench serial / hil subprocess failed
         raise CliError(f"hil/rtt_p99: {exc}") from None
+    try:
+        ratios.update(ros2_ratios(args))
+    except (RuntimeError, ValueError) as exc:  # a deploy / bench loop / round trip failed
+        raise CliError(f"ros2 rows: {exc}") from None
     for name, r in ratios.items():
         r["met"] = meets(name, r)
     line = {"utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)), "git": _git_rev(),
@@ -301,9 +392,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         rows = [{"ratio": name, "value": r["ratio"], "ours": r["ours"],
                  "reference": r["reference"], "unit": r["unit"],
-                 "target": ("{} {}".format(">=" if TARGETS[name.split('/')[0]][1] == "min"
-                                           else "<=", TARGETS[name.split('/')[0]][0])),
-                 "bounds": _bounds(r), "met": r["met"]} for name, r in ratios.items()]
+                 "target": _target_text(name), "bounds": _bounds(r),
+                 "met": "-" if r["met"] is None else r["met"]} for name, r in ratios.items()]
         print_table(rows, title=f"edgerl bench ratios (load {load_before} -> "
                                 f"{line['load_after']})")
     return 0

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from edgerl.cli import main
-from edgerl.cli.bench_ratios import hil_row, meets, miss_rate_row, plot_trend
+from edgerl.cli.bench_ratios import hil_row, meets, miss_rate_row, plot_trend, ros2_rows
 
 TINY = ["--sim-tasks", "arm_reach", "--sim-envs", "4", "--sim-steps", "3", "--sim-repeats", "1",
         "--train-tasks", "cartpole", "--train-envs", "4", "--train-steps-per-env", "4",
@@ -38,6 +38,23 @@ def test_targets():
     assert meets("loop/jitter_p99", 1.5) and not meets("loop/miss_rate", 1.51)
     assert meets("hil/rtt_p99", 2.0) and not meets("hil/rtt_p99", 2.01)
     assert meets("sim/arm_reach", {"ratio": 0.8}) and not meets("hil/rtt_p99", {"ratio": 2.5})
+    # no target in the issue: reported, never met or failed
+    assert meets("ros2/e2e_p99", 0.1) is None and meets("ros2/node_tick_p99", {"ratio": 9}) is None
+
+
+def test_ros2_rows_are_ours_over_the_reference():
+    rtt = {"rtt_p99_us": 400.0, "rtt_p50_us": 250.0, "n": 450}
+    deploy = {"e2e_latency_p99_us": 1000.0, "e2e_latency_p50_us": 600.0,
+              "edit_tick_compute_p99_us": 90.0, "edit_tick_compute_p50_us": 60.0}
+    loop = {"tick_compute_p99_us": 60.0, "tick_compute_p50_us": 40.0}
+    rows = ros2_rows(rtt, deploy, loop)
+    assert rows["ros2/e2e_p99"]["ratio"] == 2.5 and rows["ros2/e2e_p99"]["reference"] == 400.0
+    assert rows["ros2/node_tick_p99"]["ratio"] == 1.5
+    assert rows["ros2/e2e_p99"]["ours_p50"] == 600.0 and rows["ros2/e2e_p99"]["round_trips"] == 450
+    with pytest.raises(ValueError, match="edgerl deploy has no positive e2e_latency_p99_us"):
+        ros2_rows(rtt, {**deploy, "e2e_latency_p99_us": None}, loop)
+    with pytest.raises(ValueError, match="bench loop has no positive tick_compute_p99_us"):
+        ros2_rows(rtt, deploy, {})
 
 
 def _counts(loop: int, bare: int, ticks: int = 10_000) -> dict:
@@ -134,7 +151,7 @@ def test_ratios_loop_rows_pool_the_pairs_counts(tmp_path, capsys):
     bundle = write_task_bundle(tmp_path / "bundle")
     assert main(["bench", "ratios", "--sim-tasks", "", "--train-tasks", "", "--hil-runs", "0",
                  "--bundle", str(bundle), "--loop-rate", "200", "--loop-seconds", "0.3",
-                 "--loop-pairs", "2", "--history", "", "--json"]) == 0
+                 "--loop-pairs", "2", "--ros2-seconds", "0", "--history", "", "--json"]) == 0
     ratios = json.loads(capsys.readouterr().out)["ratios"]
     assert set(ratios) == {"loop/jitter_p99", "loop/miss_rate"}
     miss = ratios["loop/miss_rate"]
@@ -160,10 +177,32 @@ def test_ratios_loop_rows_with_a_pinned_planner_process(tmp_path, capsys):
     assert main(["bench", "ratios", "--sim-tasks", "", "--train-tasks", "", "--hil-runs", "0",
                  "--bundle", str(bundle), "--loop-rate", "200", "--loop-seconds", "0.3",
                  "--planner-process", "--loop-cpus", cpu, "--planner-cpus", cpu,
-                 "--history", "", "--json"]) == 0
+                 "--ros2-seconds", "0", "--history", "", "--json"]) == 0
     ratios = json.loads(capsys.readouterr().out)["ratios"]
     for row in ratios.values():
         assert row["loop_cpus"] == cpu and row["planner_cpus"] == cpu
         assert row["planner_mode"] == "process"
     miss = ratios["loop/miss_rate"]
     assert 50 <= miss["n1"] <= 65 and 50 <= miss["n2"] <= 65  # 0.3 s at 200 Hz each
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_ratios_ros2_rows_run_deploy_and_the_round_trip(tmp_path, capsys, monkeypatch):
+    """The ros2 rows from a real 2 s ``edgerl deploy --trigger state``, ``edgerl bench loop``
+    and an rclpy round trip at the bundle's 50 Hz: both rows positive, no target (no timing
+    asserted)."""
+    pytest.importorskip("rclpy")
+    from tests.helpers.task_bundles import write_task_bundle
+
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    bundle = write_task_bundle(tmp_path / "bundle")
+    assert main(["bench", "ratios", "--sim-tasks", "", "--train-tasks", "", "--hil-runs", "0",
+                 "--bundle", str(bundle), "--loop-pairs", "0", "--ros2-seconds", "2",
+                 "--history", "", "--json"]) == 0
+    ratios = json.loads(capsys.readouterr().out)["ratios"]
+    assert set(ratios) == {"ros2/e2e_p99", "ros2/node_tick_p99"}
+    for row in ratios.values():
+        assert row["ours"] > 0 and row["reference"] > 0 and row["met"] is None
+        assert row["ratio"] == pytest.approx(row["ours"] / row["reference"], rel=1e-2)
+    assert ratios["ros2/e2e_p99"]["round_trips"] >= 80  # 100 paced at 20 ms, warm-up cut
