@@ -237,28 +237,16 @@ def ros2_ratios(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         return {}
     from edgerl_ros.roundtrip import measure
 
+    from edgerl.child_json import edgerl_json
     from edgerl.spec import load_bundle_manifest
 
     hz = float(load_bundle_manifest(args.bundle).control_hz)
     rtt = measure(n=max(50, int(args.ros2_seconds * hz)), period_s=1.0 / hz)
-    deploy = _edgerl_json(["deploy", "--bundle", str(args.bundle), "--trigger", "state",
+    deploy = edgerl_json(["deploy", "--bundle", str(args.bundle), "--trigger", "state",
                            "--duration", str(args.ros2_seconds)], ok_codes=(0, 2))
-    loop = _edgerl_json(["bench", "loop", "--bundle", str(args.bundle), "--rate", str(hz),
+    loop = edgerl_json(["bench", "loop", "--bundle", str(args.bundle), "--rate", str(hz),
                          "--seconds", str(args.ros2_seconds)])
     return ros2_rows(rtt, deploy, loop)
-
-
-def _edgerl_json(argv: list[str], ok_codes: tuple[int, ...] = (0,)) -> dict[str, Any]:
-    """``python -m edgerl ARGV --json`` in a child process, its JSON; ``RuntimeError`` with
-    the end of its stderr on another exit code."""
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "edgerl", *argv, "--json"],
-                          capture_output=True, text=True, timeout=600)
-    if proc.returncode not in ok_codes:
-        raise RuntimeError(f"edgerl {' '.join(argv)} exited {proc.returncode}: "
-                           f"{proc.stderr.strip()[-800:]}")
-    return json.loads(proc.stdout)
 
 
 def ros2_rows(rtt: dict[str, Any], deploy: dict[str, Any],

@@ -19,29 +19,20 @@ Used by ``benchmarks/hil_rt_ratio.py`` and the ``hil/rtt_p99`` row of ``edgerl b
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from edgerl.child_json import edgerl_json
 
 __all__ = ["TARGET_RATIO", "other_rt_threads", "pair", "summarize", "watch_rt"]
 
 #: the acceptance: hil p99 within this factor of the paced bench serial p99.
 TARGET_RATIO = 2.0
 
-
-def _edgerl(argv: list[str]) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "edgerl", *argv, "--json"],
-                          capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"edgerl {' '.join(argv)} exited {proc.returncode}: "
-                           f"{proc.stderr[-1500:]}")
-    return json.loads(proc.stdout)
 
 
 def other_rt_threads(above: int) -> dict[str, int]:
@@ -98,13 +89,13 @@ def pair(rt_priority: int, count: int, episodes: int, target: str, max_steps: in
     load = os.getloadavg()[0]
     rt = ["--rt-priority", str(rt_priority), "--target", target]  # the same firmware build
     with watch_rt(rt_priority + 1) as other_rt:
-        paced = _edgerl(["bench", "serial", "--count",
-                         str(paced_count or episodes * max_steps), "--warmup", "25",
-                         "--pace-hz", str(pace_hz), "--watchdog-trials", "0", *rt])
-        bench = _edgerl(["bench", "serial", "--count", str(count), "--watchdog-trials", "0",
-                         *rt])
-        hil = _edgerl(["hil", "--episodes", str(episodes), "--max-steps", str(max_steps),
-                       "--no-estop-check", *rt])
+        paced = edgerl_json(["bench", "serial", "--count",
+                             str(paced_count or episodes * max_steps), "--warmup", "25",
+                             "--pace-hz", str(pace_hz), "--watchdog-trials", "0", *rt])
+        bench = edgerl_json(["bench", "serial", "--count", str(count), "--watchdog-trials",
+                             "0", *rt])
+        hil = edgerl_json(["hil", "--episodes", str(episodes), "--max-steps", str(max_steps),
+                           "--no-estop-check", *rt])
     if hil["control_hz"] != pace_hz:
         raise RuntimeError(f"the HIL ran at {hil['control_hz']} Hz, the paced reference at "
                            f"{pace_hz} Hz: pass --pace-hz {hil['control_hz']}")
