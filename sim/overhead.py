@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -54,9 +56,27 @@ class StateReplay:
         self.rows = np.empty((capacity, *batch.state.shape))
         self.count = 0
 
-    def recording(self) -> _Recording:
-        """Context manager: record the state before every ``batch.step`` call inside it."""
-        return _Recording(self)
+    @contextmanager
+    def recording(self) -> Iterator[StateReplay]:
+        """Record the state before every ``batch.step`` call inside the block (``count``
+        restarts at 0); ``RuntimeError`` on a step of some envs only or past ``capacity``."""
+        batch, step = self.batch, self.batch.step
+        self.count = 0
+
+        def recording_step(nsubsteps: int = 1, env_ids: np.ndarray | None = None) -> None:
+            if env_ids is not None:
+                raise RuntimeError("StateReplay records whole-batch steps only")
+            if self.count == len(self.rows):
+                raise RuntimeError(f"StateReplay: more than {len(self.rows)} steps recorded")
+            np.copyto(self.rows[self.count], batch.state)
+            self.count += 1
+            step(nsubsteps)
+
+        batch.step = recording_step  # an instance attribute: shadows the method until the end
+        try:
+            yield self
+        finally:
+            del batch.step
 
     def replay(self, nsubsteps: int) -> float:
         """Step each recorded state set once (``nsubsteps`` physics steps); seconds spent in
@@ -75,31 +95,6 @@ class StateReplay:
         finally:
             np.copyto(batch.state, saved)
         return spent
-
-
-class _Recording:
-    def __init__(self, replay: StateReplay) -> None:
-        self._replay = replay
-
-    def __enter__(self) -> StateReplay:
-        replay, batch = self._replay, self._replay.batch
-        replay.count = 0
-        step = batch.step
-
-        def recording_step(nsubsteps: int = 1, env_ids: np.ndarray | None = None) -> None:
-            if env_ids is not None:
-                raise RuntimeError("StateReplay records whole-batch steps only")
-            if replay.count == len(replay.rows):
-                raise RuntimeError(f"StateReplay: more than {len(replay.rows)} steps recorded")
-            np.copyto(replay.rows[replay.count], batch.state)
-            replay.count += 1
-            step(nsubsteps)
-
-        batch.step = recording_step  # instance attribute: shadows the method until __exit__
-        return replay
-
-    def __exit__(self, *exc: object) -> None:
-        del self._replay.batch.step
 
 
 def overhead_ratio(task: str, num_envs: int = 256, steps: int = 20, blocks: int = 15,
