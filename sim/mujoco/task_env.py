@@ -49,12 +49,12 @@ class MujocoTaskEnv(EdgeVecEnv):
     """Base of edgerl's MuJoCo tasks: the MDP step around a :class:`MujocoBatch`.
 
     ``step`` reads like the MDP: actions (validated by :class:`EdgeVecEnv`) -> ``_apply_action``
-    -> ``substeps`` physics steps -> ``_evaluate`` (reward, terminated, success) -> time-outs
-    -> reset of finished envs -> ``_observe``. State and task buffers are numpy (float64 state
-    rows, views); tensors are made at the boundary with ``torch.from_numpy`` and moved to
-    ``device``. Subclasses set :attr:`spec`, :attr:`substeps`, :attr:`model` and implement the
-    ``_``-prefixed hooks; randomization (``cfg.randomization``, a
-    :class:`~edgerl.sim.randomization.DomainRandConfig`) is applied per env at reset through
+    -> ``substeps`` physics steps -> ``_transition`` (by default ``_evaluate``: reward,
+    terminated, success; then time-outs) -> reset of finished envs -> ``_observe``. State and
+    task buffers are numpy (float64 state rows, views); tensors are made at the boundary with
+    ``torch.from_numpy`` and moved to ``device``. Subclasses set :attr:`spec`, :attr:`substeps`,
+    :attr:`model` and implement the ``_``-prefixed hooks; randomization (``cfg.randomization``,
+    a :class:`~edgerl.sim.randomization.DomainRandConfig`) is applied per env at reset through
     :meth:`MujocoBatch.param` on the fields named by ``_rand_fields``.
     """
 
@@ -174,12 +174,7 @@ class MujocoTaskEnv(EdgeVecEnv):
         """One control step with clipped float64 actions (N, A)."""
         self._apply_action(act)
         self.sim.step(self.substeps)
-        self._ep_len += 1
-        reward, terminated, success = self._evaluate(act)
-        time_outs = self._ep_len >= self.max_episode_length
-        time_outs &= ~terminated
-        success = self._success_at_end(success, terminated, time_outs)
-        dones = terminated | time_outs
+        reward, success, time_outs, dones = self._transition(act)
         log: dict[str, float] = {}
         if dones.any():
             log[f"/{self.spec.name}/success_rate"] = (float(np.count_nonzero(success))
@@ -191,6 +186,21 @@ class MujocoTaskEnv(EdgeVecEnv):
                                   "log": log}
         return self._observe(), fresh(reward.astype(np.float32)), fresh(dones), extras
 
+    def _transition(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                     np.ndarray]:
+        """After physics, with the clipped actions (N, A): count the step and evaluate it.
+
+        Returns fresh arrays ``(reward (N,), success (N,) bool, time_outs (N,) bool, dones (N,)
+        bool)``. The default composes the hooks (``_evaluate``, the episode limit,
+        ``_success_at_end``); a task may override it with one fused computation (arm_reach:
+        :mod:`edgerl.sim.tasks.arm_kernels`)."""
+        self._ep_len += 1
+        reward, terminated, success = self._evaluate(act)
+        time_outs = self._ep_len >= self.max_episode_length
+        time_outs &= ~terminated
+        success = self._success_at_end(success, terminated, time_outs)
+        return reward, success, time_outs, terminated | time_outs
+
     # --- hooks --------------------------------------------------------------------------------
     @abc.abstractmethod
     def _reset_task(self, ids: np.ndarray) -> None:
@@ -200,9 +210,11 @@ class MujocoTaskEnv(EdgeVecEnv):
     def _apply_action(self, act: np.ndarray) -> None:
         """Write clipped actions float64 (N, A) into the simulation's controls."""
 
-    @abc.abstractmethod
     def _evaluate(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """After physics: (reward float (N,), terminated bool (N,), success bool (N,))."""
+        """After physics: (reward float (N,), terminated bool (N,), success bool (N,)).
+        Every task implements it unless it overrides :meth:`_transition`."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither _evaluate nor "
+                                  "_transition")
 
     def _success_at_end(self, success: np.ndarray, terminated: np.ndarray,
                         time_outs: np.ndarray) -> np.ndarray:

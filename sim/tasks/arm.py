@@ -26,6 +26,7 @@ from edgerl.sim.mujoco.backends import load_model
 from edgerl.sim.mujoco.instructed import InstructedTaskEnv
 from edgerl.sim.mujoco.task_env import RAND_FIELDS, control_substeps
 from edgerl.sim.randomization import DomainRandConfig
+from edgerl.sim.tasks.arm_kernels import arm_reach_observe, arm_reach_transition
 from edgerl.sim.tasks.arm_language import COLORS, INSTRUCTIONS
 from edgerl.sim.vec_env import TaskSpec
 
@@ -126,16 +127,17 @@ class ArmReachEnv(InstructedTaskEnv):
             planner_only=[f"{c}_target_{a}" for c in COLORS for a in "xy"])
         self._init_task(model, num_envs, device, seed, self.cfg.backend, self.cfg.nthread)
         self._qpos, self._qvel, self._ctrl = self.sim.qpos, self.sim.qvel, self.sim.ctrl
-        self._kin: tuple[np.ndarray, np.ndarray] | None = None
         self._onehot = np.eye(self.n_targets, dtype=np.float32)
         self.instruction_id = np.zeros(self.num_envs, dtype=np.int64)
         self.targets = self.sim.field("mocap_pos")[:, :, :2]
         # per-episode constants, refreshed where they change (reset, set_instruction): the
-        # goal as a complex number x + iy, and the critic's columns from the targets on
-        # (targets, goal, instruction one-hot) in float32
-        self._goal_c = np.zeros(self.num_envs, dtype=np.complex64)
-        self._q32 = np.zeros((self.num_envs, 2), dtype=np.float32)  # kinematics' workspace
+        # goal (N, 2) float64, and the critic's columns from the targets on (targets, goal,
+        # instruction one-hot) in float32
+        self._goal = np.zeros((self.num_envs, 2))
         self._const_cols = np.zeros((self.num_envs, 4 * self.n_targets - 2), dtype=np.float32)
+        # the (policy, critic) observation the last transition computed (None: recompute)
+        self._obs: tuple[np.ndarray, np.ndarray] | None = None
+        self._obs_width = self.spec.obs_dim + 2 + self.n_targets
         self._hold = np.zeros(self.num_envs, dtype=np.int64)
         self._rows = np.arange(self.num_envs)
         self.reset()
@@ -177,59 +179,42 @@ class ArmReachEnv(InstructedTaskEnv):
         """Recompute the per-episode goal constants of envs ``ids`` from the targets and
         the instruction (the targets only move at reset)."""
         goal = self.goal()[ids]
-        self._goal_c[ids] = goal[:, 0] + 1j * goal[:, 1]
+        self._goal[ids] = goal
         tail = self._const_cols[:, 2 * self.n_targets:]
         tail[ids, :2] = goal
         tail[ids, 2:] = self._onehot[self.instruction_id[ids]]
-        self._kin = None
+        self._obs = None
 
     def _apply_action(self, act: np.ndarray) -> None:
         self._ctrl[:] = act
 
-    def _kinematics(self) -> tuple[np.ndarray, np.ndarray]:
-        """The critic observation (N, 22) float32 with its kinematic columns filled -- (cos,
-        sin) of the joint angles interleaved and the fingertip (m) -- and the fingertip's
-        distance to the goal (N,) in metres; computed once per step (``_evaluate`` fills the
-        cache, ``_observe`` completes and consumes it).
-
-        The plane is complex: with ``e_k = exp(i q_k)`` the fingertip is
-        ``e_1 (L1 + L2 e_2)``, and ``e`` stored as floats is the interleaved (cos, sin)
-        layout, so the forward kinematics is two trig calls and three products written
-        straight into the observation. It runs in single precision, the observation's
-        (fingertip error ~1e-7 m): float32 trig is vectorized, float64's is not."""
-        if self._kin is None:
-            q = self._q32
-            np.copyto(q, self._qpos, casting="same_kind")
-            obs = np.empty((self.num_envs, self.spec.obs_dim + 2 + self.n_targets),
-                           dtype=np.float32)
-            e = obs[:, 0:4].view(np.complex64)  # (N, 2): e_1, e_2
-            np.cos(q, out=e.real)
-            np.sin(q, out=e.imag)
-            tip_c = obs[:, 6:8].view(np.complex64)[:, 0]
-            np.multiply(e[:, 1], LINK2, out=tip_c)
-            tip_c += LINK1
-            tip_c *= e[:, 0]
-            self._kin = (obs, np.abs(tip_c - self._goal_c))
-        return self._kin
-
-    def _evaluate(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        dist = self._kinematics()[1]
-        self._hold += 1
-        self._hold *= dist < self.cfg.success_tol
-        success = self._hold >= self.cfg.hold_steps
-        # -dist - 0.01 |act / v|^2 + 5 success
-        reward = np.einsum("ij,ij->i", act, act)
-        reward *= -0.01 / self.cfg.max_joint_vel ** 2
-        reward -= dist
-        np.add(reward, 5.0, out=reward, where=success)
-        return reward, success, success
+    def _transition(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                     np.ndarray]:
+        """The post-physics step in one compiled call (:func:`arm_reach_transition`): reward
+        ``-dist - 0.01 |act / v|^2 + 5 success`` (dist: fingertip to goal, m), success after
+        ``hold_steps`` consecutive steps within ``success_tol`` (it terminates), time-outs,
+        dones; the observation is kept for :meth:`_observe`."""
+        n = self.num_envs
+        critic = np.empty((n, self._obs_width), dtype=np.float32)
+        policy = np.empty((n, self.spec.obs_dim), dtype=np.float32)
+        reward = np.empty(n, dtype=np.float32)
+        success, time_outs, dones = (np.empty(n, dtype=bool) for _ in range(3))
+        cfg = self.cfg
+        arm_reach_transition(self._qpos, self._qvel, act, self._goal, self._const_cols,
+                             self._hold, self._ep_len, cfg.success_tol, cfg.hold_steps,
+                             0.01 / cfg.max_joint_vel ** 2, 5.0, self.max_episode_length,
+                             LINK1, LINK2, critic, policy, reward, success, time_outs, dones)
+        self._obs = (policy, critic)
+        return reward, success, time_outs, dones
 
     def _observe(self) -> TensorDict:
-        critic, _ = self._kinematics()
-        self._kin = None
-        critic[:, 4:6] = self._qvel
-        critic[:, 8:] = self._const_cols
-        policy = np.ascontiguousarray(critic[:, :self.spec.obs_dim])
+        obs, self._obs = self._obs, None  # a returned observation is never written again
+        if obs is None:
+            obs = (np.empty((self.num_envs, self.spec.obs_dim), dtype=np.float32),
+                   np.empty((self.num_envs, self._obs_width), dtype=np.float32))
+            arm_reach_observe(self._qpos, self._qvel, self._const_cols, obs[1], obs[0], LINK1,
+                              LINK2)
+        policy, critic = obs
         return TensorDict({"policy": torch.from_numpy(policy).to(self.device),
                            "critic": torch.from_numpy(critic).to(self.device)},
                           batch_size=[self.num_envs], device=self.device)
