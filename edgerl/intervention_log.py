@@ -6,7 +6,8 @@ Channels (``json`` message encoding, ``jsonschema`` schemas, readable by Foxglov
 
 * ``loop/tick``: one message per logged tick, the fields of
   :data:`edgerl.runtime.transition_log.TRANSITION_FIELDS` (``edit_obs`` (D,), ``policy_out``,
-  ``chunk_row``, ``command`` (A,), ``intervened``, ``start``, ``episode``, ``t`` s);
+  ``residual``, ``chunk_row``, ``command`` (A,), ``intervened``, ``start``, ``episode``,
+  ``t`` s; recordings made before session 14 have no ``residual``: it reads as NaN);
 * ``operator/intervention``: ``{"stamp_s", "kind", "command"}`` per applied record.
 
 :func:`read_recording` gives the ticks as arrays; :func:`control_steps` collapses the ticks
@@ -29,7 +30,7 @@ __all__ = ["TICK_TOPIC", "INTERVENTION_TOPIC", "InterventionRecorder", "control_
 
 TICK_TOPIC = "loop/tick"
 INTERVENTION_TOPIC = "operator/intervention"
-_VECTORS = ("edit_obs", "policy_out", "chunk_row", "command")
+_VECTORS = ("edit_obs", "policy_out", "residual", "chunk_row", "command")
 _SCHEMAS = {
     TICK_TOPIC: {"type": "object", "properties": {
         **{k: {"type": "array", "items": {"type": "number"}} for k in _VECTORS},
@@ -121,6 +122,8 @@ def read_recording(path: str | Path) -> tuple[dict[str, np.ndarray], list[Interv
         for _, channel, message in make_reader(fh).iter_messages():
             msg = json.loads(message.data)
             if channel.topic == TICK_TOPIC:
+                if "residual" not in msg:  # an older recording
+                    msg["residual"] = [float("nan")] * len(msg["policy_out"])
                 for k in cols:
                     cols[k].append(msg[k])
             elif channel.topic == INTERVENTION_TOPIC:

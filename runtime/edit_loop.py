@@ -159,12 +159,17 @@ class EditLoop(LoopScheduler):
         self.explore_std = 0.0
         self._explore_rng: np.random.Generator | None = None
         self._noisy = np.zeros(a_dim, np.float32)
+        #: The residual the newest policy tick composed its command from (policy units,
+        #: before the bound: the network's output plus the exploration noise, if on).
+        self._residual = np.zeros(a_dim, np.float32)
 
     def explore(self, std: float, seed: int = 0) -> None:
         """Add ``N(0, std^2)`` (policy units: the residual before its ``[-1, 1]`` bound) to
         the edit network's output on every tick the policy (not an override) is in control,
         before the bound and the safety filter: the command sent and the logged ``command``
-        are the action executed, ``policy_out`` stays the network's. ``std = 0``: off.
+        are the action executed, ``policy_out`` stays the network's and ``residual`` is the
+        noisy value before the bound (the unbiased action of a learner: the bound clips the
+        noise asymmetrically where the output is near it). ``std = 0``: off.
         Deterministic for ``seed`` (one draw per such tick)."""
         if not self.is_edit:
             raise ValueError(f"exploration noise needs an edit policy, the bundle's method is "
@@ -270,8 +275,8 @@ class EditLoop(LoopScheduler):
             safety.filter(self._action, dt, cmd)
         self.state = STATES[state]
         if self.transitions is not None and self._ran_policy:
-            self.transitions.append(self._edit_x[0], self._policy_out, self._rows[0], cmd,
-                                    override, started, self.episode, t)
+            self.transitions.append(self._edit_x[0], self._policy_out, self._residual,
+                                    self._rows[0], cmd, override, started, self.episode, t)
         self._commit(cmd)
         self._send(cmd, t)
         return state
@@ -312,6 +317,7 @@ class EditLoop(LoopScheduler):
                 self._noisy *= np.float32(self.explore_std)
                 self._noisy += y
                 y = self._noisy
+            self._residual[...] = y
             compose_edit_action(self._rows[0], y, self.spec.residual_bound, out=self._action)
         elif self.spec.method in ("planner", "blend", "rtc"):
             np.copyto(self._action, self._rows[0])

@@ -17,8 +17,8 @@ import numpy as np
 __all__ = ["TRANSITION_FIELDS", "TransitionLog"]
 
 #: Field names of :meth:`TransitionLog.arrays` (and of a recording's ``loop/tick`` channel).
-TRANSITION_FIELDS = ("edit_obs", "policy_out", "chunk_row", "command", "intervened", "start",
-                     "episode", "t")
+TRANSITION_FIELDS = ("edit_obs", "policy_out", "residual", "chunk_row", "command",
+                     "intervened", "start", "episode", "t")
 
 
 class TransitionLog:
@@ -37,6 +37,7 @@ class TransitionLog:
         n = self.capacity
         self._data = {"edit_obs": np.zeros((n, obs_dim), np.float32),
                       "policy_out": np.zeros((n, action_dim), np.float32),
+                      "residual": np.zeros((n, action_dim), np.float32),
                       "chunk_row": np.zeros((n, action_dim), np.float32),
                       "command": np.zeros((n, action_dim), np.float32),
                       "intervened": np.zeros(n, bool), "start": np.zeros(n, bool),
@@ -49,15 +50,18 @@ class TransitionLog:
     def __len__(self) -> int:
         return min(self._next, self.capacity)
 
-    def append(self, edit_obs: np.ndarray, policy_out: np.ndarray, chunk_row: np.ndarray,
-               command: np.ndarray, intervened: bool, start: bool, episode: int,
-               t: float) -> None:
-        """Add one tick (copies; no allocation)."""
+    def append(self, edit_obs: np.ndarray, policy_out: np.ndarray, residual: np.ndarray,
+               chunk_row: np.ndarray, command: np.ndarray, intervened: bool, start: bool,
+               episode: int, t: float) -> None:
+        """Add one tick (copies; no allocation). ``policy_out`` (A,) is the network's output,
+        ``residual`` (A,) what the loop composed the command from (the output plus any
+        exploration noise, policy units, before the ``[-1, 1]`` bound)."""
         with self._lock:
             i = self._next % self.capacity
             d = self._data
             d["edit_obs"][i] = edit_obs
             d["policy_out"][i] = policy_out
+            d["residual"][i] = residual
             d["chunk_row"][i] = chunk_row
             d["command"][i] = command
             d["intervened"][i] = intervened

@@ -21,6 +21,7 @@ def _ticks(obs_rows, starts, episodes, d=5):
     edit[:, 0] = obs_rows
     edit[:, 1] = np.arange(n)  # a later segment that changes every tick (committed actions)
     return {"edit_obs": edit, "policy_out": np.arange(n, dtype=np.float32)[:, None],
+            "residual": np.arange(n, dtype=np.float32)[:, None] + 0.5,
             "chunk_row": np.zeros((n, 1), np.float32),
             "command": np.arange(n, dtype=np.float32)[:, None] / 10,
             "intervened": np.asarray(starts, bool) | np.roll(starts, 1),
@@ -44,6 +45,22 @@ def test_record_read_round_trip(tmp_path):
     InterventionRecorder(empty).close()
     with pytest.raises(ValueError, match="empty.mcap: no loop/tick messages"):
         read_recording(empty)
+
+
+def test_a_recording_without_residual_reads_it_as_nan(tmp_path, monkeypatch):
+    """Recordings made before the residual was logged still load (their rows are kept)."""
+    import edgerl.intervention_log as log
+
+    ticks = _ticks([0.1, 0.2, 0.3], [False, True, False], [1, 1, 1])
+    monkeypatch.setattr(log, "_VECTORS", ("edit_obs", "policy_out", "chunk_row", "command"))
+    path = tmp_path / "old.mcap"
+    with InterventionRecorder(path) as rec:
+        rec.write_ticks(ticks)
+    monkeypatch.undo()
+    back, _ = read_recording(path)
+    assert back["residual"].shape == (3, 1) and np.isnan(back["residual"]).all()
+    np.testing.assert_array_equal(back["policy_out"], ticks["policy_out"])
+    assert len(load_transitions([path], fast_dim=1)["t"]) == 3
 
 
 def test_control_steps_keep_the_last_tick_per_state(tmp_path):

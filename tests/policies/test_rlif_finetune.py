@@ -22,8 +22,8 @@ def synthetic_ticks(d: int, episodes: int = 40, length: int = 25, seed: int = 0)
     """The policy plays u = +-0.6 at random; after +0.6 the operator takes over for one step
     with -0.3 (intervened, start); nothing else happens."""
     rng = np.random.default_rng(seed)
-    rows = {k: [] for k in ("edit_obs", "policy_out", "chunk_row", "command", "intervened",
-                            "start", "episode", "t")}
+    rows = {k: [] for k in ("edit_obs", "policy_out", "residual", "chunk_row", "command",
+                            "intervened", "start", "episode", "t")}
     t = 0.0
     for ep in range(episodes):
         take_over = False
@@ -32,6 +32,7 @@ def synthetic_ticks(d: int, episodes: int = 40, length: int = 25, seed: int = 0)
             u = -0.3 if take_over else rng.choice([-0.6, 0.6])
             rows["edit_obs"].append(obs)
             rows["policy_out"].append([u])
+            rows["residual"].append([u])
             rows["chunk_row"].append([0.0])
             rows["command"].append([BOUND * u])
             rows["intervened"].append(take_over)
@@ -133,3 +134,51 @@ def test_rlif_own_actor_data_keeps_the_good_own_action_not_the_operators(bundle)
     assert res.stats["actor_transitions"] == own < res.stats["transitions"]
     with pytest.raises(ValueError, match="actor_data 'theirs' is not one of all, own"):
         FinetuneConfig(actor_data="theirs")
+
+
+def _noisy_own_steps(n: int, d: int, mu: float, std: float,
+                     seed: int = 0) -> dict[str, np.ndarray]:
+    """Own steps only: the network outputs ``mu`` everywhere, the loop adds N(0, std^2) and
+    bounds the sum to [-1, 1] (``command = BOUND * clip(mu + noise)``), logging both."""
+    rng = np.random.default_rng(seed)
+    residual = (mu + std * rng.standard_normal(n)).astype(np.float32)[:, None]
+    ep = np.arange(n) // 25
+    return {"edit_obs": rng.standard_normal((n, d)).astype(np.float32),
+            "policy_out": np.full((n, 1), mu, np.float32), "residual": residual,
+            "chunk_row": np.zeros((n, 1), np.float32),
+            "command": BOUND * np.clip(residual, -1.0, 1.0), "intervened": np.zeros(n, bool),
+            "start": np.zeros(n, bool), "episode": ep, "t": np.arange(n) * 0.02,
+            "done": np.append(ep[1:] != ep[:-1], True)}
+
+
+def test_dataset_target_is_the_pre_bound_residual_on_own_steps_only():
+    steps = _steps(synthetic_ticks(4, episodes=6))
+    steps["residual"] = steps["residual"] + 0.25  # distinguishable from u
+    data = intervention_dataset(steps, BOUND)
+    own = data["intervened"] == 0
+    torch.testing.assert_close(data["target"][own], data["u"][own] + 0.25)
+    torch.testing.assert_close(data["target"][~own], data["u"][~own])  # the operator's u
+    # an older recording (residual NaN) regresses on u
+    steps["residual"][:] = np.nan
+    torch.testing.assert_close(intervention_dataset(steps, BOUND)["target"],
+                               intervention_dataset(steps, BOUND)["u"])
+
+
+def test_the_bound_biases_u_and_the_residual_target_does_not(bundle):
+    """Near the bound, clip(mu + noise) averages below mu: fitting u shrinks the policy, the
+    residual keeps it (the drift session 14 measured over RLIF rounds)."""
+    actor, spec = load_bundle_mlp(bundle)
+    steps = _noisy_own_steps(2000, spec.edit_obs.dim, mu=0.85, std=0.6)
+    data = intervention_dataset(steps, BOUND)
+    assert float(data["u"].mean()) < 0.72  # E[clip(0.85 + 0.6 n)] ~ 0.68
+    assert abs(float(data["target"].mean()) - 0.85) < 0.03
+    cfg = FinetuneConfig(method="rlif", beta=0.0, actor_data="own", steps=500, seed=0,
+                         lr_actor=3e-3)
+    fitted = finetune(actor, steps, BOUND, cfg).actor
+    with torch.no_grad():
+        out = float(fitted(data["s"]).mean())
+    assert abs(out - 0.85) < 0.06, out
+    no_residual = dict(steps, residual=np.full_like(steps["residual"], np.nan))
+    shrunk = finetune(actor, no_residual, BOUND, cfg).actor
+    with torch.no_grad():
+        assert float(shrunk(data["s"]).mean()) < out - 0.1

@@ -55,8 +55,10 @@ def test_noise_off_is_bitwise_the_plain_loop(mlp_bundle):
     back.explore(0.0)  # turned off again
     again = _run(back)
     for rows in (off, again):
-        for k in ("command", "policy_out", "edit_obs"):
+        for k in ("command", "policy_out", "residual", "edit_obs"):
             assert rows[k].tobytes() == plain[k].tobytes()
+    # without noise the composed residual is the network's output
+    assert plain["residual"].tobytes() == plain["policy_out"].tobytes()
     assert np.array_equal(off_sent, plain_sent) and np.array_equal(reset_sent, plain_sent)
 
 
@@ -80,6 +82,12 @@ def test_recorded_command_is_the_noisy_one_executed(mlp_bundle):
     expect = rows["chunk_row"][own] + bound * np.clip(
         rows["policy_out"][own] + np.float32(std) * noise, -1.0, 1.0)
     np.testing.assert_allclose(rows["command"][own], expect, atol=1e-6)
+    # the logged residual is the noisy value before the bound (the learner's target);
+    # under the override no noise is drawn and it is the network's output
+    np.testing.assert_allclose(rows["residual"][own],
+                               rows["policy_out"][own] + np.float32(std) * noise, atol=1e-6)
+    assert np.abs(rows["residual"][own]).max() > 1.0  # some beyond the bound: unclipped
+    np.testing.assert_array_equal(rows["residual"][~own], rows["policy_out"][~own])
     assert np.abs(rows["command"][own] - plain["command"][own]).max() > 0.01
     np.testing.assert_allclose(rows["command"][~own], np.tile([0.3, -0.2], (2, 1)), atol=1e-7)
 

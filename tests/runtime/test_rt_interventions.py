@@ -70,8 +70,10 @@ def test_operator_estop_latches_and_reset_starts_an_episode(mlp_bundle):
 def test_transition_log_is_bounded():
     log = TransitionLog(3, 1, capacity=4)
     for i in range(6):
-        log.append(np.full(3, i), np.zeros(1), np.zeros(1), np.full(1, i), False, False, 0, i)
+        log.append(np.full(3, i), np.zeros(1), np.full(1, -i), np.zeros(1), np.full(1, i),
+                   False, False, 0, i)
     rows = log.drain()
     assert rows["t"].tolist() == [2, 3, 4, 5] and log.dropped == 2
+    assert rows["residual"][:, 0].tolist() == [-2, -3, -4, -5]
     with pytest.raises(ValueError, match="capacity must be >= 1"):
         TransitionLog(3, 1, capacity=0)
