@@ -131,8 +131,8 @@ def run_bare_loop(cfg: BareLoopConfig) -> dict[str, Any]:
         raise RuntimeError(f"bare loop died: {result['error']}") from result["error"]
     summary = metrics.summary()
     keys = ("ticks", "tick_compute_p50_us", "tick_compute_p99_us", "jitter_p50_us",
-            "jitter_p99_us", "deadline_misses", "skipped_ticks", "deadline_miss_pct",
-            "max_late_us")
+            "jitter_p99_us", "deadline_misses", "skipped_ticks", "miss_bursts",
+            "deadline_miss_pct", "max_late_us")
     return {"rate_hz": cfg.rate_hz, "seconds": cfg.seconds, "spin_us": cfg.spin_s * 1e6,
             "rt_priority": cfg.rt_priority, "rt_priority_applied": result["rt_priority_applied"],
             "work_us": cfg.work_us, "cpus": result.get("cpus_applied", []),

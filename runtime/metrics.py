@@ -37,15 +37,21 @@ class LoopMetrics:
         deadline_misses: Ticks whose command went out after the next tick's deadline, plus
             ticks skipped because the loop woke more than a period late.
         skipped: Ticks skipped (a subset of ``deadline_misses``).
+        miss_bursts: Runs of deadline misses, a miss starting a new run unless another came
+            within ``burst_gap_ticks`` ticks before it: one host stall that costs several
+            ticks in a row is one burst (misses in a burst are not independent events).
         max_late_s: Largest wake-up lateness (s).
         state_counts: Ticks per state (:data:`STATES`).
         planner_latency_s: Recent planner latencies (s), appended by the planner client.
     """
 
-    def __init__(self, capacity: int = 1 << 16) -> None:
+    def __init__(self, capacity: int = 1 << 16, burst_gap_ticks: int = 100) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
+        if burst_gap_ticks < 1:
+            raise ValueError(f"burst_gap_ticks must be >= 1, got {burst_gap_ticks}")
         self.capacity = capacity
+        self.burst_gap_ticks = burst_gap_ticks
         self._late = np.zeros(capacity, np.float64)
         self._compute = np.zeros(capacity, np.float64)
         self._age = np.zeros(capacity, np.float64)
@@ -60,6 +66,8 @@ class LoopMetrics:
         self.ticks = 0
         self.deadline_misses = 0
         self.skipped = 0
+        self.miss_bursts = 0
+        self._last_miss = -(1 << 62)  # tick position (ticks + skipped) of the newest miss
         self.max_late_s = 0.0
         self.max_compute_s = 0.0
         self.state_counts = [0] * len(STATES)
@@ -79,6 +87,7 @@ class LoopMetrics:
         self.state_counts[state] += 1
         if missed:
             self.deadline_misses += 1
+            self._note_miss()
         if late_s > self.max_late_s:
             self.max_late_s = late_s
         if compute_s > self.max_compute_s:
@@ -88,6 +97,14 @@ class LoopMetrics:
         """``n`` deadlines passed without a tick (the loop woke too late)."""
         self.skipped += n
         self.deadline_misses += n
+        if n > 0:
+            self._note_miss()
+
+    def _note_miss(self) -> None:
+        pos = self.ticks + self.skipped
+        if pos - self._last_miss > self.burst_gap_ticks:
+            self.miss_bursts += 1
+        self._last_miss = pos
 
     def _window(self, arr: np.ndarray, n: int | None = None) -> np.ndarray:
         return arr[: min(self.ticks if n is None else n, self.capacity)]
@@ -113,6 +130,7 @@ class LoopMetrics:
             "send_p50_us": _pct(send, 50), "send_p99_us": _pct(send, 99),
             "jitter_p50_us": _pct(late, 50), "jitter_p99_us": _pct(late, 99),
             "deadline_misses": self.deadline_misses, "skipped_ticks": self.skipped,
+            "miss_bursts": self.miss_bursts,
             "deadline_miss_pct": 100.0 * self.deadline_misses / max(1, self.ticks + self.skipped),
             "max_late_us": self.max_late_s * 1e6,
             "chunk_age_p50_ms": _pct(age, 50) * 1e3, "chunk_age_max_ms":

@@ -225,7 +225,8 @@ def run(args: argparse.Namespace) -> int:
     out.update({
         "seconds": args.seconds, "deadline_miss_pct": summary["deadline_miss_pct"],
         "tick_compute_max_us": summary["tick_compute_max_us"],
-        "skipped_ticks": summary["skipped_ticks"], "backend": net.name if net else "none",
+        "skipped_ticks": summary["skipped_ticks"], "miss_bursts": summary["miss_bursts"],
+        "backend": net.name if net else "none",
         "method": spec.method, "planner": choice,
         "planner_mode": "process" if args.planner_process else "thread",
         "planner_latency_p50_ms": summary["planner_latency_p50_ms"],

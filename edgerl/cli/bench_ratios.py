@@ -175,6 +175,11 @@ def loop_ratios(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                                # per pair, to see whether the misses cluster in one block
                                "pair_misses": [[b["loop"]["deadline_misses"],
                                                 b["bare"]["deadline_misses"]]
+                                               for b in r["blocks"]],
+                               # bursts (misses within 100 ticks are one host event): the
+                               # test above counts ticks as independent, a burst is not
+                               "pair_bursts": [[b["loop"].get("miss_bursts"),
+                                                b["bare"].get("miss_bursts")]
                                                for b in r["blocks"]]}}
 
 

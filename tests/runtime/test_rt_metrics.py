@@ -85,3 +85,20 @@ def test_summary_while_the_loop_records_concurrently():
     s = m.summary()
     assert s["tick_policy_p50_us"] == pytest.approx(80.0)
     assert s["send_p50_us"] == pytest.approx(20.0)
+
+
+def test_miss_bursts_group_misses_within_the_gap():
+    m = LoopMetrics(capacity=64, burst_gap_ticks=10)
+    misses = {5, 6, 7, 15, 40, 51, 300}  # bursts: 5-7 and 15 (gap 8), 40, 51, 300
+    for i in range(400):
+        m.record(0.0, 1e-6, 0.0, 0, missed=i in misses)
+    assert m.summary()["deadline_misses"] == 7
+    assert m.summary()["miss_bursts"] == 4  # {5, 6, 7, 15}, {40}, {51}, {300}
+    m.record_skipped(3)  # a late wake-up right after tick 400: a new burst
+    m.record(0.0, 1e-6, 0.0, 0, missed=True)  # within the gap of the skip: the same burst
+    s = m.summary()
+    assert s["deadline_misses"] == 11 and s["miss_bursts"] == 5
+    m.reset()
+    assert m.summary()["miss_bursts"] == 0
+    with pytest.raises(ValueError, match="burst_gap_ticks must be >= 1"):
+        LoopMetrics(burst_gap_ticks=0)
