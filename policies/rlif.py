@@ -76,6 +76,10 @@ class FinetuneConfig:
             actions (the default) or only the policy's ``own`` (the operator's steps then
             only shape the critic: the takeover is the negative reward, its command is not
             imitated).
+        anchor: ``rlif``: weight of a trust region added to the actor's loss: the mean
+            squared distance of its output to the starting actor's, on a minibatch of every
+            recorded state (0 = off; session 14b measured the unanchored chain's output
+            drifting round after round).
     """
 
     method: str = "rlif"
@@ -93,6 +97,7 @@ class FinetuneConfig:
     extract: str = "awr"
     alpha: float = 2.5
     actor_data: str = "all"
+    anchor: float = 0.0
 
     def __post_init__(self) -> None:
         if self.method not in FINETUNE_METHODS:
@@ -110,6 +115,8 @@ class FinetuneConfig:
                              f"{', '.join(ACTOR_DATA)}")
         if self.alpha < 0:
             raise ValueError(f"finetune: alpha must be >= 0, got {self.alpha}")
+        if not (np.isfinite(self.anchor) and self.anchor >= 0):
+            raise ValueError(f"finetune: anchor must be a finite number >= 0, got {self.anchor}")
 
 
 @dataclass
@@ -227,6 +234,7 @@ def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
     stats: dict[str, float] = {"transitions": float(len(s)),
                                "intervened": float(data["intervened"].sum()),
                                "intervention_starts": float(-data["r"].sum())}
+    start = actor
     actor = copy.deepcopy(actor).train()
     critic = None
     if cfg.method == "bc":
@@ -248,6 +256,11 @@ def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
         if cfg.actor_data == "own":
             own = data["intervened"] == 0
             s, u, weight = s[own], u[own], weight[own]
+    anchored = cfg.method == "rlif" and cfg.anchor > 0
+    if anchored:  # the trust region's states and the starting actor's outputs on them
+        s_all = data["s"]
+        with torch.no_grad():
+            y_start = start(s_all)
     opt = torch.optim.Adam(actor.parameters(), lr=cfg.lr_actor)
     n = len(s)
     stats["actor_transitions"] = float(n)
@@ -263,6 +276,9 @@ def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
             loss = err.mean() - cfg.alpha * q.mean() / (q.abs().mean().detach() + 1e-6)
         else:
             loss = (weight[i] * err).mean() / weight[i].mean()
+        if anchored:
+            j = torch.randint(len(s_all), (min(cfg.batch, len(s_all)),), generator=gen)
+            loss = loss + cfg.anchor * ((actor(s_all[j]) - y_start[j]) ** 2).sum(-1).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -37,6 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rlif: the policy update regresses on all executed actions (default) "
                         "or only the policy's own (the operator's steps then only shape the "
                         "critic's reward; their commands are not imitated)")
+    p.add_argument("--anchor", type=float, default=0.0,
+                   help="rlif: weight of a trust region, the squared distance of the policy's "
+                        "output to the starting bundle's on every recorded state (default 0: "
+                        "off)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -59,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = FinetuneConfig(method=args.method, steps=args.steps, beta=args.beta,
                              gamma=args.gamma, seed=args.seed, extract=args.extract,
-                             alpha=args.alpha, actor_data=args.actor_data)
+                             alpha=args.alpha, actor_data=args.actor_data,
+                             anchor=args.anchor)
         actor, spec = load_bundle_mlp(args.bundle)
         steps = load_transitions(args.interventions, spec.edit_obs.fast_dim)
         if steps["edit_obs"].shape[1] != spec.edit_obs.dim:

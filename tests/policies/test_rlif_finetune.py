@@ -182,3 +182,23 @@ def test_the_bound_biases_u_and_the_residual_target_does_not(bundle):
     shrunk = finetune(actor, no_residual, BOUND, cfg).actor
     with torch.no_grad():
         assert float(shrunk(data["s"]).mean()) < out - 0.1
+
+
+def test_anchor_keeps_the_policy_near_its_start(bundle):
+    """The trust region: the further the data pull the policy (here toward 0.85 from a random
+    start near 0), the more a larger anchor holds it at the start's outputs; 0 is off."""
+    actor, spec = load_bundle_mlp(bundle)
+    steps = _noisy_own_steps(1000, spec.edit_obs.dim, mu=0.85, std=0.6)
+    s = intervention_dataset(steps, BOUND)["s"]
+    with torch.no_grad():
+        y0 = actor(s)
+    drift = {}
+    for w in (0.0, 10.0):
+        cfg = FinetuneConfig(method="rlif", beta=0.0, actor_data="own", steps=300, seed=0,
+                             lr_actor=3e-3, anchor=w)
+        fitted = finetune(actor, steps, BOUND, cfg).actor
+        with torch.no_grad():
+            drift[w] = float((fitted(s) - y0).abs().mean())
+    assert drift[0.0] > 0.5 and drift[10.0] < 0.25 * drift[0.0], drift
+    with pytest.raises(ValueError, match="anchor must be a finite number >= 0"):
+        FinetuneConfig(anchor=-1.0)
