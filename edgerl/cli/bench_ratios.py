@@ -178,8 +178,8 @@ def loop_ratios(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                                                for b in r["blocks"]],
                                # bursts (misses within 100 ticks are one host event): the
                                # test above counts ticks as independent, a burst is not
-                               "pair_bursts": [[b["loop"].get("miss_bursts"),
-                                                b["bare"].get("miss_bursts")]
+                               "pair_bursts": [[b["loop"]["miss_bursts"],
+                                                b["bare"]["miss_bursts"]]
                                                for b in r["blocks"]]}}
 
 

@@ -195,8 +195,7 @@ class ArmReachEnv(InstructedTaskEnv):
         ``hold_steps`` consecutive steps within ``success_tol`` (it terminates), time-outs,
         dones; the observation is kept for :meth:`_observe`."""
         n = self.num_envs
-        critic = np.empty((n, self._obs_width), dtype=np.float32)
-        policy = np.empty((n, self.spec.obs_dim), dtype=np.float32)
+        policy, critic = self._empty_obs()
         reward = np.empty(n, dtype=np.float32)
         success, time_outs, dones = (np.empty(n, dtype=bool) for _ in range(3))
         cfg = self.cfg
@@ -207,11 +206,15 @@ class ArmReachEnv(InstructedTaskEnv):
         self._obs = (policy, critic)
         return reward, success, time_outs, dones
 
+    def _empty_obs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Fresh (policy (N, 16), critic (N, 22)) float32 buffers for the kernels to fill."""
+        return (np.empty((self.num_envs, self.spec.obs_dim), dtype=np.float32),
+                np.empty((self.num_envs, self._obs_width), dtype=np.float32))
+
     def _observe(self) -> TensorDict:
         obs, self._obs = self._obs, None  # a returned observation is never written again
         if obs is None:
-            obs = (np.empty((self.num_envs, self.spec.obs_dim), dtype=np.float32),
-                   np.empty((self.num_envs, self._obs_width), dtype=np.float32))
+            obs = self._empty_obs()
             arm_reach_observe(self._qpos, self._qvel, self._const_cols, obs[1], obs[0], LINK1,
                               LINK2)
         policy, critic = obs
