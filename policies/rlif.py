@@ -26,6 +26,17 @@ to ``u``. The critic sees the executed ``u``.
   (scaled by ``alpha / mean|Q|``) plus the squared error to the executed action. AWR can only
   reweight the actions in the data, so in a state where the policy always did the same bad
   thing it cannot find another; the Q-gradient can (RLIF's RLPD actor also maximises Q).
+  ``extract="greedy"`` (session 15) is a one-step policy improvement with a trust threshold
+  (:func:`greedy_targets`): on every recorded state the target is the starting actor's own
+  output, replaced by the critic's best action on a grid where that action's ``Q`` beats the
+  start's by more than ``margin`` standard deviations of the data's advantages; the actor
+  regresses on these targets. Session 14 measured why AWR on the policy's own steps cannot
+  repair a region the operator covers: it held 114-231 of the region's 1.2-1.6k recorded
+  states (the operator takes over soon after the policy enters it), and three rounds left
+  the region's sign agreement with the unweakened policy where it started; the critic, trained
+  on every step, ranks the right push higher on 73-87 % of the region's operator-covered
+  states. The greedy step uses that knowledge there and leaves the states where the critic
+  cannot tell the actions apart at the start's output.
 * ``bc``: regress the policy on the operator's override commands only (the takeover
   steps), the same number of updates from the same start.
 """
@@ -42,13 +53,13 @@ from torch import nn
 
 from edgerl.policies.bc_planner import elu_mlp
 
-__all__ = ["FINETUNE_METHODS", "FinetuneConfig", "FinetuneResult", "finetune",
+__all__ = ["FINETUNE_METHODS", "FinetuneConfig", "FinetuneResult", "finetune", "greedy_targets",
            "intervention_dataset"]
 
 log = logging.getLogger(__name__)
 
 FINETUNE_METHODS = ("rlif", "bc")
-EXTRACTIONS = ("awr", "qmax")
+EXTRACTIONS = ("awr", "qmax", "greedy")
 ACTOR_DATA = ("all", "own")
 
 
@@ -70,7 +81,12 @@ class FinetuneConfig:
         tau: Polyak rate of the target critic.
         seed: Torch seed (minibatches, critic init).
         extract: ``rlif`` policy extraction: ``awr`` (advantage-weighted regression, the
-            default) or ``qmax`` (TD3+BC: ``-alpha Q(s, pi(s)) / mean|Q| + |pi(s) - u|^2``).
+            default), ``qmax`` (TD3+BC: ``-alpha Q(s, pi(s)) / mean|Q| + |pi(s) - u|^2``) or
+            ``greedy`` (regress every recorded state on :func:`greedy_targets`; ignores
+            ``actor_data``, ``beta``).
+        margin: ``greedy``: how many standard deviations of the data's advantages the best
+            grid action's ``Q`` must beat the start's by before it replaces the start's output.
+        grid: ``greedy``: candidate values per action dimension, evenly over ``[-1, 1]``.
         alpha: ``qmax``: weight of the Q term against the regression term.
         actor_data: ``rlif``: which steps the policy update regresses on: ``all`` executed
             actions (the default) or only the policy's ``own`` (the operator's steps then
@@ -98,6 +114,8 @@ class FinetuneConfig:
     alpha: float = 2.5
     actor_data: str = "all"
     anchor: float = 0.0
+    margin: float = 2.0
+    grid: int = 21
 
     def __post_init__(self) -> None:
         if self.method not in FINETUNE_METHODS:
@@ -117,6 +135,10 @@ class FinetuneConfig:
             raise ValueError(f"finetune: alpha must be >= 0, got {self.alpha}")
         if not (np.isfinite(self.anchor) and self.anchor >= 0):
             raise ValueError(f"finetune: anchor must be a finite number >= 0, got {self.anchor}")
+        if not (np.isfinite(self.margin) and self.margin >= 0):
+            raise ValueError(f"finetune: margin must be a finite number >= 0, got {self.margin}")
+        if self.grid < 2:
+            raise ValueError(f"finetune: grid must be >= 2 candidate values, got {self.grid}")
 
 
 @dataclass
@@ -221,6 +243,39 @@ def _train_critic(data: dict[str, torch.Tensor], cfg: FinetuneConfig,
     return q_t, v_net, {"critic_loss": float(loss.detach())}
 
 
+def greedy_targets(start: nn.Module, critic: nn.Module, s: torch.Tensor, threshold: float,
+                   grid: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One-step policy improvement with a trust threshold.
+
+    Args:
+        start: The starting actor, ``(N, D) -> (N, A)`` raw residual.
+        critic: ``Q(s, u)`` ``(N,)`` with ``u`` in ``[-1, 1]``.
+        s: States ``(N, D)``.
+        threshold: The ``Q`` gain a candidate needs over the start's (clipped) action.
+        grid: Candidate values per action dimension, evenly over ``[-1, 1]``; the candidates
+            change one dimension of the start's action at a time (all of it for ``A = 1``).
+
+    Returns:
+        ``(targets (N, A), changed (N,) bool)``: the start's raw output, or the best candidate
+        where it beats the start by more than ``threshold``.
+    """
+    with torch.no_grad():
+        y0 = start(s)
+        a0 = y0.clamp(-1.0, 1.0)
+        q0 = critic(s, a0)
+        best_q, best_a = q0.clone(), a0.clone()
+        for k in range(a0.shape[1]):
+            for g in torch.linspace(-1.0, 1.0, grid).tolist():
+                cand = a0.clone()
+                cand[:, k] = g
+                qc = critic(s, cand)
+                better = qc > best_q
+                best_q = torch.where(better, qc, best_q)
+                best_a = torch.where(better[:, None], cand, best_a)
+        changed = best_q - q0 > threshold
+        return torch.where(changed[:, None], best_a, y0), changed
+
+
 def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
              cfg: FinetuneConfig | None = None) -> FinetuneResult:
     """Fine-tune a copy of ``actor`` (``(N, D) -> (N, A)`` raw residual) on recorded control
@@ -253,7 +308,13 @@ def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
                      if bool((data["r"] < 0).any()) else float("nan"),
                      adv_other=float(adv[data["r"] == 0].mean()),
                      weight_mean=float(weight.mean()))
-        if cfg.actor_data == "own":
+        if cfg.extract == "greedy":
+            s = data["s"]
+            u, changed = greedy_targets(start, critic, s, cfg.margin * float(adv.std()),
+                                        cfg.grid)
+            weight = torch.ones(len(s))
+            stats["greedy_changed"] = float(changed.float().mean())
+        elif cfg.actor_data == "own":
             own = data["intervened"] == 0
             s, u, weight = s[own], u[own], weight[own]
     anchored = cfg.method == "rlif" and cfg.anchor > 0

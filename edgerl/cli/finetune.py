@@ -27,10 +27,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rlif: inverse temperature of the standardized advantage weights "
                         "(default 1)")
     p.add_argument("--gamma", type=float, default=0.95, help="rlif: discount (default 0.95)")
-    p.add_argument("--extract", choices=("awr", "qmax"), default="awr",
+    p.add_argument("--extract", choices=("awr", "qmax", "greedy"), default="awr",
                    help="rlif policy extraction: awr (advantage-weighted regression on the "
-                        "executed actions, default) or qmax (TD3+BC: maximise the critic's "
-                        "Q(s, pi(s)) plus the regression to the executed action)")
+                        "executed actions, default), qmax (TD3+BC: maximise the critic's "
+                        "Q(s, pi(s)) plus the regression to the executed action) or greedy "
+                        "(on every recorded state: the critic's best grid action where it beats "
+                        "the starting policy's by --margin advantage stds, else the start's)")
+    p.add_argument("--margin", type=float, default=2.0,
+                   help="rlif --extract greedy: the Q gain, in standard deviations of the "
+                        "data's advantages, a grid action needs over the start's (default 2)")
     p.add_argument("--alpha", type=float, default=2.5,
                    help="rlif --extract qmax: weight of the Q term (default 2.5)")
     p.add_argument("--actor-data", choices=("all", "own"), default="all",
@@ -64,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = FinetuneConfig(method=args.method, steps=args.steps, beta=args.beta,
                              gamma=args.gamma, seed=args.seed, extract=args.extract,
                              alpha=args.alpha, actor_data=args.actor_data,
-                             anchor=args.anchor)
+                             anchor=args.anchor, margin=args.margin)
         actor, spec = load_bundle_mlp(args.bundle)
         steps = load_transitions(args.interventions, spec.edit_obs.fast_dim)
         if steps["edit_obs"].shape[1] != spec.edit_obs.dim:

@@ -12,7 +12,7 @@ import torch
 
 from edgerl.export.bundle_mlp import load_bundle_mlp
 from edgerl.intervention_log import InterventionRecorder
-from edgerl.policies.rlif import FinetuneConfig, finetune, intervention_dataset
+from edgerl.policies.rlif import FinetuneConfig, finetune, greedy_targets, intervention_dataset
 from tests.helpers.bundles import write_mlp_bundle
 
 BOUND = 0.5
@@ -111,7 +111,7 @@ def test_rlif_qmax_extraction_moves_away_from_the_intervened_action(bundle):
     with torch.no_grad():
         before, after = actor(s).mean(), res.actor(s).mean()
     assert float(after) < float(before) - 0.1  # the Q-gradient points away from +0.6
-    with pytest.raises(ValueError, match="extract 'sac' is not one of awr, qmax"):
+    with pytest.raises(ValueError, match="extract 'sac' is not one of awr, qmax, greedy"):
         FinetuneConfig(extract="sac")
     with pytest.raises(ValueError, match="alpha must be >= 0"):
         FinetuneConfig(alpha=-1.0)
@@ -202,3 +202,60 @@ def test_anchor_keeps_the_policy_near_its_start(bundle):
     assert drift[0.0] > 0.5 and drift[10.0] < 0.25 * drift[0.0], drift
     with pytest.raises(ValueError, match="anchor must be a finite number >= 0"):
         FinetuneConfig(anchor=-1.0)
+
+
+class _Const(torch.nn.Module):
+    """An actor whose raw output is ``value`` everywhere (beyond the bound if asked)."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__()
+        self.value = value
+
+    def forward(self, s: torch.Tensor) -> torch.Tensor:
+        return torch.full((len(s), 1), self.value)
+
+
+class _Bowl(torch.nn.Module):
+    """``Q(s, u) = -(u - peak)^2`` with ``peak`` = the state's first element."""
+
+    def forward(self, s: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return -((u[:, 0] - s[:, 0]) ** 2)
+
+
+def test_greedy_targets_take_the_best_grid_action_only_past_the_threshold():
+    """Start at 0; the critic peaks at 0.5 (gain 0.25) in one state, at 0.1 (gain 0.01) in
+    the other: with threshold 0.05 only the first changes, to exactly the grid's 0.5; the
+    second keeps the start's raw output. A start beyond the bound keeps its raw value."""
+    s = torch.tensor([[0.5, 0.0], [0.1, 0.0]])
+    targets, changed = greedy_targets(_Const(0.0), _Bowl(), s, threshold=0.05, grid=21)
+    assert changed.tolist() == [True, False]
+    assert targets[:, 0].tolist() == pytest.approx([0.5, 0.0])
+    targets, changed = greedy_targets(_Const(1.7), _Bowl(), s, threshold=10.0, grid=21)
+    assert not changed.any() and targets[:, 0].tolist() == pytest.approx([1.7, 1.7])
+
+
+def test_rlif_greedy_extraction_moves_away_from_the_intervened_action_unless_unsure(bundle):
+    """On the synthetic recording (+0.6 always draws a takeover) the greedy step moves the
+    policy's mean output down; with a margin no Q gap clears, it changes no state and the
+    policy stays at its start."""
+    torch.manual_seed(0)
+    actor, spec = load_bundle_mlp(bundle)
+    steps = _steps(synthetic_ticks(spec.edit_obs.dim))
+    s = intervention_dataset(steps, BOUND)["s"]
+    with torch.no_grad():
+        y0 = actor(s)
+    moved = finetune(actor, steps, BOUND, FinetuneConfig(steps=300, batch=128, seed=0,
+                                                         extract="greedy", margin=0.5,
+                                                         lr_actor=3e-3, hidden=(32, 32)))
+    assert moved.stats["greedy_changed"] > 0.3, moved.stats
+    kept = finetune(actor, steps, BOUND, FinetuneConfig(steps=300, batch=128, seed=0,
+                                                        extract="greedy", margin=1e6,
+                                                        lr_actor=3e-3, hidden=(32, 32)))
+    assert kept.stats["greedy_changed"] == 0.0
+    with torch.no_grad():
+        assert float(moved.actor(s).mean()) < float(y0.mean()) - 0.1
+        assert float((kept.actor(s) - y0).abs().mean()) < 0.05
+    with pytest.raises(ValueError, match="margin must be a finite number >= 0"):
+        FinetuneConfig(margin=-1.0)
+    with pytest.raises(ValueError, match="grid must be >= 2"):
+        FinetuneConfig(grid=1)
