@@ -2,7 +2,7 @@
 # session 15 RLIF run (declared in benchmarks/rlif15/declared.md): session 14c's run with the
 # greedy extraction (margin M, the screen's choice: `bash run15.sh M`); the same base, base
 # recording, starts, operator, seeds
-M=${1:?usage: run15.sh MARGIN (the screen's choice)}
+M=${1:?usage: run15.sh MARGIN, the margin the screen selected}
 P=/work/main/.venv/bin/python
 O=runs/rlif15
 mkdir -p $O
