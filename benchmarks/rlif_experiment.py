@@ -125,7 +125,8 @@ def _chain(a: argparse.Namespace, d: Path, start: Path, seed: int, explore_std: 
         extra = ("--explore-std", str(explore_std)) if explore_std > 0 else ()
         col = _hil(bundle, a.collect, plant, a.latency_ms, "--operator",
                    f"{a.operator},seed={plant}", "--record", str(rec), *extra, nice=True)
-        ft = _cli("finetune", "--interventions", *map(str, recs), "--bundle", str(bundle),
+        src = start if a.from_start else bundle  # session 15b: refit from the start
+        ft = _cli("finetune", "--interventions", *map(str, recs), "--bundle", str(src),
                   "--out", str(out), *a.rlif_args.split(), "--steps", str(a.steps),
                   "--seed", str(seed), nice=True)
         entry = {"round": r, "plant_seed": plant, "collect": {k: col.get(k)
@@ -241,6 +242,10 @@ def main() -> int:
                         "(edgerl hil --explore-std)")
     p.add_argument("--rlif-args", default="--method rlif --actor-data own",
                    help="rounds: the RLIF chain's finetune options")
+    p.add_argument("--from-start", action="store_true",
+                   help="rounds: fine-tune each round from the start bundle (on all recordings "
+                        "so far) instead of from the current one; collection still uses the "
+                        "current one")
     p.add_argument("--no-noise-control", action="store_true",
                    help="rounds: also the same chain without exploration noise")
     p.add_argument("--eval-rounds", action="store_true",

@@ -87,6 +87,10 @@ class FinetuneConfig:
         margin: ``greedy``: how many standard deviations of the data's advantages the best
             grid action's ``Q`` must beat the start's by before it replaces the start's output.
         grid: ``greedy``: candidate values per action dimension, evenly over ``[-1, 1]``.
+        critics: ``greedy``: independently initialised critics (seeds ``seed .. seed + K -
+            1``, each on its own minibatches); the best grid action is the one with the
+            highest mean ``Q``, and it replaces the start's only where **every** critic's gain
+            clears the margin (a change the critics disagree on is not made). 1 = one critic.
         alpha: ``qmax``: weight of the Q term against the regression term.
         actor_data: ``rlif``: which steps the policy update regresses on: ``all`` executed
             actions (the default) or only the policy's ``own`` (the operator's steps then
@@ -116,6 +120,7 @@ class FinetuneConfig:
     anchor: float = 0.0
     margin: float = 2.0
     grid: int = 21
+    critics: int = 1
 
     def __post_init__(self) -> None:
         if self.method not in FINETUNE_METHODS:
@@ -139,6 +144,10 @@ class FinetuneConfig:
             raise ValueError(f"finetune: margin must be a finite number >= 0, got {self.margin}")
         if self.grid < 2:
             raise ValueError(f"finetune: grid must be >= 2 candidate values, got {self.grid}")
+        if self.critics < 1:
+            raise ValueError(f"finetune: critics must be >= 1, got {self.critics}")
+        if self.critics > 1 and self.extract != "greedy":
+            raise ValueError("finetune: critics > 1 is used only by extract 'greedy'")
 
 
 @dataclass
@@ -216,8 +225,12 @@ def _expectile(diff: torch.Tensor, tau: float) -> torch.Tensor:
     return (w * diff * diff).mean()
 
 
-def _train_critic(data: dict[str, torch.Tensor], cfg: FinetuneConfig,
-                  gen: torch.Generator) -> tuple[TwinQ, ValueNet, dict[str, float]]:
+def _train_critic(data: dict[str, torch.Tensor], cfg: FinetuneConfig, gen: torch.Generator,
+                  init_seed: int | None = None) -> tuple[TwinQ, ValueNet, dict[str, float]]:
+    """IQL critic on ``data``; ``gen`` draws the minibatches, ``init_seed`` (if given) seeds
+    the weights' initialisation (else the global torch generator's state)."""
+    if init_seed is not None:
+        torch.manual_seed(init_seed)
     s, u = data["s"], data["u"]
     mean, std = s.mean(0), s.std(0) + 1e-3
     q = TwinQ(s.shape[1], u.shape[1], cfg.hidden, mean, std)
@@ -243,13 +256,15 @@ def _train_critic(data: dict[str, torch.Tensor], cfg: FinetuneConfig,
     return q_t, v_net, {"critic_loss": float(loss.detach())}
 
 
-def greedy_targets(start: nn.Module, critic: nn.Module, s: torch.Tensor, threshold: float,
-                   grid: int) -> tuple[torch.Tensor, torch.Tensor]:
+def greedy_targets(start: nn.Module, critic: nn.Module | list[nn.Module], s: torch.Tensor,
+                   threshold: float, grid: int) -> tuple[torch.Tensor, torch.Tensor]:
     """One-step policy improvement with a trust threshold.
 
     Args:
         start: The starting actor, ``(N, D) -> (N, A)`` raw residual.
-        critic: ``Q(s, u)`` ``(N,)`` with ``u`` in ``[-1, 1]``.
+        critic: ``Q(s, u)`` ``(N,)`` with ``u`` in ``[-1, 1]``, or a list of such critics: the
+            candidate with the highest mean ``Q`` is the best, and it must clear the
+            threshold under every critic.
         s: States ``(N, D)``.
         threshold: The ``Q`` gain a candidate needs over the start's (clipped) action.
         grid: Candidate values per action dimension, evenly over ``[-1, 1]``; the candidates
@@ -259,20 +274,21 @@ def greedy_targets(start: nn.Module, critic: nn.Module, s: torch.Tensor, thresho
         ``(targets (N, A), changed (N,) bool)``: the start's raw output, or the best candidate
         where it beats the start by more than ``threshold``.
     """
+    critics = critic if isinstance(critic, list) else [critic]
     with torch.no_grad():
         y0 = start(s)
         a0 = y0.clamp(-1.0, 1.0)
-        q0 = critic(s, a0)
+        q0 = torch.stack([c(s, a0) for c in critics])  # (K, N)
         best_q, best_a = q0.clone(), a0.clone()
         for k in range(a0.shape[1]):
             for g in torch.linspace(-1.0, 1.0, grid).tolist():
                 cand = a0.clone()
                 cand[:, k] = g
-                qc = critic(s, cand)
-                better = qc > best_q
+                qc = torch.stack([c(s, cand) for c in critics])
+                better = qc.mean(0) > best_q.mean(0)
                 best_q = torch.where(better, qc, best_q)
                 best_a = torch.where(better[:, None], cand, best_a)
-        changed = best_q - q0 > threshold
+        changed = ((best_q - q0) > threshold).all(0)
         return torch.where(changed[:, None], best_a, y0), changed
 
 
@@ -310,7 +326,9 @@ def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
                      weight_mean=float(weight.mean()))
         if cfg.extract == "greedy":
             s = data["s"]
-            u, changed = greedy_targets(start, critic, s, cfg.margin * float(adv.std()),
+            members = [critic] + [_train_critic(data, cfg, torch.Generator().manual_seed(
+                cfg.seed + k), init_seed=cfg.seed + k)[0] for k in range(1, cfg.critics)]
+            u, changed = greedy_targets(start, members, s, cfg.margin * float(adv.std()),
                                         cfg.grid)
             weight = torch.ones(len(s))
             stats["greedy_changed"] = float(changed.float().mean())

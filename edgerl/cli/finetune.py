@@ -36,6 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--margin", type=float, default=2.0,
                    help="rlif --extract greedy: the Q gain, in standard deviations of the "
                         "data's advantages, a grid action needs over the start's (default 2)")
+    p.add_argument("--critics", type=int, default=1,
+                   help="rlif --extract greedy: independently initialised critics; a state's "
+                        "action changes only where every critic's gain clears the margin "
+                        "(default 1)")
     p.add_argument("--alpha", type=float, default=2.5,
                    help="rlif --extract qmax: weight of the Q term (default 2.5)")
     p.add_argument("--actor-data", choices=("all", "own"), default="all",
@@ -69,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         cfg = FinetuneConfig(method=args.method, steps=args.steps, beta=args.beta,
                              gamma=args.gamma, seed=args.seed, extract=args.extract,
                              alpha=args.alpha, actor_data=args.actor_data,
-                             anchor=args.anchor, margin=args.margin)
+                             anchor=args.anchor, margin=args.margin,
+                             critics=args.critics)
         actor, spec = load_bundle_mlp(args.bundle)
         steps = load_transitions(args.interventions, spec.edit_obs.fast_dim)
         if steps["edit_obs"].shape[1] != spec.edit_obs.dim:

@@ -259,3 +259,25 @@ def test_rlif_greedy_extraction_moves_away_from_the_intervened_action_unless_uns
         FinetuneConfig(margin=-1.0)
     with pytest.raises(ValueError, match="grid must be >= 2"):
         FinetuneConfig(grid=1)
+
+
+class _Shifted(_Bowl):
+    """``Q(s, u) = -(u - peak)^2`` with the peak at the state's second element."""
+
+    def forward(self, s: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return -((u[:, 0] - s[:, 1]) ** 2)
+
+
+def test_greedy_targets_with_critics_that_disagree_keep_the_start():
+    """Two critics: in the first state both peak at 0.5 (the change is made); in the second
+    one peaks at 0.5 and the other at the start's 0 (their mean's best, 0.2, loses under the
+    second: no change). ``critics > 1`` is refused for the other extractions."""
+    s = torch.tensor([[0.5, 0.5], [0.5, 0.0]])
+    targets, changed = greedy_targets(_Const(0.0), [_Bowl(), _Shifted()], s, threshold=0.01,
+                                      grid=21)
+    assert changed.tolist() == [True, False]
+    assert targets[:, 0].tolist() == pytest.approx([0.5, 0.0])
+    with pytest.raises(ValueError, match="critics > 1 is used only by extract 'greedy'"):
+        FinetuneConfig(critics=3)
+    with pytest.raises(ValueError, match="critics must be >= 1"):
+        FinetuneConfig(extract="greedy", critics=0)
