@@ -62,6 +62,9 @@ def main() -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--episodes", type=int, default=20)
     p.add_argument("--latency-ms", type=float, default=100.0)
+    p.add_argument("--eval-seed-offset", type=int, default=1000,
+                   help="plant seed = this + the seed (default 1000, the experiment's own "
+                        "evaluation seeds; session 15c's confirmation used 3000)")
     p.add_argument("--rounds-too", action="store_true")
     p.add_argument("--only", nargs="+", default=None, metavar="DIR",
                    help="evaluate just these bundle folders under each seed's folder")
@@ -71,7 +74,7 @@ def main() -> int:
     for seed in a.seeds:
         row: dict = {"seed": seed}
         for name, b in bundles(a.out, a.base, seed, a.rounds_too, a.only).items():
-            row[name] = evaluate(b, a.episodes, 1000 + seed, a.latency_ms)
+            row[name] = evaluate(b, a.episodes, a.eval_seed_offset + seed, a.latency_ms)
             print(seed, name, row[name], file=sys.stderr, flush=True)
             a.json_out.write_text(json.dumps({"seeds": rows + [row]}, indent=1))
         rows.append(row)

@@ -34,7 +34,7 @@ to ``u``. The critic sees the executed ``u``.
   repair a region the operator covers: it held 114-231 of the region's 1.2-1.6k recorded
   states (the operator takes over soon after the policy enters it), and three rounds left
   the region's sign agreement with the unweakened policy where it started; the critic, trained
-  on every step, ranks the right push higher on 73-87 % of the region's operator-covered
+  on every step, ranks the right push higher on 67-88 % of the region's operator-covered
   states. The greedy step uses that knowledge there and leaves the states where the critic
   cannot tell the actions apart at the start's output.
 * ``bc``: regress the policy on the operator's override commands only (the takeover
