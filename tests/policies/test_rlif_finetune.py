@@ -281,3 +281,62 @@ def test_greedy_targets_with_critics_that_disagree_keep_the_start():
         FinetuneConfig(critics=3)
     with pytest.raises(ValueError, match="critics must be >= 1"):
         FinetuneConfig(extract="greedy", critics=0)
+
+
+def _region_steps(n: int = 4000, d: int = 4, own_in_region: float = 0.03,
+                  seed: int = 0) -> dict[str, np.ndarray]:
+    """Session 15's situation in miniature. The region is ``s[0] > 0.5`` (about 30 % of the
+    states); there a push below 0 draws a takeover on the next step (reward -1), a push above
+    0 does not; outside it the action does not matter. The operator covers the region (a
+    random +-0.8, bad to copy half the time), the policy holds only ``own_in_region`` of it;
+    the policy's own steps play N(0, 0.3) outside and the start's wrong -0.5 (+ noise) inside."""
+    rng = np.random.default_rng(seed)
+    s = rng.standard_normal((n, d)).astype(np.float32)
+    region = s[:, 0] > 0.5
+    operator = region & (rng.random(n) > own_in_region)
+    u = np.where(operator, rng.choice([-0.8, 0.8], n),
+                 np.where(region, -0.5 + 0.3 * rng.standard_normal(n),
+                          0.3 * rng.standard_normal(n))).clip(-1, 1).astype(np.float32)
+    start = np.append(False, region[:-1] & (u[:-1] < 0))  # the next step starts a takeover
+    ep = np.arange(n) // 20
+    start &= np.append(False, ep[1:] == ep[:-1])
+    return {"edit_obs": s, "policy_out": u[:, None], "residual": u[:, None],
+            "chunk_row": np.zeros((n, 1), np.float32), "command": BOUND * u[:, None],
+            "intervened": operator, "start": start, "episode": ep,
+            "t": np.arange(n) * 0.02, "done": np.append(ep[1:] != ep[:-1], True)}
+
+
+def _fit(net: torch.nn.Module, s: torch.Tensor, y: torch.Tensor, steps: int = 400) -> None:
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    for _ in range(steps):
+        loss = ((net(s) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def test_greedy_repairs_an_operator_covered_region_that_own_steps_awr_cannot():
+    """The order session 15 measured: a start that pushes the wrong way (-0.5) in a region the
+    operator covers. Own-steps AWR has ~3 % of the region to reweight and leaves the push
+    negative there; the greedy step, using the critic on every state, turns it positive and
+    leaves the rest (where no action beats another) within 0.1 of the start."""
+    from edgerl.policies.bc_planner import elu_mlp
+
+    torch.manual_seed(0)
+    steps = _region_steps()
+    s = torch.as_tensor(steps["edit_obs"])
+    region = s[:, 0] > 0.5
+    actor = elu_mlp(4, (32, 32), 1)
+    _fit(actor, s, torch.where(region, -0.5, 0.0)[:, None])
+    with torch.no_grad():
+        y0 = actor(s)[:, 0]
+    assert float(y0[region].mean()) < -0.4
+    common = dict(steps=600, batch=256, seed=0, hidden=(64, 64), lr_actor=3e-3)
+    own = finetune(actor, steps, BOUND, FinetuneConfig(actor_data="own", **common)).actor
+    greedy = finetune(actor, steps, BOUND,
+                      FinetuneConfig(extract="greedy", margin=2.0, **common)).actor
+    with torch.no_grad():
+        y_own, y_greedy = own(s)[:, 0], greedy(s)[:, 0]
+    assert float(y_own[region].mean()) < 0.0, float(y_own[region].mean())
+    assert float(y_greedy[region].mean()) > 0.2, float(y_greedy[region].mean())
+    assert float((y_greedy - y0)[~region].abs().mean()) < 0.1
