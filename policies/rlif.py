@@ -30,13 +30,13 @@ to ``u``. The critic sees the executed ``u``.
   (:func:`greedy_targets`): on every recorded state the target is the starting actor's own
   output, replaced by the critic's best action on a grid where that action's ``Q`` beats the
   start's by more than ``margin`` standard deviations of the data's advantages; the actor
-  regresses on these targets. Session 14 measured why AWR on the policy's own steps cannot
-  repair a region the operator covers: it held 114-231 of the region's 1.2-1.6k recorded
-  states (the operator takes over soon after the policy enters it), and three rounds left
-  the region's sign agreement with the unweakened policy where it started; the critic, trained
-  on every step, ranks the right push higher on 67-88 % of the region's operator-covered
-  states. The greedy step uses that knowledge there and leaves the states where the critic
-  cannot tell the actions apart at the start's output.
+  regresses on these targets. Why (measured in session 15 on session 14's recordings): AWR on
+  the policy's own steps cannot repair a region the operator covers; the policy held 112-231
+  of the region's 1.2-1.6k recorded states (the operator takes over soon after the policy
+  enters it), and three rounds left the region's sign agreement with the unweakened policy
+  where it started; the critic, trained on every step, ranks the right push higher on 67-88 %
+  of the region's operator-covered states. The greedy step uses that knowledge there and
+  leaves the states where the critic cannot tell the actions apart at the start's output.
 * ``bc``: regress the policy on the operator's override commands only (the takeover
   steps), the same number of updates from the same start.
 """
