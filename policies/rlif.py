@@ -324,8 +324,7 @@ def finetune(actor: nn.Module, steps: dict[str, np.ndarray], bound: float,
                      if bool((data["r"] < 0).any()) else float("nan"),
                      adv_other=float(adv[data["r"] == 0].mean()),
                      weight_mean=float(weight.mean()))
-        if cfg.extract == "greedy":
-            s = data["s"]
+        if cfg.extract == "greedy":  # every recorded state (s is data["s"] here)
             members = [critic] + [_train_critic(data, cfg, torch.Generator().manual_seed(
                 cfg.seed + k), init_seed=cfg.seed + k)[0] for k in range(1, cfg.critics)]
             u, changed = greedy_targets(start, members, s, cfg.margin * float(adv.std()),

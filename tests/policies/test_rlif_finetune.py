@@ -136,19 +136,31 @@ def test_rlif_own_actor_data_keeps_the_good_own_action_not_the_operators(bundle)
         FinetuneConfig(actor_data="theirs")
 
 
+def _recording(s: np.ndarray, policy_out: np.ndarray, residual: np.ndarray,
+               intervened: np.ndarray, start: np.ndarray, length: int) -> dict[str, np.ndarray]:
+    """Control steps as :func:`load_transitions` gives them, from per-step arrays (``s`` (N, D),
+    ``policy_out`` / ``residual`` (N, 1), ``intervened`` / ``start`` (N,)): episodes of
+    ``length`` steps, chunk rows 0, ``command = BOUND * clip(residual, -1, 1)``; a takeover
+    start on an episode's first step is dropped."""
+    n = len(s)
+    ep = np.arange(n) // length
+    first = np.append(True, ep[1:] != ep[:-1])
+    return {"edit_obs": s, "policy_out": policy_out, "residual": residual,
+            "chunk_row": np.zeros((n, 1), np.float32),
+            "command": BOUND * np.clip(residual, -1.0, 1.0), "intervened": intervened,
+            "start": start & ~first, "episode": ep, "t": np.arange(n) * 0.02,
+            "done": np.append(first[1:], True)}
+
+
 def _noisy_own_steps(n: int, d: int, mu: float, std: float,
                      seed: int = 0) -> dict[str, np.ndarray]:
     """Own steps only: the network outputs ``mu`` everywhere, the loop adds N(0, std^2) and
     bounds the sum to [-1, 1] (``command = BOUND * clip(mu + noise)``), logging both."""
     rng = np.random.default_rng(seed)
     residual = (mu + std * rng.standard_normal(n)).astype(np.float32)[:, None]
-    ep = np.arange(n) // 25
-    return {"edit_obs": rng.standard_normal((n, d)).astype(np.float32),
-            "policy_out": np.full((n, 1), mu, np.float32), "residual": residual,
-            "chunk_row": np.zeros((n, 1), np.float32),
-            "command": BOUND * np.clip(residual, -1.0, 1.0), "intervened": np.zeros(n, bool),
-            "start": np.zeros(n, bool), "episode": ep, "t": np.arange(n) * 0.02,
-            "done": np.append(ep[1:] != ep[:-1], True)}
+    s = rng.standard_normal((n, d)).astype(np.float32)
+    return _recording(s, np.full((n, 1), mu, np.float32), residual, np.zeros(n, bool),
+                      np.zeros(n, bool), length=25)
 
 
 def test_dataset_target_is_the_pre_bound_residual_on_own_steps_only():
@@ -298,12 +310,7 @@ def _region_steps(n: int = 4000, d: int = 4, own_in_region: float = 0.03,
                  np.where(region, -0.5 + 0.3 * rng.standard_normal(n),
                           0.3 * rng.standard_normal(n))).clip(-1, 1).astype(np.float32)
     start = np.append(False, region[:-1] & (u[:-1] < 0))  # the next step starts a takeover
-    ep = np.arange(n) // 20
-    start &= np.append(False, ep[1:] == ep[:-1])
-    return {"edit_obs": s, "policy_out": u[:, None], "residual": u[:, None],
-            "chunk_row": np.zeros((n, 1), np.float32), "command": BOUND * u[:, None],
-            "intervened": operator, "start": start, "episode": ep,
-            "t": np.arange(n) * 0.02, "done": np.append(ep[1:] != ep[:-1], True)}
+    return _recording(s, u[:, None], u[:, None], operator, start, length=20)
 
 
 def _fit(net: torch.nn.Module, s: torch.Tensor, y: torch.Tensor, steps: int = 400) -> None:
