@@ -1,9 +1,10 @@
 """Package discovery for edgerl's layout.
 
-The import root is ``edgerl/``; the top-level folders ``sim/``, ``policies/``, ``export/`` and
-``runtime/`` install as ``edgerl.sim``, ``edgerl.policies``, ``edgerl.export`` and
-``edgerl.runtime``. Every sub-folder holding an ``__init__.py`` becomes a package, so new
-modules never go missing from a wheel.
+Every top-level folder named as a layer installs as ``edgerl.<folder>`` (``contract/`` ->
+``edgerl.contract``, ``runtime/`` -> ``edgerl.runtime``, ...): a module's import path is its
+folder path with ``edgerl.`` in front. ``edgerl`` itself is a namespace package with no folder
+of its own, so no folder of the checkout shadows the installed package. Every sub-folder holding
+an ``__init__.py`` becomes a package, so new modules never go missing from a wheel.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import os
 from setuptools import setup
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-SUBPACKAGE_FOLDERS = {"edgerl": "edgerl", "sim": "edgerl.sim", "policies": "edgerl.policies",
-                      "export": "edgerl.export", "runtime": "edgerl.runtime"}
+#: the layers, bottom to top (tests/test_architecture.py holds their import rules)
+LAYER_FOLDERS = ("contract", "sim", "runtime", "policies", "export", "hil", "bench", "apps")
+SUBPACKAGE_FOLDERS = {folder: f"edgerl.{folder}" for folder in LAYER_FOLDERS}
 
 
 def discover() -> tuple[list[str], dict[str, str]]:

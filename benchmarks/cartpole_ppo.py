@@ -15,9 +15,9 @@ import time
 
 import torch
 
+from edgerl.contract.spec import LatencyModel
 from edgerl.sim import make_task
 from edgerl.sim.wrappers import LatencyCfg, make_latency_env
-from edgerl.spec import LatencyModel
 
 
 def build(args: argparse.Namespace, num_envs: int, seed: int):

@@ -35,13 +35,13 @@ for hz in ${RATES:-50 200}; do
     [ "$mode" = compose ] && extra=(--compose)
     sensor=()  # the reference ticks on the same trigger: a sensor thread's states
     [ "$trig" = state ] && sensor=(--trigger state --sensor thread --sensor-hz $hz)
-    bench=(${PY} -m edgerl bench loop --bundle "$B" --seconds 4 --rate $hz
+    bench=(${PY} -m edgerl.apps bench loop --bundle "$B" --seconds 4 --rate $hz
            --planner burn --planner-process --rt-priority "$rt" "${sensor[@]}" --json)
     for k in $(seq 1 "${REFS:-1}"); do  # REFS runs before and after: the reference's spread
       "${bench[@]}" > "$OUT/benchpre$([ "$k" = 1 ] || echo "$k")_$tag.json"
     done
     echo "== $tag, load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/load_$tag.txt"
-    ${PY} -m edgerl deploy --bundle "$B" --duration "$SECS" --trigger "$trig" \
+    ${PY} -m edgerl.apps deploy --bundle "$B" --duration "$SECS" --trigger "$trig" \
       --rate-hz $hz --rt-priority "$rt" "${extra[@]}" --json > "$OUT/deploy_$tag.json" \
       || true  # exit 2: the untrained test bundle does not reach the task's success
     for k in $(seq 1 "${REFS:-1}"); do

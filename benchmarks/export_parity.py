@@ -23,7 +23,7 @@ import onnx
 import torch
 from torch import nn
 
-from edgerl import ActionSpec, ChunkSpec, EditObsConfig, ObservationSpec, PolicySpec
+from edgerl.contract import ActionSpec, ChunkSpec, EditObsConfig, ObservationSpec, PolicySpec
 from edgerl.export.bundle import export_bundle
 from edgerl.export.bundle_parity import onnx_runner, torch_runner
 from edgerl.export.onnx_export import OnnxExportConfig, PolicyModule, export_onnx, infer_signature

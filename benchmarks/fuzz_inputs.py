@@ -3,10 +3,10 @@
 Targets:
   c_frame_parser    firmware/src/wire.c through the host build's ``build/fuzz_parser`` driver
                     (the ASan/UBSan build when ``make -C firmware sanitize`` made it)
-  py_frame_parser   edgerl.wire FrameParser + codec.decode
+  py_frame_parser   edgerl.contract.wire FrameParser + codec.decode
   ros_message_checks edgerl_ros.messages: stamped_state / joint_state_values (commands) /
                     trajectory_to_chunk on random JointState / JointTrajectory messages
-The frame inputs are edgerl.wire.fuzz's corpus (random bytes, and valid streams with one
+The frame inputs are edgerl.contract.wire.fuzz's corpus (random bytes, and valid streams with one
 CRC-detectable mutation). A **crash** is an exception other than the named refusal (Python) or
 a driver that died or answered short (C); an **illegal accept** is an accepted frame that was
 not sent unmodified, or an accepted message whose values are not finite, do not fit float32,
@@ -49,8 +49,8 @@ def _c_driver() -> str:
 
 def fuzz_c(n: int, seed: int) -> dict:
     """The C parser, in batches of CHUNK records per driver process."""
-    from edgerl.wire.framing import Frame
-    from edgerl.wire.fuzz import is_legal, make_inputs
+    from edgerl.contract.wire.framing import Frame
+    from edgerl.contract.wire.fuzz import is_legal, make_inputs
 
     driver = _c_driver()
     crashes = illegal = accepted = 0
@@ -81,9 +81,9 @@ def fuzz_c(n: int, seed: int) -> dict:
 
 
 def fuzz_py(n: int, seed: int) -> dict:
-    from edgerl.wire import codec
-    from edgerl.wire.framing import FrameParser
-    from edgerl.wire.fuzz import is_legal, make_inputs
+    from edgerl.contract.wire import codec
+    from edgerl.contract.wire.framing import FrameParser
+    from edgerl.contract.wire.fuzz import is_legal, make_inputs
 
     crashes = illegal = accepted = 0
     busy = 0.0

@@ -34,16 +34,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgerl.bundle_errors import BundleError
-from edgerl.edit_obs import EditObsConfig
-from edgerl.runtime.bundle_check import verify_bundle
-from edgerl.spec import (
+from edgerl.contract.bundle_errors import BundleError
+from edgerl.contract.edit_obs import EditObsConfig
+from edgerl.contract.spec import (
     ActionSpec,
     ChunkSpec,
     ObservationSpec,
     PolicySpec,
     sha256_file,
 )
+from edgerl.runtime.bundle_check import verify_bundle
 
 SWAPS: list[Any] = [None, True, 0, -1, 1e308, -1e-308, 2**70, "", "x" * 300, [], {}, [1, 2],
                     {"a": 1}, "NaN", -0.0, 1000.0, -1000.0, 1e9]

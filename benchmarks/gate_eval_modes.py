@@ -9,7 +9,7 @@ Gaussian noise with the learned std for a Gaussian head; generator seeded with t
 
 ``--compare`` adds the rows of ``edgerl gate eval`` on the same episodes (each fixed budget, the
 age heuristic tuned on seed + 2000, random); ``--kick-oracle BUDGET,X,KICK_BUDGET,WAIT`` the
-privileged :func:`~edgerl.policies.gate_oracles.kick_rule` with those settings (budget names,
+privileged :func:`~edgerl.policies.gate.oracles.kick_rule` with those settings (budget names,
 steps; e.g. the one ``benchmarks/gate_oracle.py`` tuned), reacting for ``kick_steps + 4`` steps.
 """
 
@@ -20,15 +20,15 @@ import json
 
 import torch
 
-from edgerl.policies.gate import (
+from edgerl.policies.gate.baselines import evaluate_gate
+from edgerl.policies.gate.oracles import kick_rule
+from edgerl.policies.gate.policy import (
     EVAL_SEED_OFFSET,
     compare_gate,
     greedy_policy,
     load_gate_actor,
     make_gate_env,
 )
-from edgerl.policies.gate_baselines import evaluate_gate
-from edgerl.policies.gate_oracles import kick_rule
 
 
 def sampled_policy(actor, head: str, seed: int):

@@ -30,7 +30,7 @@ def run_one(bundle: str, policy: str, seed: int, args: argparse.Namespace, path:
     """``edgerl hil`` for one (bundle, policy, plant seed); its JSON (cached in ``path``)."""
     if path.exists():
         return json.loads(path.read_text())
-    cmd = [sys.executable, "-m", "edgerl", "hil", "--bundle", bundle, "--episodes",
+    cmd = [sys.executable, "-m", "edgerl.apps", "hil", "--bundle", bundle, "--episodes",
            str(args.episodes), "--seed", str(seed), "--gate-policy", policy, "--link-probe",
            "0", "--no-estop-check", "--action-noise", str(args.action_noise), "--json"]
     if args.kicks:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import edgerl.hil.kicks as kicks_mod
-import edgerl.runtime.gate as gate_mod
+import edgerl.runtime.gate.budget_gate as gate_mod
 from edgerl.hil.harness import HilConfig, run_hil
 from edgerl.hil.kicks import KickConfig
 

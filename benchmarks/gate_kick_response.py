@@ -25,9 +25,14 @@ from typing import Any
 
 import torch
 
-from edgerl.policies.gate import EVAL_SEED_OFFSET, greedy_policy, load_gate_actor, make_gate_env
-from edgerl.policies.gate_baselines import GatePolicy, age_heuristic
-from edgerl.policies.gate_oracles import kick_rule
+from edgerl.policies.gate.baselines import GatePolicy, age_heuristic
+from edgerl.policies.gate.oracles import kick_rule
+from edgerl.policies.gate.policy import (
+    EVAL_SEED_OFFSET,
+    greedy_policy,
+    load_gate_actor,
+    make_gate_env,
+)
 
 
 @torch.no_grad()
@@ -98,8 +103,8 @@ def kick_visibility(decisions: int, num_envs: int, seed: int) -> list[dict[str, 
     at the car) and on calm road."""
     from dataclasses import asdict
 
-    from edgerl.policies.gate import ROADS, GateRunCfg, calm_kicks_gate_cfg
-    from edgerl.policies.gate_oracles import road_task
+    from edgerl.policies.gate.oracles import road_task
+    from edgerl.policies.gate.policy import ROADS, GateRunCfg, calm_kicks_gate_cfg
 
     g = calm_kicks_gate_cfg(seed)
     cfg = GateRunCfg(task_kwargs=dict(ROADS["calm_kicks"]), gate=asdict(g), seed=seed)

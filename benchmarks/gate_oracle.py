@@ -2,7 +2,7 @@
 state-dependent choice can do at all, measured with privileged rules before any gate is trained.
 
 For each scenario variant: every fixed budget, the age heuristic (every plan budget x X) and the
-privileged rules of :mod:`edgerl.policies.gate_oracles` (road curvature ahead; kick times when
+privileged rules of :mod:`edgerl.policies.gate.oracles` (road curvature ahead; kick times when
 the variant has kicks) are each tuned on the tuning episodes (seed + 2000) and the best of
 each family is evaluated on the evaluation episodes (seed + 1000), as ``compare_gate`` does.
 
@@ -39,7 +39,9 @@ from typing import Any
 
 import torch
 
-from edgerl.policies.gate import (
+from edgerl.policies.gate.baselines import age_heuristic, evaluate_gate, fixed_policy
+from edgerl.policies.gate.oracles import curvature_rule, kick_rule
+from edgerl.policies.gate.policy import (
     EVAL_SEED_OFFSET,
     HEURISTIC_AGES,
     ROADS,
@@ -49,9 +51,7 @@ from edgerl.policies.gate import (
     chicanes_gate_cfg,
     make_gate_env,
 )
-from edgerl.policies.gate_baselines import age_heuristic, evaluate_gate, fixed_policy
-from edgerl.policies.gate_oracles import curvature_rule, kick_rule
-from edgerl.sim.wrappers.gate import GateCfg
+from edgerl.sim.gate.env import GateCfg
 
 
 def variant(name: str, seed: int) -> GateCfg:

@@ -25,9 +25,9 @@ from dataclasses import asdict, replace
 
 import torch
 
-from edgerl.policies.gate import ROADS, GateRunCfg, chicanes_gate_cfg, make_gate_env
-from edgerl.policies.gate_baselines import age_heuristic, evaluate_gate
-from edgerl.policies.gate_oracles import kick_rule
+from edgerl.policies.gate.baselines import age_heuristic, evaluate_gate
+from edgerl.policies.gate.oracles import kick_rule
+from edgerl.policies.gate.policy import ROADS, GateRunCfg, chicanes_gate_cfg, make_gate_env
 
 
 def main() -> None:

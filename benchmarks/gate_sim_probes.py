@@ -25,11 +25,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from gate_eval_modes import sampled_policy
 
-from edgerl.edit_obs import select_chunk_rows
-from edgerl.policies.gate import EVAL_SEED_OFFSET, load_gate_actor
-from edgerl.policies.gate_baselines import age_heuristic, evaluate_gate
+from edgerl.contract.edit_obs import select_chunk_rows
+from edgerl.policies.gate.baselines import age_heuristic, evaluate_gate
+from edgerl.policies.gate.policy import EVAL_SEED_OFFSET, load_gate_actor
+from edgerl.sim.gate.env import GatedEnv
 from edgerl.sim.registry import make_task
-from edgerl.sim.wrappers.gate import GatedEnv
 
 
 class LaggedRows(GatedEnv):

@@ -78,8 +78,8 @@ def check_device(device: str) -> None:
 
 
 def env_rates(tasks: list[str], counts: list[int], device: str, steps: int) -> list[dict]:
-    """``edgerl.sim.bench.measure`` for every task x env count."""
-    from edgerl.sim.bench import measure
+    """``edgerl.bench.sim.throughput.measure`` for every task x env count."""
+    from edgerl.bench.sim.throughput import measure
 
     rows = []
     for task in tasks:

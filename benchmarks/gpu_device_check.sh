@@ -152,7 +152,7 @@ except Exception as exc:
     save()
     sys.exit(0)
 try:
-    from edgerl.spec import PolicySpec, sha256_file
+    from edgerl.contract.spec import PolicySpec, sha256_file
 
     eb = out / "engine_bundle"
     shutil.rmtree(eb, ignore_errors=True)

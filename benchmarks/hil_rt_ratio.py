@@ -1,11 +1,11 @@
 """``edgerl hil --rt-priority`` command round trip against ``edgerl bench serial``, interleaved.
 
-Each run is one set of :func:`edgerl.hil.rt_ratio.pair` (paced ``bench serial --pace-hz R``,
+Each run is one set of :func:`edgerl.bench.hil.rt_ratio.pair` (paced ``bench serial --pace-hz R``,
 back-to-back ``bench serial``, ``edgerl hil``, all at ``--rt-priority P`` on the same
 ``--target`` build). Printed per run: one JSON line (the p50 / p99s, ``ratio`` = hil p99 /
 paced bench p99, ``ratio_b2b`` = hil p99 / back-to-back p99, ``host_ticks_per_step``,
 ``rt_granted``, ``other_rt``, the 1-minute load before it); then a summary line
-(:func:`edgerl.hil.rt_ratio.summarize`). ``edgerl bench ratios`` runs the same pairs as its
+(:func:`edgerl.bench.hil.rt_ratio.summarize`). ``edgerl bench ratios`` runs the same pairs as its
 ``hil/rtt_p99`` row.
 
     .venv/bin/python benchmarks/hil_rt_ratio.py [--runs 5] [--rt-priority 10] [--target host]
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from edgerl.hil.rt_ratio import pair, summarize
+from edgerl.bench.hil.rt_ratio import pair, summarize
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from edgerl.hil.edit_bench import edit_parity
+    from edgerl.bench.hil.edit_step import edit_parity
     from edgerl.hil.fast_loop import fast_loop_firmware
     from edgerl.hil.firmware import FirmwareConfig
     from edgerl.hil.m4_report import footprint

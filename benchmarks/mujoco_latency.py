@@ -15,7 +15,7 @@ from collections import deque
 
 import torch
 
-from edgerl.cli.output import print_json, print_table
+from edgerl.apps.cli.output import print_json, print_table
 from edgerl.sim.registry import make_task
 from edgerl.sim.tasks.ball import ball_expert
 

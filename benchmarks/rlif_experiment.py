@@ -31,9 +31,9 @@ NICE: list[str] = []  # ["nice", "-n", "15"] with --nice: collection and fine-tu
 
 
 def _cli(*args: str, nice: bool = False) -> dict:
-    """``python -m edgerl ARGS --json`` -> the printed JSON object (``nice``: under NICE)."""
+    """``python -m edgerl.apps ARGS --json`` -> the printed JSON object (``nice``: under NICE)."""
     prefix = NICE if nice else []
-    cmd = [*prefix, sys.executable, "-m", "edgerl", *args, "--json"]
+    cmd = [*prefix, sys.executable, "-m", "edgerl.apps", *args, "--json"]
     print("$", *prefix, "edgerl", " ".join(cmd[len(prefix) + 3:]), file=sys.stderr, flush=True)
     for attempt in (1, 2):  # one retry: a HIL run can fail to start on a loaded machine
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -66,9 +66,9 @@ def _weaken_region(base: Path, out: Path, region: str, obs_rec: Path, seed: int)
     the edit observations of ``obs_rec`` (a recording of the base bundle)."""
     import torch
 
+    from edgerl.contract.intervention_log import load_transitions
     from edgerl.export.bundle_mlp import export_like, load_bundle_mlp
     from edgerl.export.weaken_region import RegionSpec, weaken_region
-    from edgerl.intervention_log import load_transitions
 
     torch.set_num_threads(1)
     actor, spec = load_bundle_mlp(base)
@@ -84,8 +84,8 @@ def _bc_targets(recs: list[Path], base: Path) -> dict:
     import numpy as np
     import torch
 
+    from edgerl.contract.intervention_log import load_transitions
     from edgerl.export.bundle_mlp import load_bundle_mlp
-    from edgerl.intervention_log import load_transitions
     from edgerl.policies.rlif import intervention_dataset
 
     actor, spec = load_bundle_mlp(base)

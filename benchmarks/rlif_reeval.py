@@ -40,7 +40,7 @@ def bundles(out: Path, base: Path, seed: int, rounds_too: bool,
 
 def evaluate(bundle: Path, episodes: int, seed: int, latency_ms: float) -> dict:
     """One ``edgerl hil`` evaluation (one retry if it fails to start)."""
-    cmd = [sys.executable, "-m", "edgerl", "hil", "--bundle", str(bundle), "--episodes",
+    cmd = [sys.executable, "-m", "edgerl.apps", "hil", "--bundle", str(bundle), "--episodes",
            str(episodes), "--seed", str(seed), "--planner-latency-ms", str(latency_ms),
            "--no-estop-check", "--link-probe", "0", "--json"]
     for _ in (1, 2):

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EDGERL = [sys.executable, "-m", "edgerl"]
+EDGERL = [sys.executable, "-m", "edgerl.apps"]
 OUT = ROOT / "runs" / "bench"
 
 
@@ -121,7 +121,7 @@ def main() -> int:
         print(f"{name}: {value}", file=sys.stderr)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "results.json").write_text(json.dumps(raw, indent=2) + "\n")
-    from edgerl.cli.output import print_table
+    from edgerl.apps.cli.output import print_table
 
     print_table(rows, title="edgerl benchmarks (raw JSON: runs/bench/results.json)")
     return 0

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from edgerl.clock import MonotonicClock
+from edgerl.contract.clock import MonotonicClock
 from edgerl.hil.firmware import FirmwareConfig
 from edgerl.hil.rt import set_fifo_process
 from edgerl.hil.targets import make_firmware

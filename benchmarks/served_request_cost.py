@@ -27,12 +27,12 @@ import torch
 
 from edgerl.policies.bc_planner import BCChunkPlanner
 from edgerl.policies.remote_planner import BCServedPlanner
-from edgerl.runtime.planners.server import PlannerServer, ServerConfig
+from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig
 
 CLIENT = """
 import json, sys, time
 import numpy as np
-from edgerl.runtime.planners.call import DirectPlanner
+from edgerl.runtime.planners.remote.direct import DirectPlanner
 host, port, rows, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 c = DirectPlanner(host, port).connect()
 x = np.random.default_rng(0).normal(size=(rows, 4)).astype(np.float32)

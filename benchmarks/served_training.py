@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-EDGERL = [sys.executable, "-m", "edgerl"]
+EDGERL = [sys.executable, "-m", "edgerl.apps"]
 
 
 def _free_port() -> int:

@@ -10,9 +10,9 @@ import argparse
 
 import torch
 
+from edgerl.contract.spec import LatencyModel
 from edgerl.sim import make_task
 from edgerl.sim.wrappers import LatencyCfg, make_latency_env
-from edgerl.spec import LatencyModel
 
 
 def outcomes(task: str, policy: str, num_envs: int, **kw: object) -> dict[str, object]:

@@ -5,7 +5,7 @@ turn (so all see the same machine load), each trained ``nodelay`` until the trai
 rate reaches the target; one JSON line per run (process CPU s, loop wall s, env steps,
 iterations, the load average at its start) on stdout and appended to ``--out``.
 
-A candidate is ``NAME=JSON`` (:func:`edgerl.policies.solve_time.candidate_config`):
+A candidate is ``NAME=JSON`` (:func:`edgerl.bench.train.solve_time.candidate_config`):
 ``TaskDefaults`` fields (missing ones are BASELINE's), plus optional ``"ppo"`` (other
 ``PPOConfig`` fields, e.g. ``entropy_coef``) and ``"actor"`` (``ModelConfig`` fields, e.g.
 ``init_std``)::
@@ -45,7 +45,7 @@ def main() -> int:
             ap.error(f"candidate {name}: bad JSON ({exc})")
     import torch
 
-    from edgerl.policies.solve_time import candidate_config, time_to_success
+    from edgerl.bench.train.solve_time import candidate_config, time_to_success
     from edgerl.policies.task_defaults import BASELINE
 
     torch.set_num_threads(1)

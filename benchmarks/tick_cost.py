@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
 
     import edgerl
-    from edgerl.chunk import ActionChunk
+    from edgerl.contract.chunk import ActionChunk
     from edgerl.runtime.deployment import Deployment
     from edgerl.runtime.edit_loop import LoopConfig
 

@@ -31,8 +31,8 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from edgerl.cli.output import print_json, print_table
-    from edgerl.policies.solve_time import compare_solve
+    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.bench.train.solve_time import compare_solve
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
     torch.set_num_threads(1)

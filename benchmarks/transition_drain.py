@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from edgerl.intervention_log import InterventionRecorder
+from edgerl.contract.intervention_log import InterventionRecorder
 from edgerl.runtime.transition_log import TransitionLog
 
 D, A = 11, 1  # the cartpole test bundle's edit observation and action

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from edgerl.contract.spec import MANIFEST_NAME, PolicySpec
 from edgerl.export.bundle_manifest import (
     PARITY_NAME,
     signature_for,
@@ -72,7 +73,6 @@ from edgerl.export.parity import (
     record_observations,
 )
 from edgerl.export.trt_compat import check_tensorrt_compat
-from edgerl.spec import MANIFEST_NAME, PolicySpec
 
 __all__ = ["collect_parity_inputs", "export_bundle"]
 
@@ -150,7 +150,7 @@ def export_bundle(actor: nn.Module, spec: PolicySpec, out_dir: str | Path,
     parity check exceeds its tolerance (``tolerance`` for fp32 ONNX and the C header),
     :class:`edgerl.export.tensorrt.TensorRTUnavailable` when ``trt`` cannot run here, and
     :class:`edgerl.export.c_header.CHeaderError` when ``c_header`` is asked of a non-MLP,
-    and :class:`edgerl.bundle_errors.ManifestValueError` when ``spec`` is outside the
+    and :class:`edgerl.contract.bundle_errors.ManifestValueError` when ``spec`` is outside the
     runtime's bounds. ``sign_key`` (an ed25519 PEM private key from ``edgerl keygen``)
     writes ``manifest.sig``.
     """

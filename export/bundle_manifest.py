@@ -10,11 +10,11 @@ from typing import Any
 
 from torch import nn
 
-from edgerl._version import __version__
+from edgerl.contract._version import __version__
+from edgerl.contract.report import finite
+from edgerl.contract.spec import MANIFEST_NAME, PolicySpec, RecurrentSpec, TensorSpec, sha256_file
 from edgerl.export.bundle_parity import BundleReport
 from edgerl.export.onnx_export import ActorSignature, ExportError, infer_signature
-from edgerl.report import finite
-from edgerl.spec import MANIFEST_NAME, PolicySpec, RecurrentSpec, TensorSpec, sha256_file
 
 __all__ = ["BUNDLE_FILES", "PARITY_NAME", "signature_for", "write_manifest", "write_parity"]
 
@@ -57,7 +57,7 @@ def write_manifest(out_dir: Path, spec: PolicySpec, sig: ActorSignature, report:
                    extra_export: dict[str, Any]) -> PolicySpec:
     """Write ``manifest.json`` (last): ``spec`` with the graph's tensors and recurrent state,
     the sha256 of every file written, the export settings and parity errors. Raises
-    :class:`edgerl.bundle_errors.ManifestValueError` when the runtime would refuse it."""
+    :class:`edgerl.contract.bundle_errors.ManifestValueError` when the runtime would refuse it."""
     final = dataclasses.replace(
         spec,
         tensors=TensorSpec(inputs=sig.input_names, outputs=sig.output_names),

@@ -12,9 +12,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from edgerl.contract.spec import PolicySpec, load_bundle_manifest
 from edgerl.export.numpy_mlp import NPZ_NAME
 from edgerl.runtime.inference.numpy_mlp import MLPWeights, load_mlp_npz
-from edgerl.spec import PolicySpec, load_bundle_manifest
 
 __all__ = ["BundleMLP", "export_like", "load_bundle_mlp", "weaken"]
 

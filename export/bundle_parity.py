@@ -16,7 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgerl._version import __version__
+from edgerl.contract._version import __version__
+from edgerl.contract.spec import PolicySpec
 from edgerl.export.onnx_export import ActorSignature, ExportError
 from edgerl.export.parity import (
     FP16_TOL,
@@ -28,7 +29,6 @@ from edgerl.export.parity import (
     max_abs_err,
 )
 from edgerl.export.trt_compat import TrtCompatReport
-from edgerl.spec import PolicySpec
 
 __all__ = ["TRT_FP32_TOL", "BundleReport", "check_c_header", "check_inputs", "check_numpy_mlp",
            "check_tensorrt", "onnx_runner", "record_parity", "torch_runner"]

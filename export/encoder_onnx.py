@@ -1,6 +1,6 @@
 """Export the language planner to a runtime bundle: encoder ONNX, chunk-head ONNX, manifest.
 
-Bundle layout: see :mod:`edgerl.runtime.planners.language`. Both graphs are checked against
+Bundle layout: see :mod:`edgerl.runtime.planners.local.language`. Both graphs are checked against
 torch right after export (:func:`encoder_parity`, :func:`head_parity`); the numbers go into
 ``manifest.extra["language"]["parity"]`` and ``parity.json`` (hashed like every file; the
 runtime refuses a bundle whose parity failed). Over :data:`ENCODER_COS_TOL` /
@@ -21,9 +21,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from edgerl.contract.spec import MANIFEST_NAME, PolicySpec, sha256_file
 from edgerl.export.onnx_export import ExportError
 from edgerl.runtime.bundle_check import PARITY_FILE
-from edgerl.runtime.planners.language import (
+from edgerl.runtime.planners.local.language import (
     EMBEDDINGS_FILE,
     ENCODER_FILE,
     HEAD_FILE,
@@ -31,7 +32,6 @@ from edgerl.runtime.planners.language import (
     InstructionTokenizer,
     OnnxSentenceEncoder,
 )
-from edgerl.spec import MANIFEST_NAME, PolicySpec, sha256_file
 
 __all__ = ["ENCODER_OPSET", "encoder_parity", "export_encoder_onnx", "export_head_onnx",
            "export_language_bundle", "head_parity"]

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgerl.key_values import parse_key_values
-from edgerl.spec import PolicySpec
+from edgerl.contract.key_values import parse_key_values
+from edgerl.contract.spec import PolicySpec
 
 __all__ = ["RegionSpec", "region_mask", "corrupted_targets", "weaken_region"]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from edgerl.logs import progress
+from edgerl.contract.logs import progress
 
 __all__ = [
     "BCChunkPlanner",

@@ -9,7 +9,7 @@ is what evaluation and the runtime run.
 
 Shapes: the MLP outputs logits (N, B); :meth:`CategoricalDistribution.sample` returns a
 one-hot float (N, B) so rsl_rl's rollout storage keeps its (N, A) action layout, and an env
-adapter takes ``argmax`` of it (:class:`edgerl.policies.gate.ScoreActions` does, so the same
+adapter takes ``argmax`` of it (:class:`edgerl.policies.gate.policy.ScoreActions` does, so the same
 adapter serves both heads). The deterministic output is the logits themselves: the exported
 ONNX gate outputs logits and its argmax is the mode.
 

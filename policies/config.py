@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from edgerl.methods import METHODS, Method, get_method
-from edgerl.serde import SchemaError, from_dict, to_dict
-from edgerl.timing import (
+from edgerl.contract.methods import METHODS, Method, get_method
+from edgerl.contract.serde import SchemaError, from_dict, to_dict
+from edgerl.contract.timing import (
     TRIGGERS,
     LatencyModel,
     default_horizon,
@@ -108,7 +108,7 @@ class TrainConfig:
 
     Attributes:
         task: Registered task name.
-        method: A registered method (:data:`edgerl.methods.METHODS`).
+        method: A registered method (:data:`edgerl.contract.methods.METHODS`).
         delay_steps: Planner (``edit``/``planner``/``blend``/``rtc``) or action (``naive``/``arli``)
             delay D in control steps. ``nodelay`` always runs with D = 0.
         seed: Seeds torch and the env.
@@ -117,7 +117,7 @@ class TrainConfig:
         device: Torch device.
         planner: ``expert``, ``bc`` (learned chunk planner) or ``remote:HOST:PORT`` (a
             planner service, e.g. ``edgerl serve-planner --bc TASK``).
-        horizon: Planner chunk rows H (0 = automatic: ``edgerl.timing.default_horizon``,
+        horizon: Planner chunk rows H (0 = automatic: ``edgerl.contract.timing.default_horizon``,
             counting the randomizer's extra planner delay from ``task_kwargs``).
         period_steps: Planner query period P (0 = automatic: ``max(1, D)``).
         residual_bound: ``edit``: the residual moves the chunk row by at most this much
@@ -137,10 +137,11 @@ class TrainConfig:
         latency_model: A measured planner delay model (``edgerl train --latency-model``):
             its delay distribution replaces the fixed ``delay_steps`` (which then only names
             the run); its period is used when ``period_steps`` is 0.
-        trigger: What makes the deployed edit loop tick (``edgerl.timing.TRIGGERS``):
+        trigger: What makes the deployed edit loop tick (``edgerl.contract.timing.TRIGGERS``):
             ``state`` (each state message: no sampling delay) or ``clock`` (the loop's own
             grid reads a state up to a period old: trained with one more step of
-            observation delay, ``edgerl.timing.sampling_delay_steps``). Saved in the manifest.
+            observation delay, ``edgerl.contract.timing.sampling_delay_steps``). Saved in the
+            manifest.
     """
 
     task: str
@@ -208,7 +209,7 @@ class TrainConfig:
     # --- derived values -------------------------------------------------------------------
     @property
     def method_info(self) -> Method:
-        """The registry entry of ``method`` (:class:`edgerl.methods.Method`)."""
+        """The registry entry of ``method`` (:class:`edgerl.contract.methods.Method`)."""
         return get_method(self.method)
 
     @property
@@ -228,7 +229,7 @@ class TrainConfig:
 
     @property
     def resolved_period(self) -> int:
-        """Planner period P in steps (``edgerl.timing.resolve_period``; a measured model's
+        """Planner period P in steps (``edgerl.contract.timing.resolve_period``; a measured model's
         period when ``period_steps`` is 0)."""
         if self.latency_model is not None and not self.period_steps:
             return self.latency_model.planner_period_steps
@@ -253,7 +254,7 @@ class TrainConfig:
 
     @property
     def resolved_horizon(self) -> int:
-        """Chunk rows H (``edgerl.timing.default_horizon``, the wrapper's own rule)."""
+        """Chunk rows H (``edgerl.contract.timing.default_horizon``, the wrapper's own rule)."""
         return self.horizon or default_horizon(self.resolved_latency, self.lookahead,
                                                self.extra_delay_steps[1], self.method)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from edgerl.logs import progress
+from edgerl.contract.logs import progress
 
 __all__ = ["EvalResult", "evaluate", "evaluate_run"]
 

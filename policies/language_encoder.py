@@ -5,7 +5,7 @@ their sha256 against :data:`MODEL_SHA256` before anything is loaded, so a swappe
 model is refused with a message naming the file. :class:`SentenceEncoder` reproduces the
 sentence-transformers pipeline (BERT -> mean pooling over real tokens -> L2 normalise) as a
 plain ``nn.Module`` taking ``(input_ids, attention_mask)``, so it exports to ONNX as one graph.
-Tokenization is :class:`edgerl.runtime.planners.language.InstructionTokenizer` (the Rust
+Tokenization is :class:`edgerl.runtime.planners.local.language.InstructionTokenizer` (the Rust
 ``tokenizers`` package with the shipped ``tokenizer.json``): the same code on the workstation
 and on the device.
 """
@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgerl.bundle_errors import BundleError, BundleFileError
-from edgerl.bundle_files import verify_files
-from edgerl.runtime.planners.language import InstructionTokenizer
+from edgerl.contract.bundle_errors import BundleError, BundleFileError
+from edgerl.contract.bundle_files import verify_files
+from edgerl.runtime.planners.local.language import InstructionTokenizer
 
 __all__ = [
     "EMBED_DIM",
@@ -66,7 +66,7 @@ def default_model_dir() -> Path:
 def verify_model_files(model_dir: str | Path,
                        expected: dict[str, str] | None = None) -> dict[str, str]:
     """Check each file's sha256 with the bundle contract's check
-    (:func:`edgerl.bundle_files.verify_files`); returns ``{name: sha256}`` or raises
+    (:func:`edgerl.contract.bundle_files.verify_files`); returns ``{name: sha256}`` or raises
     :class:`EncoderWeightsError` naming the first missing or modified file."""
     model_dir = Path(model_dir)
     expected = MODEL_SHA256 if expected is None else expected

@@ -1,7 +1,8 @@
 """Build a method's env: which sim wrappers sit between the task and the policy.
 
 What each method is (and every property the code asks of it) lives in the one registry,
-:mod:`edgerl.methods`. The wrappers themselves live in ``edgerl.sim.wrappers``; this module only
+:mod:`edgerl.contract.methods`. The wrappers themselves live in ``edgerl.sim.wrappers``; this
+module only
 chooses and configures them from a :class:`TrainConfig`, so training, evaluation and
 :func:`edgerl.policies.runs.load_policy` build exactly the same env.
 """
@@ -13,7 +14,8 @@ from typing import Any
 
 import torch
 
-from edgerl.edit_obs import EditObsConfig
+from edgerl.contract.edit_obs import EditObsConfig
+from edgerl.contract.spec import LatencyModel
 from edgerl.policies.bc_planner import (
     BCChunkPlanner,
     chunk_labels,
@@ -24,7 +26,6 @@ from edgerl.policies.bc_planner import (
 from edgerl.policies.config import TrainConfig
 from edgerl.sim.vec_env import TaskSpec
 from edgerl.sim.wrappers import ExpertPlanner, LatencyCfg, LatencyWrapper
-from edgerl.spec import LatencyModel
 
 __all__ = ["build_planner", "edit_obs_config", "latency_cfg", "latency_model", "make_base_env",
            "make_bc_planner", "make_method_env", "planner_callable"]

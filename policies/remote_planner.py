@@ -5,7 +5,7 @@ GPU machine: ``edgerl serve-planner``) and the simulated envs query it in batche
 
 * :class:`ServedPlanFn` is the sim wrappers' batched planner callable
   (``plan(obs (n, O), env_ids (n,)) -> (n, H, A)``) over a thread-free
-  :class:`~edgerl.runtime.planners.call.DirectPlanner` (the shared secret, if any, from
+  :class:`~edgerl.runtime.planners.remote.direct.DirectPlanner` (the shared secret, if any, from
   ``EDGERL_PLANNER_SECRET``): every query of the wrapper's envs is sent as ``plan_batch``
   requests (``training`` priority, so robots on the same service go
   first) of at most ``max_rows`` rows, all in flight at once. The wrapper applies its latency
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from edgerl.chunk import ActionChunk
-from edgerl.planner import PlannerHealth, PlannerInfo
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.planner import PlannerHealth, PlannerInfo
 
 __all__ = ["BCServedPlanner", "ServedAnswer", "ServedPlanFn", "is_remote_planner",
            "parse_remote_planner"]
@@ -63,9 +63,10 @@ class ServedPlanFn:
     """Batched planner callable over a planner service.
 
     Args:
-        client: A connected :class:`~edgerl.runtime.planners.call.DirectPlanner` (or anything
+        client: A connected :class:`~edgerl.runtime.planners.remote.direct.DirectPlanner` (or
+        anything
             with ``info`` and ``plan_many(pieces, now, timeout_s)``, e.g. a started
-            :class:`~edgerl.runtime.planners.remote.RemotePlanner`).
+            :class:`~edgerl.runtime.planners.remote.planner.RemotePlanner`).
         horizon: Chunk rows the wrapper expects; the server's must match.
         max_rows: Rows per ``plan_batch`` request (the server's ``max_batch_rows``).
         timeout_s: Longest wait for one query's answers.
@@ -92,8 +93,8 @@ class ServedPlanFn:
     @classmethod
     def connect(cls, spec: str, horizon: int, **kwargs: Any) -> ServedPlanFn:
         """Connect to ``remote:HOST:PORT`` (training priority) and check the horizon."""
-        from edgerl.runtime.planners.call import DirectPlanner
-        from edgerl.runtime.planners.wire_auth import load_secret
+        from edgerl.runtime.planners.protocol.auth import load_secret
+        from edgerl.runtime.planners.remote.direct import DirectPlanner
 
         host, port = parse_remote_planner(spec)
         client = DirectPlanner(host, port, secret=load_secret(), priority="training").connect()
@@ -162,7 +163,7 @@ class ServedAnswer:
 
 
 class BCServedPlanner:
-    """A :class:`~edgerl.planner.Planner` over a :class:`BCChunkPlanner` network, with
+    """A :class:`~edgerl.contract.planner.Planner` over a :class:`BCChunkPlanner` network, with
     ``plan_batch`` (``obs (n, O)`` -> ``(n, H, A)`` float32); instructions are ignored.
 
     ``threads``: torch intra-op threads for the network, set in every thread that calls it.

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgerl.methods import LEARNED_METHODS, get_method
+from edgerl.contract.methods import LEARNED_METHODS, get_method
 
 __all__ = ["GridCell", "GridConfig", "TASK_PRESETS", "acceptance", "grid_cells", "grid_delays",
            "load_rows", "run_cell", "write_learning_curves", "write_markdown"]

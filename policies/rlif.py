@@ -1,7 +1,7 @@
 """Learning from operator interventions: RLIF (off-policy RL with the intervention as the
 reward) and the HG-DAgger-style BC baseline, on recorded control steps.
 
-Data (:func:`intervention_dataset`, from :func:`edgerl.intervention_log.load_transitions`):
+Data (:func:`intervention_dataset`, from :func:`edgerl.contract.intervention_log.load_transitions`):
 per control step the edit observation ``s`` ``(D,)``, the action executed in the policy's
 own units ``u = clip((command - chunk_row) / residual_bound, -1, 1)`` ``(A,)`` (the
 operator's command during a takeover, the policy's otherwise), and the RLIF reward: ``-1``

@@ -22,11 +22,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from edgerl.edit_obs import EditObsConfig
-from edgerl.policies.config import TrainConfig
-from edgerl.policies.train import CONFIG_NAME, PLANNER_NAME
-from edgerl.sim.adapters.expert import set_run_loader
-from edgerl.spec import (
+from edgerl.contract.edit_obs import EditObsConfig
+from edgerl.contract.spec import (
     ActionSpec,
     ChunkSpec,
     LatencyModel,
@@ -34,7 +31,10 @@ from edgerl.spec import (
     PolicySpec,
     TensorSpec,
 )
-from edgerl.timing import TimingSpec
+from edgerl.contract.timing import TimingSpec
+from edgerl.policies.config import TrainConfig
+from edgerl.policies.train import CONFIG_NAME, PLANNER_NAME
+from edgerl.sim.adapters.expert import set_run_loader
 
 __all__ = ["LoadedPolicy", "PolicyActor", "RunError", "default_checkpoint", "find_latest_run",
            "latest_checkpoint", "load_policy"]

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from edgerl.contract.serde import to_dict
 from edgerl.policies.config import TrainConfig
-from edgerl.serde import to_dict
 
 __all__ = ["CONFIG_NAME", "PLANNER_NAME", "SUMMARY_NAME", "TrainResult", "new_run_dir",
            "seed_everything", "train"]

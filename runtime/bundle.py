@@ -5,7 +5,7 @@
 paths inside the bundle, every file's sha256, no unlisted loader file, a passed parity
 report, each ONNX file's inputs/outputs against the manifest), then builds the inference
 backend. A tampered, truncated, newer or nonsensical bundle fails here with one named
-:class:`~edgerl.bundle_errors.BundleError` subclass, never later on the robot.
+:class:`~edgerl.contract.bundle_errors.BundleError` subclass, never later on the robot.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from edgerl.bundle_errors import OnnxModelError, OnnxShapeError
+from edgerl.contract.bundle_errors import OnnxModelError, OnnxShapeError
+from edgerl.contract.spec import BundleError, PolicySpec
 from edgerl.runtime.bundle_check import verify_bundle
 from edgerl.runtime.inference import (
     InferenceBackend,
@@ -25,7 +26,6 @@ from edgerl.runtime.inference import (
 )
 from edgerl.runtime.manifest_rules import ManifestLimits
 from edgerl.runtime.onnx_check import check_bundle_onnx, check_policy_io
-from edgerl.spec import BundleError, PolicySpec
 
 __all__ = ["POLICY_FILE", "PLANNER_FILE", "load_bundle"]
 
@@ -51,7 +51,7 @@ def load_bundle(bundle_dir: str | Path, *, backend: str = "onnx", device: str = 
     requires a valid ``manifest.sig``; ``limits`` overrides the semantic bounds.
 
     Raises:
-        BundleError: a subclass from :mod:`edgerl.bundle_errors` naming the file or field
+        BundleError: a subclass from :mod:`edgerl.contract.bundle_errors` naming the file or field
             (see :func:`~edgerl.runtime.bundle_check.verify_bundle`).
         InferenceError: the backend cannot run here (device, provider, numpy weights).
     """

@@ -1,12 +1,12 @@
 """Everything checked before a bundle may drive a robot: :func:`verify_bundle`.
 
-In order (the first failure is raised, one :class:`~edgerl.bundle_errors.BundleError`
+In order (the first failure is raised, one :class:`~edgerl.contract.bundle_errors.BundleError`
 subclass each, message naming the file or field):
 
 1. ``manifest.sig`` when a public key is configured (argument, or the environment variable
    ``EDGERL_BUNDLE_PUBKEY``): :class:`BundleSignatureError` (:mod:`edgerl.runtime.bundle_sign`).
 2. ``manifest.json`` parses strictly (size, UTF-8, JSON, nesting, schema):
-   ``Manifest*Error`` (:mod:`edgerl.manifest_json`, :mod:`edgerl.spec`).
+   ``Manifest*Error`` (:mod:`edgerl.contract.manifest_json`, :mod:`edgerl.contract.spec`).
 3. Semantic bounds: :class:`ManifestValueError` (:mod:`edgerl.runtime.manifest_rules`).
 4. Every ``files`` entry stays inside the bundle and matches its sha256:
    :class:`BundlePathError`, :class:`BundleFileError`, :class:`BundleHashError`.
@@ -26,16 +26,16 @@ import logging
 import os
 from pathlib import Path
 
-from edgerl.bundle_errors import (
+from edgerl.contract.bundle_errors import (
     BundleError,
     BundleFileError,
     ParityError,
     UnlistedFileError,
 )
-from edgerl.bundle_files import read_member, verify_files
-from edgerl.manifest_json import parse_json_document
+from edgerl.contract.bundle_files import read_member, verify_files
+from edgerl.contract.manifest_json import parse_json_document
+from edgerl.contract.spec import MANIFEST_NAME, PolicySpec, read_manifest_bytes
 from edgerl.runtime.manifest_rules import ManifestLimits, check_manifest_values
-from edgerl.spec import MANIFEST_NAME, PolicySpec, read_manifest_bytes
 
 __all__ = ["LOADER_FILES", "NETWORK_SUFFIXES", "PARITY_FILE", "PUBKEY_ENV", "check_closed_set",
            "check_parity", "resolve_pubkey", "verify_bundle"]

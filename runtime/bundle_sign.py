@@ -11,7 +11,7 @@ SubjectPublicKeyInfo. ``edgerl keygen --out DIR`` writes both, ``edgerl sign BUN
 or ``edgerl export ... --sign-key KEY`` writes ``manifest.sig``, and the loader
 (:func:`edgerl.runtime.bundle_check.verify_bundle`) verifies it whenever a public key is
 configured (argument or ``$EDGERL_BUNDLE_PUBKEY``); then an unsigned, re-signed-by-another-key
-or modified bundle is a :class:`~edgerl.bundle_errors.BundleSignatureError`.
+or modified bundle is a :class:`~edgerl.contract.bundle_errors.BundleSignatureError`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from edgerl.bundle_errors import BundleSignatureError
-from edgerl.bundle_files import read_capped
+from edgerl.contract.bundle_errors import BundleSignatureError
+from edgerl.contract.bundle_files import read_capped
 
 __all__ = ["PRIVATE_KEY_FILE", "PUBLIC_KEY_FILE", "SIG_NAME", "generate_keypair",
            "sign_manifest", "verify_manifest", "verify_manifest_bytes"]
@@ -150,7 +150,7 @@ def verify_manifest_bytes(data: bytes, sig_path: Path, public_key: str | Path) -
 def verify_manifest(manifest: Path, public_key: str | Path) -> bytes:
     """Read ``manifest`` and verify it against ``manifest.sig`` beside it; returns the bytes
     that were verified (parse these, not a second read)."""
-    from edgerl.spec import read_manifest_bytes
+    from edgerl.contract.spec import read_manifest_bytes
 
     data = read_manifest_bytes(manifest)
     verify_manifest_bytes(data, manifest.parent / SIG_NAME, public_key)

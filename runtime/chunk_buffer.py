@@ -7,7 +7,7 @@ immutable, so the loop always sees a whole chunk.
 
 Merge rules (LeRobot's "aggregators"; the merged chunk lives on the new chunk's time grid
 ``t_i = new.t0 + i * new.dt``, rows of the previous chunk are looked up at the same times).
-The rules and their weights are :mod:`edgerl.timing`'s, the same the training wrapper uses:
+The rules and their weights are :mod:`edgerl.contract.timing`'s, the same the training wrapper uses:
 
 * ``replace``: the new chunk as it is.
 * ``blend``: the new chunk's rows from the arrival step on (``now``) are cross-faded with the
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from edgerl.chunk import ActionChunk
-from edgerl.timing import (
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.timing import (
     MERGE_RULES,
     TimingSpec,
     chunk_row,
@@ -41,7 +41,7 @@ from edgerl.timing import (
 
 __all__ = ["MERGE_POLICIES", "ChunkBuffer", "MergeConfig", "merge_chunks"]
 
-#: Names accepted by :class:`MergeConfig` (``edgerl.timing.MERGE_RULES``).
+#: Names accepted by :class:`MergeConfig` (``edgerl.contract.timing.MERGE_RULES``).
 MERGE_POLICIES = MERGE_RULES
 
 

@@ -4,7 +4,7 @@ One place turns a bundle into a running fast loop: the manifest's ``timing`` pic
 chunk merge rule (``ChunkBuffer``), the stale rule and the tick trigger (``EditLoop``), and
 ``planner.onnx`` (when present) becomes the planner client's ONNX planner with the chunk
 period. A bundle with a ``gate`` section and a budgeted planner gets the
-:class:`~edgerl.runtime.planners.gated.GatedPlannerClient` instead: ``gate.onnx`` chooses the
+:class:`~edgerl.runtime.gate.client.GatedPlannerClient` instead: ``gate.onnx`` chooses the
 budget every decision, the client honours it. The ROS 2 edit node, the HIL harness and
 ``edgerl bench loop`` build their loop here instead of wiring it by hand.
 """
@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgerl.contract.spec import PolicySpec
 from edgerl.runtime.bundle import PLANNER_FILE, load_bundle
 from edgerl.runtime.chunk_buffer import ChunkBuffer, MergeConfig
 from edgerl.runtime.edit_loop import CommandSink, EditLoop, LoopConfig, ObservationSlot
-from edgerl.runtime.gate import make_chooser
+from edgerl.runtime.gate.budget_gate import make_chooser
+from edgerl.runtime.gate.client import BudgetedPlanner, GatedPlannerClient
 from edgerl.runtime.inference import InferenceBackend
 from edgerl.runtime.input_guard import InputGuard
 from edgerl.runtime.metrics import LoopMetrics
-from edgerl.runtime.planners.client import PlannerClient, PlannerClientConfig
-from edgerl.runtime.planners.gated import BudgetedPlanner, GatedPlannerClient
-from edgerl.spec import PolicySpec
+from edgerl.runtime.planners.client.client import PlannerClient, PlannerClientConfig
 
 __all__ = ["Deployment"]
 
@@ -123,10 +123,10 @@ class Deployment:
                       "period_s": cfg.period_s or ch.period_s,
                       "extra_latency_s": extra_latency_s}
             cfg = dataclasses.replace(cfg, factory_kwargs={**cfg.factory_kwargs, **kwargs})
-            return PlannerClient("edgerl.runtime.planners.onnx:onnx_planner", buffer, obs, cfg,
-                                 metrics=metrics)
+            return PlannerClient("edgerl.runtime.planners.local.onnx:onnx_planner", buffer, obs,
+                                 cfg, metrics=metrics)
         if extra_latency_s > 0:
-            from edgerl.runtime.planners.delayed import DelayedPlanner
+            from edgerl.runtime.planners.local.delayed import DelayedPlanner
 
             planner = DelayedPlanner(planner, extra_latency_s)
         return PlannerClient(planner, buffer, obs, cfg, metrics=metrics)

@@ -3,19 +3,20 @@
 Per tick (``t`` = the tick's scheduled time)::
 
     newest observation (ObservationSlot) -> chunk row for t (ChunkBuffer; past rows dropped)
-    -> edit input (edgerl.edit_obs.select_chunk_rows + build_edit_obs(out=prealloc))
+    -> edit input (edgerl.contract.edit_obs.select_chunk_rows + build_edit_obs(out=prealloc))
     -> inference (backend.input -> backend.output, preallocated)
     -> compose_edit_action (method "edit"; "planner"/"blend"/"rtc": the chunk row; others: the
     output)
     -> SafetyFilter -> CommandSink(command, t) -> timing record
 
-The row for ``t`` and the stale rule are the bundle's ``timing`` (``edgerl.timing``, the
+The row for ``t`` and the stale rule are the bundle's ``timing`` (``edgerl.contract.timing``, the
 training wrapper's rules: past its last row a chunk's last row holds for ``stale_steps`` more
 steps). Fallback states (counted in :attr:`LoopMetrics.state_counts` and as safety
 interventions): no chunk yet, stale chunk, non-finite observation, non-finite network output,
 deadline overrun, e-stop; a sink that fails is counted as ``transport_down``.
 
-Operator interventions (:mod:`edgerl.intervention`) arrive through :attr:`EditLoop.interventions`
+Operator interventions (:mod:`edgerl.contract.intervention`) arrive through
+:attr:`EditLoop.interventions`
 (a slot, like the observation's): while an ``override`` is in force the command is the
 operator's (through the same safety filter; the network still runs on the tick's input so
 the log shows what it would have done), an ``estop`` latches the e-stop. With
@@ -27,7 +28,7 @@ The loop runs in its own thread (:meth:`EditLoop.start` / :meth:`EditLoop.stop`,
 :class:`~edgerl.runtime.loop_scheduler.LoopScheduler`: a fixed-rate grid, or the ``state``
 trigger of ``LoopConfig.trigger`` / the manifest's ``timing.trigger``: tick on each new
 observation, on the clock after ``trigger_timeout_periods`` periods without one) or is stepped
-by hand (:meth:`EditLoop.tick`) with a :class:`~edgerl.clock.VirtualClock` for tests and
+by hand (:meth:`EditLoop.tick`) with a :class:`~edgerl.contract.clock.VirtualClock` for tests and
 sim-in-the-loop. Its ports (:class:`ObservationSlot`, :class:`CommandSink`) live in
 :mod:`edgerl.runtime.loop_io`, its options (:class:`LoopConfig`) in
 :mod:`edgerl.runtime.loop_config`.
@@ -41,10 +42,11 @@ import time
 
 import numpy as np
 
-from edgerl.clock import Clock, MonotonicClock
-from edgerl.edit_obs import EditObsWriter, compose_edit_action, select_chunk_rows
-from edgerl.intervention import InterventionSlot
-from edgerl.methods import CHUNK_METHODS
+from edgerl.contract.clock import Clock, MonotonicClock
+from edgerl.contract.edit_obs import EditObsWriter, compose_edit_action, select_chunk_rows
+from edgerl.contract.intervention import InterventionSlot
+from edgerl.contract.methods import CHUNK_METHODS
+from edgerl.contract.spec import PolicySpec
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.escalation import EscalationConfig
 from edgerl.runtime.inference import InferenceBackend
@@ -54,7 +56,6 @@ from edgerl.runtime.loop_scheduler import LoopScheduler
 from edgerl.runtime.metrics import STATES, LoopMetrics
 from edgerl.runtime.safety import SafetyFilter, all_finite
 from edgerl.runtime.transition_log import TransitionLog
-from edgerl.spec import PolicySpec
 
 # The loop's ports and options are part of its public API (defined beside it).
 __all__ = ["CHUNK_METHODS", "CommandSink", "EditLoop", "LoopConfig", "ObservationSlot",
@@ -327,7 +328,7 @@ class EditLoop(LoopScheduler):
     def _fill_rows(self, t: float, chunk, row: int) -> None:
         """Chunk rows ``row .. row + n_rows - 1`` (last row held) into ``self._rows``.
 
-        Same result as :func:`edgerl.edit_obs.select_chunk_rows` (a test checks every row),
+        Same result as :func:`edgerl.contract.edit_obs.select_chunk_rows` (a test checks every row),
         done with preallocated index buffers; skipped when chunk and row are unchanged.
         """
         if self.cfg.row_mode == "interpolate":

@@ -13,7 +13,7 @@ an episode reset: the planner may still be starting) the ladder ends at the safe
 never latches.
 
 Pure: time is the sum of the ``dt`` the caller passes (the loop's tick spacing, so a
-:class:`~edgerl.clock.VirtualClock` drives it in tests); nothing allocates per call.
+:class:`~edgerl.contract.clock.VirtualClock` drives it in tests); nothing allocates per call.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class EscalationConfig:
 
     @classmethod
     def from_timing(cls, timing: object) -> EscalationConfig:
-        """The bounds of a bundle's :class:`~edgerl.timing.TimingSpec`."""
+        """The bounds of a bundle's :class:`~edgerl.contract.timing.TimingSpec`."""
         return cls(hold_s=float(timing.hold_s), decay_s=float(timing.decay_s))  # type: ignore[attr-defined]
 
 

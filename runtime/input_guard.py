@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgerl.chunk import ActionChunk
-from edgerl.spec import PolicySpec
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.spec import PolicySpec
 
 __all__ = ["CHUNK_LIMIT_SPANS", "DROP_KINDS", "DT_FACTOR", "GuardBounds", "InputGuard"]
 
@@ -99,7 +99,7 @@ class InputGuard:
     """Checks states, chunks and commands against :class:`GuardBounds`; counts drops.
 
     Args:
-        bounds: A :class:`GuardBounds`, or a :class:`~edgerl.spec.PolicySpec` to take them
+        bounds: A :class:`GuardBounds`, or a :class:`~edgerl.contract.spec.PolicySpec` to take them
             from.
     """
 

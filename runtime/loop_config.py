@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from edgerl.contract.timing import TRIGGERS
 from edgerl.runtime.safety import SafetyConfig
-from edgerl.timing import TRIGGERS
 
 __all__ = ["LoopConfig"]
 

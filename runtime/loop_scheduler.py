@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import TypeVar
 
-from edgerl.clock import Clock
+from edgerl.contract.clock import Clock
 from edgerl.runtime.cpu_affinity import check_cpus, pin_thread
 from edgerl.runtime.loop_config import LoopConfig
 from edgerl.runtime.loop_io import ObservationSlot

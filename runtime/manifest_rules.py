@@ -1,8 +1,8 @@
 """Semantic bounds of a manifest: well-typed values that no robot should run.
 
-The schema (:mod:`edgerl.spec`) checks types and internal consistency (``low < high``,
+The schema (:mod:`edgerl.contract.spec`) checks types and internal consistency (``low < high``,
 ``std > 0``, timing matches ``chunk``). :func:`check_manifest_values` adds the bounds below;
-each violation is a :class:`~edgerl.bundle_errors.ManifestValueError` whose message starts
+each violation is a :class:`~edgerl.contract.bundle_errors.ManifestValueError` whose message starts
 with the field's dotted path. The defaults (:class:`ManifestLimits`) are wide enough for every
 edgerl task and the Gym/MuJoCo adapters (the largest action limit there is 3) and for the
 fastest loop measured (1 kHz); a robot outside them passes its own ``ManifestLimits``.
@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from edgerl.bundle_errors import ManifestValueError
-from edgerl.spec import PolicySpec
+from edgerl.contract.bundle_errors import ManifestValueError
+from edgerl.contract.spec import PolicySpec
 
 __all__ = ["ManifestLimits", "check_manifest_values"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from edgerl.report import finite
+from edgerl.contract.report import finite
 
 __all__ = ["STATES", "LoopMetrics"]
 

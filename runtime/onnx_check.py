@@ -1,9 +1,10 @@
 """ONNX files of a bundle against the manifest, through onnxruntime's session metadata.
 
 :func:`open_checked` turns any onnxruntime load failure (garbage bytes, a truncated or invalid
-graph) into :class:`~edgerl.bundle_errors.OnnxModelError`; :func:`check_io` compares a
+graph) into :class:`~edgerl.contract.bundle_errors.OnnxModelError`; :func:`check_io` compares a
 session's input/output names and static sizes with what the manifest implies and raises
-:class:`~edgerl.bundle_errors.OnnxShapeError` naming the file and tensor. Symbolic dimensions
+:class:`~edgerl.contract.bundle_errors.OnnxShapeError` naming the file and tensor. Symbolic
+dimensions
 (``batch``) match anything; only integer dimensions are compared.
 
 What each file must look like (``O`` observation size, ``E`` edit observation size, ``A``
@@ -28,8 +29,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from edgerl.bundle_errors import OnnxModelError, OnnxShapeError
-from edgerl.spec import PolicySpec
+from edgerl.contract.bundle_errors import OnnxModelError, OnnxShapeError
+from edgerl.contract.spec import PolicySpec
 
 __all__ = ["check_bundle_onnx", "check_gate_io", "check_io", "check_policy_io", "open_checked"]
 

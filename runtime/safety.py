@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from edgerl.contract.spec import ActionSpec
 from edgerl.runtime.escalation import Escalation, EscalationConfig
-from edgerl.spec import ActionSpec
 
 __all__ = ["FALLBACK_POLICIES", "REASONS", "STALE_POLICIES", "SafetyConfig", "SafetyFilter",
            "all_finite"]

@@ -24,18 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from edgerl.runtime.serial_port import SerialPort
-from edgerl.runtime.serial_types import (
-    ByteFilter,
-    HelloInfo,
-    LinkRefused,
-    SerialConfig,
-    StateSample,
-    TransportStats,
-    TransportTimeout,
-    host_us,
-)
-from edgerl.wire import (
+from edgerl.contract.wire import (
     CLEAR_ESTOP_TOKEN,
     MAX_CHUNK_FLOATS,
     MAX_CMD,
@@ -46,6 +35,17 @@ from edgerl.wire import (
     decode,
     encode,
     schema_hash,
+)
+from edgerl.runtime.serial_port import SerialPort
+from edgerl.runtime.serial_types import (
+    ByteFilter,
+    HelloInfo,
+    LinkRefused,
+    SerialConfig,
+    StateSample,
+    TransportStats,
+    TransportTimeout,
+    host_us,
 )
 
 # The link's records and errors are part of this module's API (defined in serial_types).

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from edgerl.wire import Mode
+from edgerl.contract.wire import Mode
 
 __all__ = ["ByteFilter", "HelloInfo", "LinkRefused", "SerialConfig", "StateSample",
            "TransportStats", "TransportTimeout", "host_us"]

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from edgerl.spec import PolicySpec
+from edgerl.contract.spec import PolicySpec
 
 __all__ = ["ENGINE_FILE", "TensorRTEngineBackend", "engine_status"]
 

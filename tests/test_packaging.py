@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+LAYER_FOLDERS = ("contract", "sim", "runtime", "policies", "export", "hil", "bench", "apps")
 
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
@@ -34,8 +35,8 @@ def test_wheel_contains_every_subpackage(wheel):
     import zipfile
 
     names = set(zipfile.ZipFile(wheel).namelist())
-    for folder, pkg in [("sim", "edgerl/sim"), ("policies", "edgerl/policies"),
-                        ("export", "edgerl/export"), ("runtime", "edgerl/runtime")]:
+    for folder in LAYER_FOLDERS:
+        pkg = f"edgerl/{folder}"
         for init in (ROOT / folder).rglob("__init__.py"):
             rel = init.relative_to(ROOT / folder).as_posix()
             assert f"{pkg}/{rel}" in names, f"{folder}/{rel} is missing from the wheel"
@@ -50,14 +51,21 @@ def test_runtime_only_install_imports_without_torch(wheel, tmp_path):
     code = (
         "import importlib.util, pkgutil, importlib\n"
         "assert importlib.util.find_spec('torch') is None, 'torch must not be installed'\n"
-        "import edgerl, edgerl.runtime, edgerl.sim, edgerl.policies, edgerl.export\n"
+        "import edgerl.contract, edgerl.runtime, edgerl.sim, edgerl.policies, edgerl.export\n"
         "import edgerl.runtime as r\n"
         "for m in pkgutil.walk_packages(r.__path__, 'edgerl.runtime.'):\n"
         "    importlib.import_module(m.name)\n"
         "import onnxruntime, serial\n"
-        "print(edgerl.__version__)\n"
+        "print(edgerl.contract.__version__)\n"
     )
     res = run([py, "-c", code], cwd=tmp_path)
-    assert res.stdout.strip() == __import__("edgerl").__version__
+    from edgerl.contract import __version__
+
+    assert res.stdout.strip() == __version__
+    # From the checkout's root (the current folder comes first on sys.path): no folder there
+    # shadows the installed package.
+    where = "import edgerl.runtime, edgerl.contract; print(edgerl.runtime.__file__)\n"
+    res = run([py, "-c", where], cwd=ROOT)
+    assert Path(res.stdout.strip()).is_relative_to(env_dir), res.stdout
     res = run([env_dir / "bin" / "edgerl", "--help"], cwd=tmp_path)
     assert "tasks" in res.stdout

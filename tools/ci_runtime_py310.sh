@@ -63,16 +63,19 @@ EOF
 
 # 2. the runtime subset: everything under tests/ that needs only the [runtime] install
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
-    tests/runtime tests/firmware tests/edgerl tests/test_architecture.py \
-    --ignore tests/edgerl/test_edit_obs.py --ignore tests/edgerl/test_demo.py \
-    --ignore tests/firmware/test_fw_hil.py --ignore tests/firmware/test_fw_bench_serial.py \
+    tests/runtime tests/firmware tests/contract tests/hil tests/test_architecture.py \
+    tests/bench/test_count_ratio.py tests/bench/test_child_json.py tests/bench/loop \
+    tests/bench/planner tests/apps/soak tests/apps/demo \
+    --ignore tests/contract/test_edit_obs.py --ignore tests/apps/demo/test_demo.py \
+    --ignore tests/hil/test_fw_hil.py --ignore tests/firmware/test_fw_bench_serial.py \
     --ignore tests/firmware/test_fw_qemu.py --ignore tests/firmware/test_fw_edit.py \
-    --ignore tests/runtime/test_rt_gate.py --ignore tests/firmware/test_hil_gate.py \
-    --ignore tests/firmware/test_fw_hil_operator.py \
+    --ignore tests/runtime/gate/test_rt_gate.py --ignore tests/hil/test_hil_gate.py \
+    --ignore tests/hil/test_fw_hil_operator.py \
     --deselect tests/runtime/test_rt_metrics.py::test_json_and_png_export \
-    --deselect tests/edgerl/test_soak.py::test_short_soak_has_no_unsafe_command_and_no_crash \
+    --deselect tests/apps/soak/test_soak.py::test_short_soak_has_no_unsafe_command_and_no_crash \
     tests/ros2_ws/test_deploy_serial.py tests/ros2_ws/test_ros2_control_bridge.py \
-    tests/ros2_ws/test_device_param.py tests/cli/test_cli.py tests/cli/test_readme_verbs.py
+    tests/ros2_ws/test_device_param.py tests/apps/cli/test_cli.py \
+    tests/apps/cli/test_readme_verbs.py
 
 # 3. the lock's runtime section as manylinux aarch64 cp310 wheels (glibc up to 2.35)
 tmp=$(mktemp -d)

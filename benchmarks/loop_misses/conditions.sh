@@ -10,9 +10,9 @@ set -euo pipefail
 B=${1:?bundle (e.g. python tests/helpers/task_bundles.py /tmp/b)}; reps=${2:-4}
 conds=${3:-"bare bare_burn bare_burn_w120 edit_none edit_burnproc"}
 py=${PYTHON:-.venv/bin/python}
-loop="$py -m edgerl bench loop --bundle $B --rate 1000 --seconds 10 --warmup 0.5 --rt-priority 50 --json"
+loop="$py -m edgerl.apps bench loop --bundle $B --rate 1000 --seconds 10 --warmup 0.5 --rt-priority 50 --json"
 burn="--planner burn --planner-latency-ms 70 --planner-period-ms 100"
-spin="$py -m edgerl bench spin --seconds 10 --rt-priority 50 --json"
+spin="$py -m edgerl.apps bench spin --seconds 10 --rt-priority 50 --json"
 lc=${LOOP_CPU:-1}; pc=${PLANNER_CPU:-0}
 pin="--loop-cpus $lc --planner-cpus $pc"
 for rep in $(seq "$reps"); do

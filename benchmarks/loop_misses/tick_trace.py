@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-import edgerl.cli as cli
+import edgerl.apps.cli as cli
 from edgerl.runtime import metrics as loop_metrics
 from edgerl.runtime.planners import fakes
 

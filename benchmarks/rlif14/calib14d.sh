@@ -15,4 +15,4 @@ if not (d / "weak/manifest.json").exists():
     (d / "weaken.json").write_text(json.dumps(st))
 print(json.loads((d / "weaken.json").read_text()))
 PY
-$P -m edgerl hil --bundle $D/weak --episodes 20 --seed 0 --planner-latency-ms 100 --no-estop-check --link-probe 0 --json 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); print('A=$A start success', d['success'], 'steps', d['steps'])"
+$P -m edgerl.apps hil --bundle $D/weak --episodes 20 --seed 0 --planner-latency-ms 100 --no-estop-check --link-probe 0 --json 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); print('A=$A start success', d['success'], 'steps', d['steps'])"

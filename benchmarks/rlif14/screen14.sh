@@ -16,7 +16,7 @@ if not (d / "weak/manifest.json").exists():
                           Path("runs/rlif14/base_obs.mcap"), 0)
     (d / "weaken.json").write_text(json.dumps(st))
 PY
-H="$P -m edgerl hil --bundle $W --episodes 20 --seed 0 --planner-latency-ms 100 --no-estop-check --link-probe 0 --explore-std 0.6 --explore-seed 0 --json"
+H="$P -m edgerl.apps hil --bundle $W --episodes 20 --seed 0 --planner-latency-ms 100 --no-estop-check --link-probe 0 --explore-std 0.6 --explore-seed 0 --json"
 mkdir -p $O/screen
 run() { name=$1; shift; echo "$(date -u +%T) $(cut -d' ' -f1 /proc/loadavg) $name"
   $H --operator "$1" --record $O/screen/$name.mcap > $O/screen/$name.json 2>/dev/null

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from edgerl.contract.intervention_log import load_transitions
 from edgerl.export.bundle_mlp import load_bundle_mlp
 from edgerl.export.weaken_region import RegionSpec, region_mask
-from edgerl.intervention_log import load_transitions
 from edgerl.policies.rlif import FinetuneConfig, _train_critic, intervention_dataset
 
 

@@ -8,7 +8,7 @@ for S in 0 1 2; do
   R=runs/rlif14c/seed$S/rlif
   mkdir -p $O/seed$S
   for M in 2 3; do
-    $P -m edgerl finetune --interventions $R/round0/interventions.mcap $R/round1/interventions.mcap \
+    $P -m edgerl.apps finetune --interventions $R/round0/interventions.mcap $R/round1/interventions.mcap \
       $R/round2/interventions.mcap --bundle runs/rlif14c/seed$S/weak --out $O/seed$S/k3m$M \
       --method rlif --extract greedy --critics 3 --margin $M --steps 2000 --seed $S --json \
       > $O/seed$S/k3m$M.json &
@@ -17,7 +17,7 @@ for S in 0 1 2; do
 done
 for S in 0 1 2; do
   for C in k3m2 k3m3; do
-    $P -m edgerl hil --bundle $O/seed$S/$C --episodes 20 --seed $((2000 + S)) --planner-latency-ms 100 \
+    $P -m edgerl.apps hil --bundle $O/seed$S/$C --episodes 20 --seed $((2000 + S)) --planner-latency-ms 100 \
       --no-estop-check --link-probe 0 --json | $P -c "import json,sys; r=json.load(sys.stdin); print(json.dumps({'seed': $S, 'cell': '$C', 'success': r['success'], 'steps': r['steps']}))" >> $O/screen_b.jsonl
     tail -1 $O/screen_b.jsonl
   done

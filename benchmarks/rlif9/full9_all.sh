@@ -5,9 +5,9 @@ P=/work/main/.venv/bin/python
 O=runs/rlif9all
 mkdir -p $O
 if [ ! -f runs/rlif_base_bundle/manifest.json ]; then
-  nice -n 15 $P -m edgerl train cartpole --method edit --delay-steps 5 --iterations 300 \
+  nice -n 15 $P -m edgerl.apps train cartpole --method edit --delay-steps 5 --iterations 300 \
     --stop-at-success 0.98 --seed 0 --out runs/rlif_base_run --json > $O/base_train.json
-  nice -n 15 $P -m edgerl export runs/rlif_base_run --out runs/rlif_base_bundle > $O/base_export.log 2>&1
+  nice -n 15 $P -m edgerl.apps export runs/rlif_base_run --out runs/rlif_base_bundle > $O/base_export.log 2>&1
 fi
 for S in 0 1 2; do
   $P benchmarks/rlif_experiment.py --base runs/rlif_base_bundle --seeds $S --out $O \

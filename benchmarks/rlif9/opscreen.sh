@@ -2,7 +2,7 @@
 # operator screen: plant seed 0, the seed-0 region-flip start, 20 episodes each
 P=/work/main/.venv/bin/python
 W=runs/screen_r1/seed0/weak
-H="$P -m edgerl hil --bundle $W --episodes 20 --seed 0 --planner-latency-ms 100 --no-estop-check --link-probe 0 --json"
+H="$P -m edgerl.apps hil --bundle $W --episodes 20 --seed 0 --planner-latency-ms 100 --no-estop-check --link-probe 0 --json"
 OP="theta=0.2,x=1.5,hold=15,gain=0.6,damping=1,noise=0.2"
 run() { name=$1; shift; date -u +%T; uptime; $H "$@" > runs/opscreen_$name.json 2>/dev/null; python3 -c "import json;d=json.load(open('runs/opscreen_$name.json'));print('$name', d['success'], d.get('operator_takeovers'), d['steps'])"; }
 run alone

@@ -1,6 +1,6 @@
 """What the same-state reference's protocol costs (issue #22, session 13): a raw batch of
 MODEL stepped back to back, against the same batch with a recorded state set written before
-each step and only the step timed (``edgerl.sim.overhead.StateReplay``'s protocol). Best of 20
+each step and only the step timed (``edgerl.bench.sim.overhead.StateReplay``'s protocol). Best of 20
 blocks of 20 steps, 256 envs, 3 repeats. The replayed states are one snapshot written again
 each step, so on a contact model the two sides also step different states; the arm has no
 contacts, and its difference is the protocol's. Usage:

@@ -1,5 +1,5 @@
 /* The on-MCU fast loop's edit step (src/edit.c): chunk store, chunk-row selection, the edit
- * observation (edgerl/edit_obs.py's layout, built from the generated edit_policy.h), the edit
+ * observation (contract/edit_obs.py's layout, built from the generated edit_policy.h), the edit
  * network (edit_net.h), compose and the command filter. Board independent, no malloc; the
  * firmware core calls it from FAST_LOOP (src/fast_loop.c). Times are the firmware clock (us);
  * a CHUNK's host times are mapped by fw_now - host_time_us at receipt. */
@@ -50,10 +50,10 @@ void edgerl_edit_reset(edgerl_edit_t *e);
  * non-finite, or an older step0 than the current chunk's) and counted. Ordered by step0,
  * not by the mapped t0: a chunk's clock mapping carries its own link delay. */
 int edgerl_edit_set_chunk(edgerl_edit_t *e, const edgerl_chunk_t *m, uint32_t now_us);
-/* The chunk row for now_us (edgerl.timing: clip(floor((t - t0) / dt), 0, H - 1) while
+/* The chunk row for now_us (edgerl.contract.timing: clip(floor((t - t0) / dt), 0, H - 1) while
  * floor(...) < H + STALE_STEPS), or -1: no chunk or stale. */
 int edgerl_edit_row(const edgerl_edit_t *e, uint32_t now_us);
-/* edgerl.edit_obs.build_edit_obs for one sample: obs (OBS_DIM, already normalised),
+/* edgerl.contract.edit_obs.build_edit_obs for one sample: obs (OBS_DIM, already normalised),
  * rows (ROWS, ACTION_DIM), age (s), committed (K, ACTION_DIM), has (0/1) -> x (EDIT_DIM). */
 void edgerl_edit_build_obs(const float *obs, const float *rows, float age_s,
                            const float *committed, int has, float *x);

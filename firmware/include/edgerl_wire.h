@@ -1,4 +1,4 @@
-/* Framing shared with edgerl/wire/framing.py: COBS + 0x00 around
+/* Framing shared with contract/wire/framing.py: COBS + 0x00 around
  * id u8 | seq u16 | len u8 | payload[len] | crc16 u16 (little-endian, CRC-16/CCITT-FALSE).
  * Portable C99, no malloc, no recursion. */
 #ifndef EDGERL_WIRE_H

@@ -1,7 +1,7 @@
 /* The fast loop's edit step (see edgerl_edit.h). It mirrors, one sample at a time:
- *  - edgerl/timing.py   row_at: offset = floor((t - t0) / dt) (integer us here), usable while
+ *  - contract/timing.py   row_at: offset = floor((t - t0) / dt) (integer us here), usable while
  *                       offset < H + stale_steps, row = clip(offset, 0, H - 1);
- *  - edgerl/edit_obs.py select_chunk_rows (rows past the end hold the last row) and
+ *  - contract/edit_obs.py select_chunk_rows (rows past the end hold the last row) and
  *                       build_edit_obs [fast obs | rows | age | committed | has_chunk];
  *  - runtime EditLoop   normalisation (when not in the graph), compose_edit_action, the
  *                       SafetyFilter's clip and rate limit, the committed-action history.

@@ -1,6 +1,7 @@
 """The trained language planner behind the interfaces that use it: the sim wrappers' batched
 planner callable (in process, :class:`LanguagePlanFn`, or served, :class:`RemotePlanFn`) and
-the runtime's single-sample :class:`~edgerl.planner.Planner` (:class:`LanguageChunkPlanner`)."""
+the runtime's single-sample :class:`~edgerl.contract.planner.Planner`
+(:class:`LanguageChunkPlanner`)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from edgerl.chunk import ActionChunk
-from edgerl.planner import PlannerHealth, PlannerInfo
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.planner import PlannerHealth, PlannerInfo
 from edgerl.policies.language.head import GroundedChunkHead
 from edgerl.policies.language.instructions import InstructionSet, instruction_ids
 from edgerl.policies.language_encoder import SentenceEncoder
-from edgerl.runtime.planners.language import InstructionTokenizer
+from edgerl.runtime.planners.local.language import InstructionTokenizer
 
 __all__ = ["LanguageChunkPlanner", "LanguagePlanFn", "RemotePlanFn"]
 
@@ -45,7 +46,8 @@ class RemotePlanFn:
     callable: one ``plan_batch`` round trip per call for all queried envs (Found-RL's
     training-time planner service: the planner runs in its own process, here or on a GPU box).
 
-    ``client`` is a started :class:`~edgerl.runtime.planners.remote.RemotePlanner`; env ``e``
+    ``client`` is a started :class:`~edgerl.runtime.planners.remote.planner.RemotePlanner`; env
+    ``e``
     is instructed with phrasing ``e % K`` of its current instruction.
     """
 
@@ -64,11 +66,11 @@ class RemotePlanFn:
 
 
 class LanguageChunkPlanner:
-    """Torch reference :class:`~edgerl.planner.Planner`: encoder + head, single sample.
+    """Torch reference :class:`~edgerl.contract.planner.Planner`: encoder + head, single sample.
 
     ``plan(obs (O,), instruction, now)`` -> chunk with ``t0 = obs_time = now``. Embeddings are
     cached per instruction text. The ONNX bundle's
-    :class:`~edgerl.runtime.planners.language.OnnxLanguagePlanner` is its deployed twin.
+    :class:`~edgerl.runtime.planners.local.language.OnnxLanguagePlanner` is its deployed twin.
     """
 
     def __init__(self, head: GroundedChunkHead, encoder: SentenceEncoder,

@@ -13,13 +13,13 @@ from typing import Any
 
 import torch
 
+from edgerl.contract.spec import LatencyModel
 from edgerl.policies.evaluate import EvalResult, evaluate
 from edgerl.policies.language.config import LanguagePlannerConfig
 from edgerl.policies.language.head import GroundedChunkHead
 from edgerl.policies.language.instructions import InstructionSet, instruction_ids, make_task_env
 from edgerl.sim.wrappers.latency import LatencyWrapper
 from edgerl.sim.wrappers.latency_config import LatencyCfg
-from edgerl.spec import LatencyModel
 
 __all__ = ["evaluate_language_planner"]
 

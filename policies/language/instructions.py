@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from edgerl.policies.language_encoder import SentenceEncoder
-from edgerl.runtime.planners.language import InstructionTokenizer
+from edgerl.runtime.planners.local.language import InstructionTokenizer
 
 __all__ = ["InstructionSet", "instruction_ids", "instruction_sets", "language_module",
            "make_task_env", "slot_layout"]

@@ -1,12 +1,12 @@
-"""The bundle manifest (:class:`~edgerl.spec.PolicySpec`) of a language planner."""
+"""The bundle manifest (:class:`~edgerl.contract.spec.PolicySpec`) of a language planner."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from edgerl.edit_obs import EditObsConfig
+from edgerl.contract.edit_obs import EditObsConfig
+from edgerl.contract.spec import ActionSpec, ChunkSpec, LatencyModel, ObservationSpec, PolicySpec
 from edgerl.policies.language.config import LanguagePlannerConfig, config_dict
-from edgerl.spec import ActionSpec, ChunkSpec, LatencyModel, ObservationSpec, PolicySpec
 
 __all__ = ["make_language_spec"]
 

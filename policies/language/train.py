@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from edgerl.logs import progress
+from edgerl.contract.logs import progress
 from edgerl.policies.bc_planner import chunk_labels, collect_expert_demos
 from edgerl.policies.language.config import LanguagePlannerConfig
 from edgerl.policies.language.head import GroundedChunkHead
@@ -33,7 +33,7 @@ from edgerl.policies.language.instructions import (
     slot_layout,
 )
 from edgerl.policies.language_encoder import SentenceEncoder, load_encoder
-from edgerl.runtime.planners.language import InstructionTokenizer
+from edgerl.runtime.planners.local.language import InstructionTokenizer
 
 __all__ = ["collect_language_demos", "fit_grounded_head", "train_language_planner"]
 

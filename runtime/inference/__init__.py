@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edgerl.contract.spec import PolicySpec
 from edgerl.runtime.inference.base import (
     InferenceBackend,
     InferenceError,
@@ -38,7 +39,6 @@ from edgerl.runtime.inference.providers import (
     default_trt_cache_dir,
     open_session,
 )
-from edgerl.spec import PolicySpec
 
 __all__ = [
     "DEVICES",

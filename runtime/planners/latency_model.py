@@ -1,4 +1,4 @@
-"""Fitting the simulator's delay model (:class:`~edgerl.spec.LatencyModel`) from measured
+"""Fitting the simulator's delay model (:class:`~edgerl.contract.spec.LatencyModel`) from measured
 planner latency, and saving / loading it as JSON."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edgerl.serde import from_dict, to_dict
-from edgerl.spec import LatencyModel
+from edgerl.contract.serde import from_dict, to_dict
+from edgerl.contract.spec import LatencyModel
 
 __all__ = [
     "delay_distribution",
@@ -41,7 +41,7 @@ def delay_distribution(latencies_s: np.ndarray, control_dt: float) -> list[float
 
 def latency_model_from_samples(latencies_s: np.ndarray, control_dt: float,
                                period_steps: int) -> LatencyModel:
-    """A :class:`~edgerl.spec.LatencyModel` with the measured delay distribution; its
+    """A :class:`~edgerl.contract.spec.LatencyModel` with the measured delay distribution; its
     ``planner_delay_steps`` is the median delay (used where a fixed D is needed)."""
     probs = delay_distribution(latencies_s, control_dt)
     median = int(np.searchsorted(np.cumsum(probs), 0.5))

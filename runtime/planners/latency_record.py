@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from edgerl.contract.serde import SchemaError, from_dict, to_dict
+from edgerl.contract.spec import LatencyModel
 from edgerl.runtime.planners.latency_model import latency_model_from_samples
-from edgerl.serde import SchemaError, from_dict, to_dict
-from edgerl.spec import LatencyModel
 
 __all__ = ["MeasuredLatency", "chunk_latencies_from_recording", "load_latency_file",
            "measure_latency", "save_latency_file"]

@@ -17,7 +17,7 @@ import torch
 from tensordict import TensorDict
 
 from edgerl.sim.mujoco.backends import MujocoBatch
-from edgerl.sim.mujoco.bench import raw_steps_per_s
+from edgerl.sim.mujoco.raw_rate import raw_steps_per_s
 from edgerl.sim.randomization import DomainRandomizer
 from edgerl.sim.vec_env import EdgeVecEnv
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgerl.contract.timing import default_horizon
 from edgerl.sim.wrappers.base import DelayLine, VecEnvWrapper, check_action_batch
 from edgerl.sim.wrappers.chunk import (
     ChunkScheduler,
@@ -15,7 +16,6 @@ from edgerl.sim.wrappers.chunk import (
 from edgerl.sim.wrappers.latency import LatencyWrapper
 from edgerl.sim.wrappers.latency_config import CHUNK_METHODS, METHODS, LatencyCfg
 from edgerl.sim.wrappers.planners import ExpertPlanner
-from edgerl.timing import default_horizon
 
 __all__ = ["CHUNK_METHODS", "METHODS", "ChunkScheduler", "DelayLine", "ExpertPlanner",
            "LatencyCfg", "LatencyWrapper", "PlanFn", "VecEnvWrapper", "check_action_batch",
@@ -27,7 +27,7 @@ def make_latency_env(env: Any, cfg: LatencyCfg, planner: PlanFn | str | None = "
     """Wrap ``env`` for ``cfg.method``; ``planner="expert"`` rolls out the task's expert.
 
     The expert planner's horizon is ``cfg.horizon`` or, when 0,
-    ``edgerl.timing.default_horizon`` (including the randomizer's extra latency), the
+    ``edgerl.contract.timing.default_horizon`` (including the randomizer's extra latency), the
     horizon the wrapper itself would pick.
     """
     if cfg.method not in CHUNK_METHODS:

@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from edgerl.timing import (
+from edgerl.contract.timing import (
     LatencyModel,
     chunk_usable,
     inflight_slots,

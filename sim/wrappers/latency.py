@@ -26,11 +26,13 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
-from edgerl.edit_obs import EditObsConfig, build_edit_obs, compose_edit_action, select_chunk_rows
-from edgerl.sim.wrappers.base import DelayLine, VecEnvWrapper, check_action_batch, done_ids
-from edgerl.sim.wrappers.chunk import ChunkScheduler, DelayFn, PlanFn, sample_delays
-from edgerl.sim.wrappers.latency_config import CHUNK_METHODS, SCHEDULED_METHODS, LatencyCfg
-from edgerl.timing import (
+from edgerl.contract.edit_obs import (
+    EditObsConfig,
+    build_edit_obs,
+    compose_edit_action,
+    select_chunk_rows,
+)
+from edgerl.contract.timing import (
     TimingSpec,
     blend_active,
     blend_weight,
@@ -39,6 +41,9 @@ from edgerl.timing import (
     resolve_blend_steps,
     resolve_stale_steps,
 )
+from edgerl.sim.wrappers.base import DelayLine, VecEnvWrapper, check_action_batch, done_ids
+from edgerl.sim.wrappers.chunk import ChunkScheduler, DelayFn, PlanFn, sample_delays
+from edgerl.sim.wrappers.latency_config import CHUNK_METHODS, SCHEDULED_METHODS, LatencyCfg
 
 __all__ = ["LatencyWrapper"]
 

@@ -18,7 +18,7 @@ Methods (``LatencyCfg.method``):
              robot executes meanwhile), so the new chunk continues from them. The planner is
              called ``plan(obs, env_ids, prefix (n, D, A))``; a prefix-conditioned BC planner
              (``edgerl.policies.bc_planner``, ``--method rtc --planner bc``) is trained on them.
-``edit``     policy obs = ``edgerl.edit_obs.build_edit_obs`` (the runtime's builder) on the
+``edit``     policy obs = ``edgerl.contract.edit_obs.build_edit_obs`` (the runtime's builder) on the
              task's *fast* observation subset (``LatencyCfg.edit_inputs``); the policy
              outputs a residual; command = ``compose_edit_action(row_now, residual,
              edit_bound)`` clipped to the task's action limits.
@@ -32,9 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgerl.methods import CHUNK_METHODS, METHODS, SCHEDULED_METHODS
-from edgerl.spec import LatencyModel
-from edgerl.timing import TimingSpec
+from edgerl.contract.methods import CHUNK_METHODS, METHODS, SCHEDULED_METHODS
+from edgerl.contract.spec import LatencyModel
+from edgerl.contract.timing import TimingSpec
 
 __all__ = ["CHUNK_METHODS", "EDIT_INPUTS", "METHODS", "SCHEDULED_METHODS", "LatencyCfg"]
 
@@ -47,8 +47,9 @@ class LatencyCfg:
 
     Attributes:
         method: One of :data:`METHODS`.
-        latency: Delays in control steps (``edgerl.spec.LatencyModel``, saved in manifests).
-        horizon: Chunk horizon H; 0 = ``edgerl.timing.default_horizon``.
+        latency: Delays in control steps (``edgerl.contract.spec.LatencyModel``, saved in
+        manifests).
+        horizon: Chunk horizon H; 0 = ``edgerl.contract.timing.default_horizon``.
         lookahead / n_committed / age_scale_s / age_clip: The edit observation's
             ``EditObsConfig`` fields.
         edit_bound: Largest edit per action element (action units).

@@ -10,10 +10,10 @@ import pytest
 import torch
 from torch import nn
 
+from edgerl.contract.spec import ChunkSpec, RecurrentSpec, load_bundle_manifest, sha256_file
 from edgerl.export.bundle import export_bundle
 from edgerl.export.onnx_export import ExportError
 from edgerl.export.parity import FP16_TOL
-from edgerl.spec import ChunkSpec, RecurrentSpec, load_bundle_manifest, sha256_file
 from tests.helpers.export_models import ACT_DIM, IN_DIM, OBS_DIM, NormMLP, make_actor, make_spec
 
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from edgerl import ActionSpec
-from edgerl.bundle_errors import BundleSignatureError, ManifestValueError
+from edgerl.contract import ActionSpec
+from edgerl.contract.bundle_errors import BundleSignatureError, ManifestValueError
 from edgerl.export.bundle import export_bundle
 from edgerl.runtime.bundle_check import LOADER_FILES, verify_bundle
 from tests.helpers.export_models import NormMLP, make_spec

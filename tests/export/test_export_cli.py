@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-from edgerl.cli import main
+from edgerl.apps.cli import main
+from edgerl.contract.spec import SCHEMA_VERSION, load_bundle_manifest
 from edgerl.export.bundle import export_bundle
 from edgerl.export.tensorrt import tensorrt_status
-from edgerl.spec import SCHEMA_VERSION, load_bundle_manifest
 from tests.helpers.export_models import make_actor, make_spec
 
 QUIET = ["--log-level", "WARNING"]

@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent("""
     sys.modules["onnx"] = None
     import numpy as np
     import onnxruntime as ort
-    from edgerl.spec import load_bundle_manifest
+    from edgerl.contract.spec import load_bundle_manifest
 
     bundle, inputs, expected = sys.argv[1], np.load(sys.argv[2]), np.load(sys.argv[3])
     spec = load_bundle_manifest(bundle)
@@ -52,7 +52,7 @@ LOAD_ONLY = textwrap.dedent("""
     import sys
     sys.modules["torch"] = None
     from edgerl.runtime.bundle import load_bundle
-    from edgerl.spec import BundleError
+    from edgerl.contract.spec import BundleError
     try:
         load_bundle(sys.argv[1])
     except Exception as exc:  # a BundleError subclass is printed as "BundleError/<name>"
@@ -117,7 +117,7 @@ def test_inspect_without_torch_or_onnx(lstm_bundle):
         import sys
         sys.modules["torch"] = None
         sys.modules["onnx"] = None
-        from edgerl.cli import main
+        from edgerl.apps.cli import main
         sys.exit(main(["inspect", sys.argv[1], "--json"]))
     """)
     proc = subprocess.run([sys.executable, "-c", script, str(lstm_bundle)], capture_output=True,

@@ -9,19 +9,19 @@ import numpy as np
 import pytest
 import torch
 from tensordict import TensorDict
+from tests.policies.test_gate_policy import tiny_cfg
 
-from edgerl.cli import main
-from edgerl.export.gate_export import export_gate, gate_parity_observations
+from edgerl.apps.cli import main
+from edgerl.contract.gate_obs import GATE_EXTRA_OBS
+from edgerl.contract.serde import SchemaError
+from edgerl.contract.spec import PolicySpec
+from edgerl.export.gate import export_gate, gate_parity_observations
 from edgerl.export.onnx_export import ExportError
-from edgerl.gate_obs import GATE_EXTRA_OBS
-from edgerl.policies.gate import load_gate_actor, train_gate
+from edgerl.policies.gate.policy import load_gate_actor, train_gate
 from edgerl.runtime.bundle_check import verify_bundle
-from edgerl.runtime.gate import BudgetGate
-from edgerl.serde import SchemaError
-from edgerl.spec import PolicySpec
+from edgerl.runtime.gate.budget_gate import BudgetGate
 from tests.helpers.gate_bundles import driving_gate_spec
 from tests.helpers.task_bundles import write_task_bundle
-from tests.policies.test_gate_policy import tiny_cfg
 
 pytestmark = pytest.mark.slow
 

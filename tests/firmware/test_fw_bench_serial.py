@@ -12,7 +12,7 @@ pytestmark = pytest.mark.hil
 
 
 def test_bench_serial_json_reports_round_trips_and_watchdog_latency(fw_binaries):
-    res = subprocess.run([sys.executable, "-m", "edgerl", "bench", "serial", "--count", "100",
+    res = subprocess.run([sys.executable, "-m", "edgerl.apps", "bench", "serial", "--count", "100",
                           "--watchdog-ms", "30", "--watchdog-trials", "4", "--json"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -29,7 +29,7 @@ def test_bench_serial_json_reports_round_trips_and_watchdog_latency(fw_binaries)
 def test_bench_serial_paced_sends_one_round_trip_per_grid_tick(fw_binaries):
     # 30 round trips (+5 warm-up) on a 100 Hz grid take >= 0.34 s; back to back they take
     # a few ms
-    res = subprocess.run([sys.executable, "-m", "edgerl", "bench", "serial", "--count", "30",
+    res = subprocess.run([sys.executable, "-m", "edgerl.apps", "bench", "serial", "--count", "30",
                           "--warmup", "5", "--pace-hz", "100", "--watchdog-trials", "0",
                           "--json"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -39,8 +39,8 @@ def test_bench_serial_paced_sends_one_round_trip_per_grid_tick(fw_binaries):
 
 
 def test_bench_serial_rejects_a_bad_pace():
-    res = subprocess.run([sys.executable, "-m", "edgerl", "bench", "serial", "--pace-hz", "-1"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run([sys.executable, "-m", "edgerl.apps", "bench", "serial", "--pace-hz",
+                          "-1"], capture_output=True, text=True, timeout=60)
     assert res.returncode != 0 and "--pace-hz must be in 0..10000" in res.stderr
 
 
@@ -48,7 +48,7 @@ def test_bench_serial_on_the_qemu_m4_firmware():
     from qemu_requirements import require_qemu
 
     require_qemu()
-    res = subprocess.run([sys.executable, "-m", "edgerl", "bench", "serial", "--target",
+    res = subprocess.run([sys.executable, "-m", "edgerl.apps", "bench", "serial", "--target",
                           "qemu-m4", "--count", "30", "--warmup", "5", "--watchdog-ms", "30",
                           "--watchdog-trials", "2", "--json"],
                          capture_output=True, text=True, timeout=120)

@@ -7,10 +7,10 @@ import random
 import struct
 import subprocess
 
-from edgerl.wire import codec
-from edgerl.wire.framing import Frame, FrameParser, encode_frame
-from edgerl.wire.fuzz import is_legal, make_inputs
-from edgerl.wire.schema import MESSAGES
+from edgerl.contract.wire import codec
+from edgerl.contract.wire.framing import Frame, FrameParser, encode_frame
+from edgerl.contract.wire.fuzz import is_legal, make_inputs
+from edgerl.contract.wire.schema import MESSAGES
 
 FUZZ_N = 100_000
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import serial
 
+from edgerl.contract.wire import FrameParser, Mode, codec, schema_hash
 from edgerl.hil.faults import FaultSpec, TxFaults
 from edgerl.runtime import serial_transport as st_mod
 from edgerl.runtime.serial_transport import LinkRefused, SerialConfig, SerialTransport
-from edgerl.wire import FrameParser, Mode, codec, schema_hash
 
 pytestmark = pytest.mark.hil
 

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from qemu_requirements import require_qemu
 
+from edgerl.bench.hil.edit_step import edit_parity
+from edgerl.contract.spec import load_bundle_manifest
+from edgerl.contract.wire import NO_ROW, Mode
 from edgerl.export.edit_header import EditHeaderError, write_edit_header
-from edgerl.hil.edit_bench import edit_parity
 from edgerl.hil.fast_loop import FastLoopController, fast_loop_firmware
 from edgerl.hil.firmware import FirmwareConfig
 from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
-from edgerl.spec import load_bundle_manifest
-from edgerl.wire import NO_ROW, Mode
 
 pytestmark = pytest.mark.hil
 
@@ -171,7 +171,7 @@ def test_fast_loop_refused_by_firmware_without_an_edit_policy(link):
 @pytest.mark.slow
 @pytest.mark.parametrize("target", ["host", "qemu-m4"])
 def test_edgerl_hil_fast_loop_mode(cart_bundle, target, capsys):
-    from edgerl.cli import main
+    from edgerl.apps.cli import main
 
     if target == "qemu-m4":
         require_qemu()

@@ -8,9 +8,9 @@ import subprocess
 import numpy as np
 import pytest
 
+from edgerl.contract.wire import Mode
 from edgerl.hil.firmware import FIRMWARE_DIR, FirmwareConfig, FirmwareProcess
 from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
-from edgerl.wire import Mode
 
 pytestmark = pytest.mark.hil
 

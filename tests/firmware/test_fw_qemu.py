@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from qemu_requirements import require_qemu
 
-from edgerl.cli import main
+from edgerl.apps.cli import main
+from edgerl.contract.wire import Mode
 from edgerl.hil.faults import FaultSpec, TxFaults
 from edgerl.hil.firmware import FIRMWARE_DIR, FirmwareConfig, FirmwareProcess
 from edgerl.hil.link_checks import estop_check
 from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
-from edgerl.wire import Mode
 
 pytestmark = pytest.mark.hil
 

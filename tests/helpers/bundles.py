@@ -21,8 +21,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from edgerl.contract.spec import RecurrentSpec, TensorSpec, sha256_file
 from edgerl.runtime.inference import save_mlp_npz
-from edgerl.spec import RecurrentSpec, TensorSpec, sha256_file
 from tests.helpers.specs import make_spec
 
 

@@ -45,7 +45,7 @@ class Probe:
     def publish_chunk(self, value=0.1, horizon=10, dt=0.02):
         from edgerl_ros.messages import chunk_to_trajectory
 
-        from edgerl.chunk import ActionChunk
+        from edgerl.contract.chunk import ActionChunk
 
         now = time.perf_counter()
         chunk = ActionChunk(np.full((horizon, 1), value), t0=now, dt=dt, obs_time=now)

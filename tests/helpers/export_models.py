@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from edgerl import PolicySpec
+from edgerl.contract import PolicySpec
 from tests.helpers import specs
 
 OBS_DIM, ACT_DIM = 3, 2

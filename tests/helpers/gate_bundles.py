@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edgerl.gate_obs import GATE_FILE, GateSpec
-from edgerl.spec import PolicySpec, sha256_file
+from edgerl.contract.gate_obs import GATE_FILE, GateSpec
+from edgerl.contract.spec import PolicySpec, sha256_file
 from tests.helpers.bundles import mlp_onnx, onnx_parity, write_parity
 
 __all__ = ["driving_gate_spec", "rule_gate_weights", "write_gate_bundle"]
@@ -28,10 +28,10 @@ __all__ = ["driving_gate_spec", "rule_gate_weights", "write_gate_bundle"]
 
 def driving_gate_spec() -> tuple[PolicySpec, GateSpec]:
     """The gated driving scenario's gate-only manifest (no files yet) and its gate."""
-    from edgerl.export.gate_export import gate_only_spec
-    from edgerl.policies.gate import GateRunCfg
+    from edgerl.export.gate import gate_only_spec
+    from edgerl.policies.gate.policy import GateRunCfg
+    from edgerl.sim.gate.env import gate_spec
     from edgerl.sim.registry import make_task
-    from edgerl.sim.wrappers.gate import gate_spec
 
     cfg = GateRunCfg()
     task = make_task(cfg.task, num_envs=1, **cfg.task_kwargs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from edgerl.sim.wrappers.budgets import KEEP, PlanBudget
+from edgerl.sim.gate.budgets import KEEP, PlanBudget
 from tests.helpers.latency_env import StepEnv
 
 BUDGETS = (KEEP, PlanBudget("fast", delay=1, horizon=4, cost=0.5),

@@ -6,9 +6,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
+from edgerl.contract.spec import LatencyModel
 from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
 from edgerl.sim.wrappers import LatencyCfg, LatencyWrapper, required_horizon
-from edgerl.spec import LatencyModel
 
 DT = 0.02
 

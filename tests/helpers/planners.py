@@ -15,9 +15,14 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from edgerl.chunk import ActionChunk
-from edgerl.planner import PlannerHealth, PlannerInfo
-from edgerl.runtime.planners.wire import PROTOCOL_VERSION, encode_array, encode_frame, recv_frame
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.planner import PlannerHealth, PlannerInfo
+from edgerl.runtime.planners.protocol.framing import (
+    PROTOCOL_VERSION,
+    encode_array,
+    encode_frame,
+    recv_frame,
+)
 
 H, A, OBS_DIM = 4, 2, 3
 INFO = PlannerInfo(horizon=H, action_dim=A, dt_s=0.1, period_s=0.2, expected_latency_s=0.001)

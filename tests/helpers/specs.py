@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgerl.edit_obs import EditObsConfig
-from edgerl.spec import ActionSpec, ChunkSpec, ObservationSpec, PolicySpec
+from edgerl.contract.edit_obs import EditObsConfig
+from edgerl.contract.spec import ActionSpec, ChunkSpec, ObservationSpec, PolicySpec
 
 __all__ = ["make_spec"]
 

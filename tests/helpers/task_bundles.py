@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from edgerl.spec import PolicySpec, sha256_file
+from edgerl.contract.spec import PolicySpec, sha256_file
 from tests.helpers.bundles import write_mlp_bundle
 
 

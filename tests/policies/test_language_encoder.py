@@ -18,7 +18,7 @@ from edgerl.policies.language_encoder import (  # noqa: E402
     load_encoder,
     verify_model_files,
 )
-from edgerl.runtime.planners.language import OnnxSentenceEncoder  # noqa: E402
+from edgerl.runtime.planners.local.language import OnnxSentenceEncoder  # noqa: E402
 
 TEXTS = ["reach the red target", "head over to the blue circle",
          "navigate the end effector to yellow", "a much longer instruction: please move the "

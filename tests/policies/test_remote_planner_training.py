@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from edgerl.cli import main
+from edgerl.apps.cli import main
+from edgerl.contract.serde import SchemaError
 from edgerl.policies.bc_planner import BCChunkPlanner
 from edgerl.policies.config import TrainConfig
 from edgerl.policies.remote_planner import (
@@ -22,8 +23,7 @@ from edgerl.policies.remote_planner import (
     is_remote_planner,
     parse_remote_planner,
 )
-from edgerl.runtime.planners.server import PlannerServer, ServerConfig
-from edgerl.serde import SchemaError
+from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig
 
 OBS, ACT, H = 4, 1, 5
 
@@ -147,7 +147,8 @@ def test_bc_served_planner_sets_torch_threads_in_every_calling_thread():
 
 def test_serve_planner_refuses_all_interfaces_without_a_secret(capsys, monkeypatch):
     monkeypatch.delenv("EDGERL_PLANNER_SECRET", raising=False)
-    code = main(["serve-planner", "--planner", "edgerl.runtime.planners.fakes:SyntheticPlanner",
+    code = main(["serve-planner", "--planner",
+                 "edgerl.runtime.planners.local.synthetic:SyntheticPlanner",
                  "--host", "0.0.0.0", "--port", "0"])
     assert code == 1
     assert "requires a shared secret" in capsys.readouterr().err

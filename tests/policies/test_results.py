@@ -104,7 +104,7 @@ def test_report_files(tmp_path):
 
 
 def test_results_cli_merges_and_reports(tmp_path, capsys):
-    from edgerl.cli import main
+    from edgerl.apps.cli import main
 
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps([_row("cartpole", 0, "nodelay", 0, 1.0, 10.0),
@@ -130,7 +130,7 @@ def test_results_cli_merges_and_reports(tmp_path, capsys):
 
 
 def test_grid_lists_every_registered_method_once():
-    from edgerl.methods import METHODS
+    from edgerl.contract.methods import METHODS
     from edgerl.policies.results import GRID_METHODS, METHOD_LEGEND
 
     assert sorted(GRID_METHODS) == sorted(METHODS)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from edgerl.contract.intervention_log import InterventionRecorder
 from edgerl.export.bundle_mlp import load_bundle_mlp
-from edgerl.intervention_log import InterventionRecorder
 from edgerl.policies.rlif import FinetuneConfig, finetune, greedy_targets, intervention_dataset
 from tests.helpers.bundles import write_mlp_bundle
 
@@ -80,7 +80,7 @@ def test_rlif_critic_ranks_the_intervened_action_lower_and_policy_moves_away(bun
 
 
 def test_finetune_cli_exports_a_loadable_bundle(bundle, tmp_path, capsys):
-    from edgerl.cli import main
+    from edgerl.apps.cli import main
     from edgerl.runtime.bundle import load_bundle
 
     spec = load_bundle_mlp(bundle)[1]

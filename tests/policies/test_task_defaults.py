@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from edgerl.cli import CliError
-from edgerl.cli.train import add_arguments, config_from_args
+from edgerl.apps.cli import CliError
+from edgerl.apps.cli.train import add_arguments, config_from_args
 from edgerl.policies.config import TrainConfig
 from edgerl.policies.task_defaults import (
     BASELINE,

@@ -9,13 +9,13 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from edgerl.methods import METHODS
+from edgerl.contract.methods import METHODS
+from edgerl.contract.serde import SchemaError
+from edgerl.contract.spec import PolicySpec
 from edgerl.policies.config import BCConfig, TrainConfig
 from edgerl.policies.methods import make_base_env, make_method_env
 from edgerl.policies.runs import find_latest_run, load_policy
 from edgerl.policies.train import train
-from edgerl.serde import SchemaError
-from edgerl.spec import PolicySpec
 
 
 def _cfg(method: str, **kw) -> TrainConfig:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from edgerl_ros.session import SpinThread
 
-from edgerl.cli import main
+from edgerl.apps.cli import main
 
 pytestmark = pytest.mark.ros
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from edgerl.cli import main
+from edgerl.apps.cli import main
 
 pytestmark = pytest.mark.ros
 
@@ -68,7 +68,7 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
     assert _processes_mentioning(str(cartpole_bundle)) == []
 
     # the measured planner delay (chunk stamp -> arrival) goes back into training
-    from edgerl.cli.train import measured_latency
+    from edgerl.apps.cli.train import measured_latency
     from edgerl.runtime.planners.latency_record import load_latency_file
 
     measured = load_latency_file(lat_file)
@@ -91,7 +91,7 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
 
 
 def test_deploy_stops_everything_when_a_node_dies(cartpole_bundle, ros_domain, capsys):
-    from edgerl.spec import PolicySpec, sha256_file
+    from edgerl.contract.spec import PolicySpec, sha256_file
 
     spec = PolicySpec.load(cartpole_bundle)
     spec.task = "no_such_task"  # sim_robot_node cannot build it and exits
@@ -124,7 +124,7 @@ def test_sigterm_to_deploy_stops_the_node_processes(cartpole_bundle, ros_domain)
     import sys
     import time
 
-    proc = subprocess.Popen([sys.executable, "-m", "edgerl.cli", "deploy", "--bundle",
+    proc = subprocess.Popen([sys.executable, "-m", "edgerl.apps.cli", "deploy", "--bundle",
                              str(cartpole_bundle), "--duration", "120",
                              "--domain-id", str(ros_domain)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -148,8 +148,8 @@ def test_trigger_and_rate_override_the_params_file(tmp_path):
     import yaml
     from edgerl_ros.graph import DEFAULT_CONFIG
 
-    from edgerl.cli import CliError
-    from edgerl.cli.deploy import override_params
+    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.deploy import override_params
 
     path = override_params(Path(DEFAULT_CONFIG), tmp_path, "state", 200.0)
     doc = yaml.safe_load(path.read_text())

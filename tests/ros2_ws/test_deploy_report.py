@@ -12,7 +12,7 @@ import pytest
 from edgerl_ros.graph import DeployConfig, DeployError
 from edgerl_ros.verdict import DEFAULT_MIN_SUCCESS, episode_verdict
 
-from edgerl.cli import main
+from edgerl.apps.cli import main
 
 
 class TestEpisodeVerdict:
@@ -61,7 +61,7 @@ def test_rate_and_latency_count_only_the_edit_nodes_commands(session_bundle, ros
                                                              capsys):
     """Fails on main before issue 18: a second publisher at 100 Hz on robot/command made
     cmd_rate_hz about 130-150 for a 50 Hz loop (measured 127 on main)."""
-    from edgerl.spec import load_bundle_manifest
+    from edgerl.contract.spec import load_bundle_manifest
 
     names = ",".join(load_bundle_manifest(session_bundle).action.names)
     intruder = subprocess.Popen([sys.executable, "-c", INTRUDER, names, "60"],

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from edgerl.cli import main
+from edgerl.apps.cli import main
 from tests.helpers.bundles import write_mlp_bundle
 
 pytestmark = [pytest.mark.ros, pytest.mark.hil]
@@ -50,7 +50,7 @@ def fed_firmware():
 
 def test_deploy_serial_graph_drives_the_firmware_without_torch(fed_firmware, tmp_path,
                                                                 ros_domain, capsys):
-    from edgerl.wire import Mode
+    from edgerl.contract.wire import Mode
 
     bundle = write_mlp_bundle(tmp_path / "bundle", obs_dim=4, action_dim=1, control_hz=50.0,
                               horizon=10, period_s=0.05, planner=True, hidden=(16,))

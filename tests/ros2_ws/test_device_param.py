@@ -70,8 +70,8 @@ def test_onnx_planner_takes_the_device(make_bundle_with_planner, tmp_path):
     import onnxruntime as ort
     from edgerl_ros.planner_node import onnx_chunk_planner
 
+    from edgerl.contract.spec import load_bundle_manifest
     from edgerl.runtime.inference import InferenceError, TensorRTOptions
-    from edgerl.spec import load_bundle_manifest
 
     bundle = make_bundle_with_planner
     spec = load_bundle_manifest(bundle)

@@ -48,7 +48,7 @@ class TestEpisodeReset:
         from rclpy.lifecycle import TransitionCallbackReturn as R
         from std_msgs.msg import Header
 
-        from edgerl.chunk import ActionChunk
+        from edgerl.contract.chunk import ActionChunk
 
         node, probe = graph
         assert node.call(node.trigger_configure) == R.SUCCESS

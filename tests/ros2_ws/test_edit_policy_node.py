@@ -156,7 +156,7 @@ class TestBadInput:
             else:
                 from edgerl_ros.messages import chunk_to_trajectory
 
-                from edgerl.chunk import ActionChunk
+                from edgerl.contract.chunk import ActionChunk
 
                 now = time.perf_counter()
                 msg = chunk_to_trajectory(ActionChunk(np.zeros((3, 1)), t0=now, dt=0.02,

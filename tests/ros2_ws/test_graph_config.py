@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgerl.spec import load_bundle_manifest
+from edgerl.contract.spec import load_bundle_manifest
 
 
 def test_plan_processes_puts_composed_nodes_in_one_container():

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.ros
 def _chunk_msg(probe, rows, stamp_offset_s=0.0, value=0.1, dt=0.02):
     from edgerl_ros.messages import chunk_to_trajectory
 
-    from edgerl.chunk import ActionChunk
+    from edgerl.contract.chunk import ActionChunk
 
     t = time.perf_counter() + stamp_offset_s
     chunk = ActionChunk(np.full((rows, 1), value), t0=t, dt=dt, obs_time=t)

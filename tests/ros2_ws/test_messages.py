@@ -18,7 +18,7 @@ from edgerl_ros.messages import (
 )
 from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
 
-from edgerl.chunk import ActionChunk
+from edgerl.contract.chunk import ActionChunk
 
 NAMES = ["x", "v", "th", "w"]
 

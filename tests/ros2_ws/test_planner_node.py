@@ -13,10 +13,10 @@ from edgerl_ros.planner_node import (
     onnx_chunk_planner,
 )
 
-from edgerl.chunk import ActionChunk
-from edgerl.planner import Planner, PlannerHealth
-from edgerl.runtime.planners.delayed import DelayedPlanner
-from edgerl.spec import PolicySpec
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.planner import Planner, PlannerHealth
+from edgerl.contract.spec import PolicySpec
+from edgerl.runtime.planners.local.delayed import DelayedPlanner
 
 
 def test_fit_horizon_cuts_or_holds_last_row():
@@ -84,7 +84,7 @@ class _EchoPlanner:
     """A planner whose chunk rows are ``obs[0] + i`` and which records the instruction."""
 
     def __init__(self, horizon: int, action_dim: int, dt: float) -> None:
-        from edgerl.planner import PlannerInfo
+        from edgerl.contract.planner import PlannerInfo
 
         self.info = PlannerInfo(horizon=horizon, action_dim=action_dim, dt_s=dt, period_s=0.05,
                                 expected_latency_s=0.001)
@@ -113,7 +113,7 @@ def test_remote_mode_over_a_planner_server(rclpy_context, make_bundle_with_plann
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory
 
-    from edgerl.runtime.planners.server import PlannerServer, ServerConfig
+    from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig
 
     bundle = make_bundle_with_planner
     spec = PolicySpec.load(bundle)

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from edgerl.cli import main
+from edgerl.apps.cli import main
 from tests.helpers.task_bundles import write_task_bundle
 
 pytestmark = pytest.mark.ros
@@ -70,12 +70,12 @@ def session(tmp_path_factory, rclpy_ok):
     env = ros_env(domain)
     paths = {"transitions": tmp / "transitions.mcap", "topics": tmp / "topics.mcap"}
     deploy = subprocess.Popen(
-        [sys.executable, "-m", "edgerl.cli", "deploy", "--bundle", str(bundle), "--duration",
+        [sys.executable, "-m", "edgerl.apps.cli", "deploy", "--bundle", str(bundle), "--duration",
          "6", "--domain-id", str(domain), "--min-success", "0", "--json",
          "--record-transitions", str(paths["transitions"])],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     record = subprocess.Popen(
-        [sys.executable, "-m", "edgerl.cli", "record", str(paths["topics"]), "--domain-id",
+        [sys.executable, "-m", "edgerl.apps.cli", "record", str(paths["topics"]), "--domain-id",
          str(domain), "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     sent: list = []
@@ -102,7 +102,7 @@ def session(tmp_path_factory, rclpy_ok):
 
 @pytest.mark.slow  # ~40-60 s on the loaded 2-core VM (the deploy's start-up dominates)
 def test_deploy_transitions_carry_the_overrides_and_finetune_on_them(session):
-    from edgerl.intervention_log import read_recording
+    from edgerl.contract.intervention_log import read_recording
 
     rc, out, err = session["deploy"]
     assert rc == 0, err[-2000:]

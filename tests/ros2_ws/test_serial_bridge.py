@@ -24,7 +24,7 @@ def firmware():
     """(process, pty path, actuator commands seen) with a plant feeding SENSOR frames."""
     if not FW.is_file():
         pytest.skip(f"{FW} not built (make firmware)")
-    from edgerl.wire import FrameParser, decode, encode
+    from edgerl.contract.wire import FrameParser, decode, encode
 
     proc = subprocess.Popen([str(FW), "--plant-stdio", "--n-cmd", "1"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgerl.bundle_errors import (
+from edgerl.contract.bundle_errors import (
     BundleError,
     BundleHashError,
     BundlePathError,
@@ -26,10 +26,10 @@ from edgerl.bundle_errors import (
     ParityError,
     UnlistedFileError,
 )
+from edgerl.contract.spec import sha256_file
 from edgerl.runtime.bundle import load_bundle
 from edgerl.runtime.bundle_check import verify_bundle
 from edgerl.runtime.manifest_rules import ManifestLimits
-from edgerl.spec import sha256_file
 from tests.helpers.bundles import mlp_onnx, random_mlp
 
 
@@ -244,7 +244,7 @@ def test_configured_key_without_cryptography_is_a_named_refusal(mlp_bundle, tmp_
     with a message saying what to install (never loads unverified)."""
     import sys
 
-    from edgerl.bundle_errors import BundleSignatureError
+    from edgerl.contract.bundle_errors import BundleSignatureError
 
     monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives", None)
     monkeypatch.setenv("EDGERL_BUNDLE_PUBKEY", str(tmp_path / "some.pub"))

@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("cryptography", reason="signing needs the 'sign' extra (cryptography)")
 
-from edgerl.bundle_errors import BundleSignatureError
-from edgerl.cli import main
+from edgerl.apps.cli import main
+from edgerl.contract.bundle_errors import BundleSignatureError
 from edgerl.runtime.bundle import load_bundle
 from edgerl.runtime.bundle_check import PUBKEY_ENV, verify_bundle
 from edgerl.runtime.bundle_sign import (
@@ -107,7 +107,7 @@ def test_inspect_subprocess_refuses_tampered_signed_bundle(mlp_bundle, keys):
         (mlp_bundle / "manifest.json").read_text().replace('"task": "test-task"',
                                                            '"task": "other"'))
     env = {**os.environ, PUBKEY_ENV: str(pub)}
-    proc = subprocess.run([sys.executable, "-m", "edgerl", "inspect", str(mlp_bundle)],
+    proc = subprocess.run([sys.executable, "-m", "edgerl.apps", "inspect", str(mlp_bundle)],
                           capture_output=True, text=True, timeout=120, check=False, env=env)
     assert proc.returncode == 2
     assert "BundleSignatureError" in proc.stderr and "Traceback" not in proc.stderr

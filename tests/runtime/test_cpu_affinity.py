@@ -10,11 +10,11 @@ import time
 import numpy as np
 import pytest
 
-from edgerl.runtime.bare_loop import BareLoopConfig, run_bare_loop
+from edgerl.bench.loop.bare_loop import BareLoopConfig, run_bare_loop
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.cpu_affinity import allowed_cpus, check_cpus, parse_cpus, pin_thread
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig, ObservationSlot
-from edgerl.runtime.planners.client import PlannerClient, PlannerClientConfig
+from edgerl.runtime.planners.client.client import PlannerClient, PlannerClientConfig
 from tests.helpers.specs import make_spec
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"),
@@ -105,7 +105,7 @@ def test_planner_process_inherits_the_client_threads_cpus():
     slot.write(np.zeros(3, np.float32), time.perf_counter())
     kwargs = {"horizon": 5, "action_dim": 2, "dt_s": 0.01, "period_s": 0.05, "latency_s": 0.0}
     buf = ChunkBuffer()
-    client = PlannerClient("edgerl.runtime.planners.fakes:burn_planner", buf, slot,
+    client = PlannerClient("edgerl.runtime.planners.local.synthetic:burn_planner", buf, slot,
                            PlannerClientConfig(mode="process", factory_kwargs=kwargs,
                                                cpus=(CPU,)))
     client.start()

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from test_rt_edit_loop import planner_loop, ramp_chunk
 
+from edgerl.contract.spec import ActionSpec
 from edgerl.runtime.escalation import Escalation, EscalationConfig
 from edgerl.runtime.safety import SafetyConfig, SafetyFilter
-from edgerl.spec import ActionSpec
 from tests.helpers.specs import make_spec
 
 
@@ -138,7 +138,7 @@ class TestLoopEscalates:
         slot holds NaN and the ladder latched the e-stop after hold + decay (1.2 s), so
         `make demo`'s deploy stage ran every episode e-stopped (0/16). Before any state the
         ladder ends at the safe action without latching; the first state then drives."""
-        from edgerl.clock import VirtualClock
+        from edgerl.contract.clock import VirtualClock
         from edgerl.runtime.chunk_buffer import ChunkBuffer
         from edgerl.runtime.edit_loop import EditLoop
 
@@ -162,7 +162,7 @@ def test_manifest_bounds_reach_the_loop():
     spec.timing.hold_s, spec.timing.decay_s = 0.05, 0.05
     loop = planner_loop()
     assert loop.safety.escalation.cfg.hold_s == 0.2  # defaults of an old manifest
-    from edgerl.clock import VirtualClock
+    from edgerl.contract.clock import VirtualClock
     from edgerl.runtime.chunk_buffer import ChunkBuffer
     from edgerl.runtime.edit_loop import EditLoop
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgerl.chunk import ActionChunk
-from edgerl.clock import VirtualClock
-from edgerl.intervention import Intervention
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.clock import VirtualClock
+from edgerl.contract.intervention import Intervention
 from edgerl.runtime.bundle import load_bundle
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.edit_loop import EditLoop
@@ -101,7 +101,7 @@ def test_bad_std_is_refused(mlp_bundle, std):
 
 def test_cli_refuses_bad_explore_std(mlp_bundle, capsys):
     pytest.importorskip("tqdm")  # `edgerl hil` is a workstation verb (not in the runtime lock)
-    from edgerl.cli import main
+    from edgerl.apps.cli import main
 
     assert main(["hil", "--bundle", str(mlp_bundle), "--explore-std", "-1"]) != 0
     assert "--explore-std must be a finite number in 0..10, got -1.0" in capsys.readouterr().err

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from edgerl.chunk import ActionChunk
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.spec import PolicySpec
+from edgerl.contract.timing import TimingSpec
 from edgerl.runtime.input_guard import InputGuard
-from edgerl.spec import PolicySpec
-from edgerl.timing import TimingSpec
 from tests.helpers.specs import make_spec
 
 NOW = 1000.0
@@ -114,7 +114,7 @@ class TestManifest:
                                            ("future_skew_s", float("nan")),
                                            ("state_max_age_periods", 0.0)])
     def test_bad_bounds_named(self, key, value):
-        from edgerl.serde import SchemaError
+        from edgerl.contract.serde import SchemaError
 
         with pytest.raises(SchemaError, match=f"timing.{key}"):
             TimingSpec(control_hz=100.0, horizon=10, **{key: value})

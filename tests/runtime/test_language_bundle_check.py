@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgerl.bundle_errors import BundleHashError, UnlistedFileError
-from edgerl.runtime.planners.language import OnnxLanguagePlanner
-from edgerl.spec import TensorSpec, sha256_file
+from edgerl.contract.bundle_errors import BundleHashError, UnlistedFileError
+from edgerl.contract.spec import TensorSpec, sha256_file
+from edgerl.runtime.planners.local.language import OnnxLanguagePlanner
 from tests.helpers.bundles import write_parity
 from tests.helpers.specs import make_spec
 
@@ -100,7 +100,7 @@ def test_swapped_unlisted_embeddings_are_refused(lang_bundle):
     with pytest.raises(UnlistedFileError, match=r"instructions\.npz: not listed"):
         OnnxLanguagePlanner(bad)
     # inspect: the one-line named error and exit 2, never OK (0) or a traceback
-    proc = subprocess.run([sys.executable, "-m", "edgerl", "inspect", str(bad)],
+    proc = subprocess.run([sys.executable, "-m", "edgerl.apps", "inspect", str(bad)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "bundle refused (UnlistedFileError)" in proc.stderr

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 from test_rt_edit_loop import ramp_chunk
 
-from edgerl.clock import VirtualClock
+from edgerl.contract.clock import VirtualClock
+from edgerl.contract.spec import PolicySpec, sha256_file
 from edgerl.runtime.bundle import load_bundle
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.edit_loop import EditLoop
-from edgerl.spec import PolicySpec, sha256_file
 from tests.helpers.bundles import mlp_onnx, random_mlp, write_mlp_bundle
 
 

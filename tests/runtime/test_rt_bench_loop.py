@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from edgerl.cli import main
+from edgerl.apps.cli import main
 
 KEYS = {"rate_hz", "ticks", "tick_compute_p50_us", "tick_compute_p99_us", "jitter_p50_us",
         "jitter_p99_us", "deadline_misses", "max_late_us"}

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from edgerl.bundle_errors import OnnxShapeError
+from edgerl.contract.bundle_errors import OnnxShapeError
+from edgerl.contract.spec import BundleError, sha256_file
 from edgerl.runtime.bundle import load_bundle
-from edgerl.spec import BundleError, sha256_file
 
 
 def test_loads_edit_bundle_with_ort_backend(mlp_bundle):

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from edgerl.chunk import ActionChunk
+from edgerl.contract.chunk import ActionChunk
 from edgerl.runtime.chunk_buffer import ChunkBuffer, MergeConfig, merge_chunks
 
 

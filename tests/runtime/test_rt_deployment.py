@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
+from edgerl.contract.spec import PolicySpec
 from edgerl.runtime.deployment import Deployment
 from edgerl.runtime.edit_loop import LoopConfig
-from edgerl.spec import PolicySpec
 from tests.helpers.bundles import write_mlp_bundle
 
 

@@ -105,7 +105,7 @@ def test_auto_picks_tensorrt_with_cache_options_beside_onnxruntime_gpu(mlp_bundl
 
 
 def _add_engine(bundle, data: bytes, listed: bool = True):
-    from edgerl.spec import PolicySpec, sha256_file
+    from edgerl.contract.spec import PolicySpec, sha256_file
 
     (bundle / "policy.engine").write_bytes(data)
     spec = PolicySpec.load(bundle)
@@ -137,8 +137,8 @@ def test_policy_engine_falls_back_to_onnxruntime_with_the_reason(mlp_bundle, cap
 
 
 def test_engine_status_reasons(mlp_bundle, make_bundle):
+    from edgerl.contract.spec import PolicySpec
     from edgerl.runtime.trt_engine import engine_status
-    from edgerl.spec import PolicySpec
 
     spec = PolicySpec.load(mlp_bundle)
     assert engine_status(spec, mlp_bundle) == (False, "no policy.engine in the bundle")

@@ -10,9 +10,9 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from edgerl.chunk import ActionChunk
-from edgerl.clock import VirtualClock
-from edgerl.edit_obs import build_edit_obs, select_chunk_rows
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.clock import VirtualClock
+from edgerl.contract.edit_obs import build_edit_obs, select_chunk_rows
 from edgerl.runtime.bundle import load_bundle
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig, TransportDown

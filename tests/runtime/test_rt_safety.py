@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from edgerl.contract.spec import ActionSpec
 from edgerl.runtime.safety import SafetyConfig, SafetyFilter
-from edgerl.spec import ActionSpec
 
 
 def spec(max_rate=None):

@@ -19,14 +19,14 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("tensordict")
 
-from edgerl.chunk import ActionChunk  # noqa: E402
-from edgerl.clock import VirtualClock  # noqa: E402
+from edgerl.contract.chunk import ActionChunk  # noqa: E402
+from edgerl.contract.clock import VirtualClock  # noqa: E402
+from edgerl.contract.spec import PolicySpec  # noqa: E402
+from edgerl.contract.timing import LatencyModel, TimingSpec  # noqa: E402
 from edgerl.runtime.bundle import load_bundle  # noqa: E402
 from edgerl.runtime.chunk_buffer import ChunkBuffer  # noqa: E402
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig  # noqa: E402
 from edgerl.runtime.safety import SafetyConfig  # noqa: E402
-from edgerl.spec import PolicySpec  # noqa: E402
-from edgerl.timing import LatencyModel, TimingSpec  # noqa: E402
 from tests.helpers.bundles import write_mlp_bundle  # noqa: E402
 
 P, H, STEPS, BOUND, DT = 3, 8, 100, 0.3, 0.02

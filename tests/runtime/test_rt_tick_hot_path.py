@@ -11,8 +11,8 @@ import warnings
 import numpy as np
 import pytest
 
-from edgerl.chunk import ActionChunk
-from edgerl.clock import VirtualClock
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.clock import VirtualClock
 from edgerl.runtime.bundle import load_bundle
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.edit_loop import EditLoop, LoopConfig

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from edgerl.contract.wire import FrameParser, codec
 from edgerl.hil.firmware import FirmwareConfig, FirmwareProcess, firmware_binary
 from edgerl.runtime.serial_transport import (
     SerialCommandSink,
@@ -17,7 +18,6 @@ from edgerl.runtime.serial_transport import (
     SerialTransport,
     TransportTimeout,
 )
-from edgerl.wire import FrameParser, codec
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_request_status_keeps_its_answer_when_an_unsolicited_status_follows():
     """The firmware sends STATUS on its own (a watchdog trip, a mode change); one arriving
     right after the answer to GET_STATUS must not hide the answer from the waiting request
     (the end-of-run 'no STATUS in 2.0 s' of the HIL)."""
-    from edgerl.wire.codec import Msg
+    from edgerl.contract.wire.codec import Msg
 
     t = SerialTransport(SerialConfig("/dev/null-not-opened"))
 

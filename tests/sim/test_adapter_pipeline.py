@@ -83,8 +83,8 @@ def test_gym_mujoco_pipeline_end_to_end(tmp_path):
 
 
 def test_task_args_flag_parses_json_or_strings():
-    from edgerl.cli import CliError
-    from edgerl.cli.train import parse_task_args
+    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.train import parse_task_args
 
     got = parse_task_args(["expert_run=runs/gym:Pendulum-v1__nodelay", "action_low=[-1, -2]",
                            "vectorization=async", "control_hz=50"])

@@ -13,6 +13,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from edgerl.contract.spec import LatencyModel
 from edgerl.sim.adapters.rsl_rl_wrapper import (
     FrameworkUnavailable,
     RslRlEnvAdapter,
@@ -21,7 +22,6 @@ from edgerl.sim.adapters.rsl_rl_wrapper import (
 )
 from edgerl.sim.registry import get_task_info
 from edgerl.sim.wrappers import LatencyCfg, LatencyWrapper
-from edgerl.spec import LatencyModel
 
 
 class _Term:

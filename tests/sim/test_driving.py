@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from edgerl.contract.spec import LatencyModel
 from edgerl.sim import make_task
 from edgerl.sim.vec_env import ActionError
 from edgerl.sim.wrappers import LatencyCfg, make_latency_env
-from edgerl.spec import LatencyModel
 
 
 def episode_stats(env, policy, steps):

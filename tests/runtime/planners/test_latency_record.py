@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from edgerl.contract.serde import SchemaError
 from edgerl.runtime.planners.latency_model import latency_model_from_samples, save_latency_model
 from edgerl.runtime.planners.latency_record import (
     chunk_latencies_from_recording,
@@ -15,7 +16,6 @@ from edgerl.runtime.planners.latency_record import (
     measure_latency,
     save_latency_file,
 )
-from edgerl.serde import SchemaError
 
 
 def test_measure_save_and_load_round_trip(tmp_path):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from edgerl.contract.spec import LatencyModel
 from edgerl.sim.wrappers import LatencyWrapper
 from edgerl.sim.wrappers.latency_config import LatencyCfg
-from edgerl.spec import LatencyModel
 from tests.helpers.latency_env import DT, StepEnv
 
 

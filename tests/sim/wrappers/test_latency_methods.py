@@ -8,10 +8,10 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from edgerl.edit_obs import build_edit_obs, select_chunk_rows
+from edgerl.contract.edit_obs import build_edit_obs, select_chunk_rows
+from edgerl.contract.spec import LatencyModel
 from edgerl.sim.vec_env import ActionError, TaskSpec
 from edgerl.sim.wrappers import LatencyCfg, LatencyWrapper
-from edgerl.spec import LatencyModel
 from tests.helpers.latency_env import DT, StampPlanner, StepEnv, expected_command, run
 
 

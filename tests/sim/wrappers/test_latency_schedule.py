@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from edgerl.contract.spec import LatencyModel
 from edgerl.sim.wrappers import LatencyCfg, LatencyWrapper, required_horizon
-from edgerl.spec import LatencyModel
 from tests.helpers.latency_env import DT, StampPlanner, StepEnv, expected_command, run
 
 

@@ -85,7 +85,7 @@ INSTRUCTION_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
                              history=HistoryPolicy.KEEP_LAST, depth=1,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
 EPISODE_QOS = INSTRUCTION_QOS
-#: Operator interventions (``edgerl.intervention``): none may be lost or merged.
+#: Operator interventions (``edgerl.contract.intervention``): none may be lost or merged.
 INTERVENTION_QOS = QoSProfile(reliability=ReliabilityPolicy.RELIABLE,
                               history=HistoryPolicy.KEEP_LAST, depth=10,
                               durability=DurabilityPolicy.VOLATILE)
@@ -319,7 +319,7 @@ def declare_with_bundle(node: Any, specs: list[ParamSpec],
         ValueError: a required parameter is empty (named, with the node's name).
         BundleError: the manifest is missing or invalid.
     """
-    from edgerl.spec import load_bundle_manifest
+    from edgerl.contract.spec import load_bundle_manifest
 
     p = declare_validated(node, specs, on_change)
     missing = [name for name in required if not p[name]]
@@ -342,7 +342,7 @@ def run_node(factory: Callable[[], Any], args: list[str] | None = None,
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
-    from edgerl.logs import setup_logging
+    from edgerl.contract.logs import setup_logging
 
     setup_logging(os.environ.get("EDGERL_LOG_LEVEL", "INFO"))
     # Our own SIGINT/SIGTERM handling: stop the node's threads first, then shut rclpy down

@@ -4,7 +4,7 @@
 In: states (``robot/joint_states`` or a composed robot's :meth:`accept_state`), chunks
 (``planner/chunk``), episode resets (``robot/episode`` or :meth:`accept_episode`) and the
 operator's e-stop re-arm (``robot/estop_reset``) and interventions (``operator/intervention``:
-override / e-stop / release, :mod:`edgerl.intervention`), each checked by the manifest's
+override / e-stop / release, :mod:`edgerl.contract.intervention`), each checked by the manifest's
 :class:`~edgerl.runtime.input_guard.InputGuard` and, refused, counted by reason. Out: one
 ``robot/command`` per tick, stamped with the state it answers (composed: handed to the robot
 first, published after the tick).
@@ -154,8 +154,8 @@ class EditNodeIO:
         """Operator intervention (``operator/intervention``: ``name = [kind]``, ``position``
         = the override command, ``header.stamp`` wall clock): moved onto the loop's clock by
         its age and pushed into the loop's slot; a record that fails
-        :func:`~edgerl.intervention.validate_intervention` is counted by reason."""
-        from edgerl.intervention import Intervention, InterventionError
+        :func:`~edgerl.contract.intervention.validate_intervention` is counted by reason."""
+        from edgerl.contract.intervention import Intervention, InterventionError
 
         loop = self.loop
         if loop is None:

@@ -197,10 +197,10 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
 
     # --- lifecycle ---------------------------------------------------------------------------
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        from edgerl.contract.spec import load_bundle_manifest
         from edgerl.runtime.cpu_affinity import cpu_list
         from edgerl.runtime.deployment import Deployment
         from edgerl.runtime.safety import SafetyConfig
-        from edgerl.spec import load_bundle_manifest
 
         p = {s.name: self.get_parameter(s.name).value for s in PARAMS}
         if not p["bundle"]:

@@ -4,7 +4,8 @@
 With the node parameter ``transitions_file`` set (``edgerl deploy --record-transitions F``),
 the configured node turns on :meth:`EditLoop.log_transitions` (a preallocated ring; the tick
 only copies into it) and this object drains the ring into an
-:class:`~edgerl.intervention_log.InterventionRecorder` -- the same JSON-MCAP (``loop/tick``,
+:class:`~edgerl.contract.intervention_log.InterventionRecorder` -- the same JSON-MCAP
+(``loop/tick``,
 ``operator/intervention``) that ``edgerl hil --record`` writes -- off the tick path: from a
 node timer every :func:`drain_period_s` (a few ticks' worth), at each episode reset and
 when the node is cleaned up or shut down (SIGINT/SIGTERM end in :meth:`close`, which writes
@@ -21,8 +22,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from edgerl.intervention import Intervention
-from edgerl.intervention_log import InterventionRecorder
+from edgerl.contract.intervention import Intervention
+from edgerl.contract.intervention_log import InterventionRecorder
 
 __all__ = ["DRAIN_ROWS", "TransitionRecording", "drain_period_s"]
 

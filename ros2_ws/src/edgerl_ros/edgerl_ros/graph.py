@@ -139,7 +139,7 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
     Raises:
         DeployError: bad bundle/config, a node that exits early, no command in time.
     """
-    from edgerl.spec import BundleError, load_bundle_manifest
+    from edgerl.contract.spec import BundleError, load_bundle_manifest
 
     if cfg.robot not in ROBOTS:
         raise DeployError(f"robot {cfg.robot!r}: choose one of {', '.join(ROBOTS)}")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgerl.errors import UserError
+from edgerl.contract.errors import UserError
 
 __all__ = ["RecordError", "check_output", "record_graph"]
 

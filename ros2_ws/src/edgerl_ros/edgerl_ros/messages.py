@@ -20,7 +20,7 @@ from builtin_interfaces.msg import Duration, Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from edgerl.chunk import ActionChunk, ChunkError
+from edgerl.contract.chunk import ActionChunk, ChunkError
 
 __all__ = [
     "COMMAND_FIELDS",

@@ -1,7 +1,7 @@
 """``planner_node``: the slow planner as a ROS 2 node.
 
 Subscribes the robot state (``JointState``, observation names) and the instruction
-(``std_msgs/String``); an :class:`edgerl.runtime.planners.client.PlannerClient` (thread mode:
+(``std_msgs/String``); an :class:`edgerl.runtime.planners.client.client.PlannerClient` (thread mode:
 supervision, late/error counters, backoff) plans every ``period_s`` (default: the manifest's
 ``chunk.period_s``) from the newest observation and the node publishes each chunk as
 ``trajectory_msgs/JointTrajectory``: ``header.stamp`` = the observation's stamp, point ``i``
@@ -15,7 +15,7 @@ Modes (``mode`` parameter):
   publishes as a chunk on ``sim/expert_chunk`` (stamped with its state); the node serves the
   newest one at its own period and latency, truncated/held to the manifest's horizon.
 * ``remote``: a planner server (``edgerl serve-planner``: e.g. the language-conditioned
-  planner) at ``remote_host:remote_port`` through :class:`edgerl.runtime.planners.remote.
+  planner) at ``remote_host:remote_port`` through :class:`edgerl.runtime.planners.remote.planner.
   RemotePlanner`; the instruction topic's text goes with every request.
 * ``auto``: ``onnx`` when the bundle has ``planner.onnx``, else ``expert``.
 
@@ -45,13 +45,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
 from trajectory_msgs.msg import JointTrajectory
 
-from edgerl.chunk import ActionChunk
-from edgerl.planner import PlannerHealth, PlannerInfo
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.planner import PlannerHealth, PlannerInfo
+from edgerl.contract.spec import PolicySpec
 from edgerl.runtime.chunk_buffer import ChunkBuffer
 from edgerl.runtime.input_guard import InputGuard
-from edgerl.runtime.planners.delayed import DelayedPlanner
-from edgerl.runtime.planners.onnx import OnnxChunkPlanner
-from edgerl.spec import PolicySpec
+from edgerl.runtime.planners.local.delayed import DelayedPlanner
+from edgerl.runtime.planners.local.onnx import OnnxChunkPlanner
 from edgerl_ros.common import (
     CHUNK_QOS,
     DEVICE_PARAMS,
@@ -104,7 +104,8 @@ PARAMS = [
 
 def onnx_chunk_planner(path: str | Path, spec: PolicySpec, device: str = "cpu",
                        trt: Any = None) -> OnnxChunkPlanner:
-    """The runtime's :class:`~edgerl.runtime.planners.onnx.OnnxChunkPlanner` over ``path`` with the
+    """The runtime's :class:`~edgerl.runtime.planners.local.onnx.OnnxChunkPlanner` over ``path``
+    with the
     manifest's chunk timing (one ONNX planner implementation for the ROS node, the HIL
     harness and ``bench loop``), on ``device`` (``auto``: TensorRT EP, else CUDA EP, else
     CPU) with TensorRT EP options ``trt``."""
@@ -123,7 +124,7 @@ def fit_horizon(rows: np.ndarray, horizon: int) -> np.ndarray:
 
 
 class ExpertTopicPlanner:
-    """:class:`edgerl.planner.Planner` serving the newest chunk the sim robot's privileged
+    """:class:`edgerl.contract.planner.Planner` serving the newest chunk the sim robot's privileged
     expert published (sim only); its ``obs_time`` is that chunk's state stamp.
 
     Args:
@@ -182,7 +183,7 @@ class PlannerNode(Node):
         super().__init__("planner_node", **kwargs)
         p, self.spec = declare_with_bundle(self, PARAMS, self._apply_params)
         from edgerl.runtime.edit_loop import ObservationSlot
-        from edgerl.runtime.planners.client import PlannerClient, PlannerClientConfig
+        from edgerl.runtime.planners.client.client import PlannerClient, PlannerClientConfig
 
         bundle = Path(p["bundle"])
         mode = p["mode"]
@@ -192,7 +193,7 @@ class PlannerNode(Node):
         self.expert = ExpertTopicPlanner(self.spec) if mode == "expert" else None
         self.remote = None
         if mode == "remote":  # e.g. `edgerl serve-planner` (language-conditioned planners)
-            from edgerl.runtime.planners.remote import RemotePlanner
+            from edgerl.runtime.planners.remote.planner import RemotePlanner
 
             self.remote = RemotePlanner(host=p["remote_host"], port=int(p["remote_port"]))
             self.remote.start()

@@ -54,8 +54,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory
 
-from edgerl.chunk import ActionChunk
-from edgerl.clock import MonotonicClock
+from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.clock import MonotonicClock
 from edgerl.runtime.input_guard import GuardBounds, InputGuard
 from edgerl_ros.common import (
     CHUNK_QOS,

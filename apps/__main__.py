@@ -1,0 +1,5 @@
+"""``python -m edgerl.apps``."""
+
+from edgerl.apps.cli import entry
+
+entry()

@@ -1,0 +1,108 @@
+"""The ``edgerl`` command line: one entry point, one module per verb.
+
+Each verb module (listed in :data:`VERBS`) defines ``HELP`` (one line), ``add_arguments(p)``
+and ``run(args) -> int``, and imports its heavy dependencies (torch, MuJoCo, rclpy) inside
+``run`` so ``edgerl --help`` stays fast and works on a ``[runtime]``-only install.
+
+Exit status: 0 ok, 1 a user error (:class:`CliError`), 2 an unusable bundle (any
+:class:`~edgerl.contract.bundle_errors.BundleError` subclass, printed with its class name; argparse
+also uses 2 for bad arguments), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from edgerl.contract._version import __version__
+from edgerl.contract.errors import UserError
+from edgerl.contract.logs import LEVELS, setup_logging
+
+__all__ = ["VERBS", "CliError", "main"]
+
+log = logging.getLogger(__name__)
+
+#: verb -> module implementing it. Order is the order shown in ``--help``.
+VERBS: dict[str, str] = {
+    "tasks": "edgerl.apps.cli.tasks",
+    "train": "edgerl.apps.cli.train",
+    "eval": "edgerl.apps.cli.eval",
+    "results": "edgerl.apps.cli.results",
+    "export": "edgerl.apps.cli.export",
+    "finetune": "edgerl.apps.cli.finetune",
+    "inspect": "edgerl.apps.cli.inspect",
+    "keygen": "edgerl.apps.cli.keygen",
+    "sign": "edgerl.apps.cli.sign",
+    "bench": "edgerl.apps.cli.bench",
+    "hil": "edgerl.apps.cli.hil",
+    "deploy": "edgerl.apps.cli.deploy",
+    "soak": "edgerl.apps.cli.soak",
+    "record": "edgerl.apps.cli.record",
+    "replay": "edgerl.apps.cli.replay",
+    "serve-planner": "edgerl.apps.cli.serve_planner",
+    "language-planner": "edgerl.apps.cli.language_planner",
+    "demo": "edgerl.apps.cli.demo",
+    "gate": "edgerl.apps.cli.gate",
+}
+
+
+#: A user-facing error, printed as ``edgerl VERB: error: ...`` with exit status 1. The same
+#: class as :class:`edgerl.contract.errors.UserError`, which the layers below the CLI raise.
+CliError = UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser with every verb's sub-parser."""
+    parser = argparse.ArgumentParser(
+        prog="edgerl",
+        description="Latency-aware asynchronous RL: train in simulation, export, deploy on "
+                    "ROS 2 and firmware.",
+    )
+    parser.add_argument("--version", action="version", version=f"edgerl {__version__}")
+    parser.add_argument("--log-level", default="INFO", choices=LEVELS, type=str.upper,
+                        help="logging verbosity (default INFO)")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for verb, module_name in VERBS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(verb, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the verb; returns the process exit status."""
+    from edgerl.contract.bundle_errors import BundleError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging(args.log_level)
+    try:
+        return int(args._run(args) or 0)
+    except CliError as exc:
+        bundle_exc = exc.__cause__ if isinstance(exc.__cause__, BundleError) else None
+        if bundle_exc is None:
+            print(f"edgerl {args.verb}: error: {exc}", file=sys.stderr)
+            return 1
+        print(f"edgerl {args.verb}: bundle refused ({type(bundle_exc).__name__}): {exc}",
+              file=sys.stderr)
+        return 2
+    except BundleError as exc:
+        print(f"edgerl {args.verb}: bundle refused ({type(exc).__name__}): {exc}",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"edgerl {args.verb}: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,5 @@
+"""``python -m edgerl.apps.cli``."""
+
+from edgerl.apps.cli import entry
+
+entry()

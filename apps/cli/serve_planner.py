@@ -1,0 +1,159 @@
+"""``edgerl serve-planner``: serve a planner bundle, a behaviour-cloned planner (``--bc
+TASK``, for ``edgerl train TASK --planner remote:HOST:PORT``) or your own Planner over TCP.
+
+Protocol: length-prefixed msgpack frames, see docs/planner.md. Binding beyond loopback needs
+a shared secret (``--secret-file`` or ``EDGERL_PLANNER_SECRET``). Runs until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+
+from edgerl.apps.cli import CliError
+
+HELP = "serve a language planner bundle (or a Planner factory) to RemotePlanner clients over TCP"
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--bundle", help="language planner bundle directory (manifest.json, "
+                                      "planner.onnx, encoder.onnx ...)")
+    src.add_argument("--planner", metavar="MODULE:FACTORY",
+                     help="your own planner: FACTORY() returns an edgerl.contract.planner.Planner "
+                          "(e.g. a pi0 / SmolVLA / GR00T wrapper)")
+    src.add_argument("--bc", metavar="TASK",
+                     help="fit the behaviour-cloned chunk planner of TASK (as `edgerl train "
+                          "TASK --planner bc` does, same --seed/--delay-steps/--horizon) and "
+                          "serve it")
+    p.add_argument("--seed", type=int, default=0, help="--bc: seed (default 0)")
+    p.add_argument("--delay-steps", type=int, default=0, help="--bc: delay D (default 0)")
+    p.add_argument("--horizon", type=int, default=0, help="--bc: chunk rows (0 = automatic)")
+    p.add_argument("--method", default="edit", help="--bc: training method (default edit)")
+    p.add_argument("--secret-file", default=None,
+                   help="shared secret for HMAC frame tags (>= 16 bytes; default: "
+                        "EDGERL_PLANNER_SECRET, else none, allowed on loopback only)")
+    p.add_argument("--idle-timeout", type=float, default=60.0,
+                   help="close a connection silent for this long (s, default 60)")
+    p.add_argument("--read-timeout", type=float, default=2.0,
+                   help="a frame must be complete this long after its first byte (s)")
+    p.add_argument("--max-batch-rows", type=int, default=256,
+                   help="largest planner batch and plan_batch request (default 256)")
+    p.add_argument("--batch-window-ms", type=float, default=2.0,
+                   help="wait this long for requests to join a batch (default 2 ms)")
+    p.add_argument("--rows-per-s", type=float, default=100000.0,
+                   help="work quota per client, observation rows per second (default 100000)")
+    p.add_argument("--inline", action="store_true",
+                   help="run the planner on the I/O thread (sub-millisecond planners only: "
+                        "fewer thread hand-offs per request, no I/O while it computes)")
+    p.add_argument("--no-admission", action="store_true",
+                   help="accept work that cannot meet its deadline (for comparisons only)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="interface to bind (default 127.0.0.1; 0.0.0.0 for all)")
+    p.add_argument("--port", type=int, default=7700, help="TCP port (default 7700; 0 = any)")
+    p.add_argument("--max-frame", type=int, default=1 << 20,
+                   help="largest accepted request in bytes (default 1 MiB)")
+    p.add_argument("--max-clients", type=int, default=128,
+                   help="connection limit (default 128)")
+    p.add_argument("--obs-dim", type=int, default=None,
+                   help="refuse observations of another size (default: the bundle's)")
+    p.add_argument("--threads", type=int, default=1, help="onnxruntime threads per session")
+    p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda", "tensorrt"),
+                   help="onnxruntime device of the language planner (auto: TensorRT EP, else "
+                        "CUDA EP, else CPU; default cpu)")
+
+
+def _load_factory(spec: str):  # -> Planner
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise CliError(f"--planner must look like 'package.module:factory', got {spec!r}")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise CliError(f"--planner {spec}: {exc}") from exc
+    planner = factory()
+    for name in ("plan", "health", "info"):
+        if not hasattr(planner, name):
+            raise CliError(f"--planner {spec}: the object it returns has no {name!r} "
+                           "(needs the edgerl.contract.planner.Planner interface)")
+    return planner
+
+
+def _bc_planner(args: argparse.Namespace):  # -> (BCServedPlanner, obs_dim)
+    """Fit the BC chunk planner exactly as ``edgerl train TASK --planner bc`` does."""
+    import torch
+
+    from edgerl.contract.serde import SchemaError
+    from edgerl.policies.config import TrainConfig
+    from edgerl.policies.methods import build_planner
+    from edgerl.policies.remote_planner import BCServedPlanner
+    from edgerl.sim.registry import get_task_info
+
+    torch.set_num_threads(1)
+    try:
+        get_task_info(args.bc)
+        cfg = TrainConfig(task=args.bc, method=args.method, planner="bc", seed=args.seed,
+                          delay_steps=args.delay_steps, horizon=args.horizon)
+    except (KeyError, SchemaError) as exc:
+        raise CliError(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from exc
+    net, info = build_planner(cfg, show_progress=False)
+    log.info("fitted the BC planner of %s: %d samples, loss %.4f -> %.4f", args.bc,
+             info["samples"], info["loss_first"], info["loss_last"])
+    control_dt = 1.0 / get_task_info(args.bc).control_hz
+    planner = BCServedPlanner(net, dt_s=control_dt, period_s=cfg.resolved_period * control_dt)
+    return planner, net.obs_dim
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgerl.contract.serde import SchemaError
+    from edgerl.contract.spec import BundleError
+    from edgerl.runtime.inference import InferenceError
+    from edgerl.runtime.planners.protocol.auth import load_secret
+    from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig
+
+    if not 0 <= args.port < 65536:
+        raise CliError(f"--port must be in 0..65535, got {args.port}")
+    obs_dim = args.obs_dim
+    if args.bundle:
+        from edgerl.runtime.planners.local.language import OnnxLanguagePlanner
+
+        try:
+            planner = OnnxLanguagePlanner(args.bundle, threads=args.threads,
+                                          device=args.device)
+        except (BundleError, SchemaError, FileNotFoundError, InferenceError) as exc:
+            raise CliError(str(exc)) from exc
+        obs_dim = obs_dim or planner.obs_dim
+        log.info("loaded %s: task %s, H=%d, %d cached instructions", args.bundle,
+                 planner.spec.task, planner.info.horizon, len(planner.instructions))
+    elif args.bc:
+        planner, obs_dim = _bc_planner(args)
+    else:
+        planner = _load_factory(args.planner)
+    try:
+        secret = load_secret(args.secret_file)
+        config = ServerConfig(host=args.host, port=args.port, max_frame=args.max_frame,
+                              max_clients=args.max_clients, obs_dim=obs_dim, secret=secret,
+                              idle_timeout_s=args.idle_timeout,
+                              read_timeout_s=args.read_timeout,
+                              max_batch_rows=args.max_batch_rows,
+                              batch_window_s=args.batch_window_ms / 1000.0,
+                              rows_per_s=args.rows_per_s, admission=not args.no_admission,
+                              inline=args.inline)
+        server = PlannerServer(planner, config)
+    except (OSError, ValueError) as exc:
+        raise CliError(str(exc)) from exc
+    try:
+        host, port = server.start()
+    except OSError as exc:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
+    log.info("serving planner on %s:%d (protocol v1, auth %s, Ctrl-C to stop)", host, port,
+             "hmac-sha256" if secret else "off")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        log.info("stopping: %s", server.metrics())
+        server.stop()
+    return 0

@@ -1,0 +1,1 @@
+"""Training throughput and time to a solved task."""

@@ -1,5 +1,0 @@
-"""``python -m edgerl``."""
-
-from edgerl.cli import entry
-
-entry()

@@ -1,5 +1,0 @@
-"""``python -m edgerl.cli``."""
-
-from edgerl.cli import entry
-
-entry()

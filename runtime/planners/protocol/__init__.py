@@ -1,0 +1,1 @@
+"""The planner-serving network protocol both ends speak: framing, authentication, messages."""

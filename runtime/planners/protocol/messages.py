@@ -1,0 +1,172 @@
+"""Planner-wire messages: validated ``plan`` / ``plan_batch`` requests and the replies.
+
+Each parser checks every field before use and raises :class:`~.wire.WireError` naming it;
+the message list is in :mod:`.wire` and ``docs/planner.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from edgerl.contract.chunk import ActionChunk
+from edgerl.runtime.planners.protocol.framing import (
+    ERROR_CODES,
+    MAX_INSTRUCTION,
+    PRIORITIES,
+    PROTOCOL_VERSION,
+    WireError,
+    _short,
+    decode_array,
+    encode_array,
+)
+
+__all__ = [
+    "PlanRequest",
+    "batch_to_msg",
+    "chunk_from_msg",
+    "chunk_to_msg",
+    "error_msg",
+    "parse_plan_batch_request",
+    "parse_plan_request",
+]
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """A validated ``plan`` message.
+
+    Attributes:
+        id: Client's request id.
+        obs: Shape ``(O,)`` float32 observation.
+        obs_time: Client monotonic seconds when ``obs`` was taken.
+        instruction: Free text ("" if none).
+        deadline_s: Budget (s) from receipt; ``0`` means none.
+        step: Simulation step of the observation (``-1`` when unknown).
+    """
+
+    id: int
+    obs: np.ndarray
+    obs_time: float
+    instruction: str
+    deadline_s: float
+    step: int = -1
+    #: ``plan_batch`` only: one instruction per row of ``obs`` (then ``obs`` is ``(n, O)``).
+    instructions: tuple[str, ...] | None = None
+    #: One of :data:`PRIORITIES`.
+    priority: str = "robot"
+
+    @property
+    def rows(self) -> int:
+        """Observations in the request (the unit of planner work)."""
+        return 1 if self.instructions is None else len(self.instructions)
+
+
+def _number(msg: dict, key: str, default: float | None = None) -> float:
+    value = msg.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise WireError("malformed", f"{key}: expected a finite number, got {_short(value)}")
+    return float(value)
+
+
+def _int(msg: dict, key: str, default: int | None = None) -> int:
+    value = msg.get(key, default)
+    if type(value) is not int or not -(1 << 63) <= value < (1 << 63):
+        raise WireError("malformed", f"{key}: expected a 64-bit integer, got {_short(value)}")
+    return value
+
+
+def _priority(msg: dict, default: str) -> str:
+    value = msg.get("priority", default)
+    if value not in PRIORITIES:
+        raise WireError("malformed", f"priority: expected one of {PRIORITIES}, got "
+                                     f"{_short(value)}")
+    return value
+
+
+def parse_plan_request(msg: dict[str, Any], obs_dim: int | None = None) -> PlanRequest:
+    """Validate a decoded ``plan`` message; raises :class:`WireError` naming the field."""
+    req_id = _int(msg, "id")
+    obs = decode_array(msg.get("obs"), "obs", ndim=1).astype(np.float32)
+    if obs_dim is not None and obs.shape[0] != obs_dim:
+        raise WireError("malformed", f"obs: expected {obs_dim} values, got {obs.shape[0]}")
+    if not np.all(np.isfinite(obs)):
+        raise WireError("malformed", "obs: contains NaN or inf")
+    instruction = msg.get("instruction", "")
+    if not isinstance(instruction, str) or len(instruction) > MAX_INSTRUCTION:
+        raise WireError("malformed", f"instruction: expected a string of at most "
+                                     f"{MAX_INSTRUCTION} characters")
+    deadline_s = _number(msg, "deadline_s", 0.0)
+    if deadline_s < 0:
+        raise WireError("malformed", f"deadline_s: must be >= 0, got {deadline_s}")
+    return PlanRequest(id=req_id, obs=obs, obs_time=_number(msg, "obs_time"),
+                       instruction=instruction, deadline_s=deadline_s,
+                       step=_int(msg, "step", -1), priority=_priority(msg, "robot"))
+
+
+def parse_plan_batch_request(msg: dict[str, Any], obs_dim: int | None = None,
+                             max_batch: int = 4096) -> PlanRequest:
+    """Validate a ``plan_batch`` message (``obs (n, O)``, ``instructions`` list of n str)."""
+    req_id = _int(msg, "id")
+    obs = decode_array(msg.get("obs"), "obs", ndim=2).astype(np.float32)
+    n = obs.shape[0]
+    if not 1 <= n <= max_batch:
+        raise WireError("malformed", f"obs: batch of {n} rows, expected 1..{max_batch}")
+    if obs_dim is not None and obs.shape[1] != obs_dim:
+        raise WireError("malformed", f"obs: expected {obs_dim} values per row, got {obs.shape[1]}")
+    if not np.all(np.isfinite(obs)):
+        raise WireError("malformed", "obs: contains NaN or inf")
+    texts = msg.get("instructions")
+    if not isinstance(texts, list) or len(texts) != n or not all(
+            isinstance(t, str) and len(t) <= MAX_INSTRUCTION for t in texts):
+        raise WireError("malformed", f"instructions: expected a list of {n} strings of at "
+                                     f"most {MAX_INSTRUCTION} characters")
+    deadline_s = _number(msg, "deadline_s", 0.0)
+    if deadline_s < 0:
+        raise WireError("malformed", f"deadline_s: must be >= 0, got {deadline_s}")
+    return PlanRequest(id=req_id, obs=obs, obs_time=_number(msg, "obs_time"), instruction="",
+                       deadline_s=deadline_s, instructions=tuple(texts),
+                       priority=_priority(msg, "training"))
+
+
+def batch_to_msg(req_id: int, actions: np.ndarray, dt: float, obs_time: float,
+                 latency_s: float) -> dict[str, Any]:
+    """The ``chunk_batch`` reply: ``actions (n, H, A)``, all rows starting at ``obs_time``."""
+    return {"v": PROTOCOL_VERSION, "type": "chunk_batch", "id": req_id,
+            "actions": encode_array(np.asarray(actions, dtype=np.float32)), "t0": obs_time,
+            "dt": float(dt), "obs_time": obs_time, "latency_s": float(latency_s)}
+
+
+def chunk_to_msg(req_id: int, chunk: ActionChunk, latency_s: float) -> dict[str, Any]:
+    """The ``chunk`` reply for request ``req_id``."""
+    return {"v": PROTOCOL_VERSION, "type": "chunk", "id": req_id,
+            "actions": encode_array(chunk.actions), "t0": chunk.t0, "dt": chunk.dt,
+            "step0": chunk.step0, "obs_time": chunk.obs_time, "source": chunk.source,
+            "latency_s": float(latency_s)}
+
+
+def chunk_from_msg(msg: dict[str, Any]) -> ActionChunk:
+    """Build the :class:`ActionChunk` of a ``chunk`` reply; raises :class:`WireError`."""
+    actions = decode_array(msg.get("actions"), "actions", ndim=2)
+    source = msg.get("source", "remote")
+    try:
+        return ActionChunk(actions=actions.astype(np.float32), t0=_number(msg, "t0"),
+                           dt=_number(msg, "dt"), step0=_int(msg, "step0", -1),
+                           obs_time=_number(msg, "obs_time"), source=str(source),
+                           meta={"latency_s": _number(msg, "latency_s", 0.0),
+                                 "id": _int(msg, "id")})
+    except ValueError as exc:  # ChunkError
+        if isinstance(exc, WireError):
+            raise
+        raise WireError("malformed", f"chunk: {exc}") from exc
+
+
+def error_msg(req_id: int, code: str, message: str) -> dict[str, Any]:
+    """An ``error`` reply."""
+    if code not in ERROR_CODES:
+        raise ValueError(f"unknown error code {code!r}")
+    return {"v": PROTOCOL_VERSION, "type": "error", "id": req_id, "code": code,
+            "message": message}

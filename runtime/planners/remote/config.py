@@ -1,0 +1,94 @@
+"""``RemotePlannerConfig``, ``RemotePlannerError`` and the request records of
+:class:`~.remote.RemotePlanner` (waiters, the outbox item, requests on the wire)."""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from edgerl.runtime.planners.protocol.framing import DEFAULT_MAX_FRAME, PRIORITIES
+
+__all__ = ["RemotePlannerConfig", "RemotePlannerError"]
+
+
+class RemotePlannerError(RuntimeError):
+    """The server answered with an error, or could not be reached; ``code`` names it."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
+@dataclass
+class RemotePlannerConfig:
+    """Client settings.
+
+    Attributes:
+        host: Server address.
+        port: Server TCP port.
+        deadline_s: Budget per request (s) from the server's receipt; 0 = none. A chunk
+            arriving later than ``deadline_s`` after ``request()`` is dropped too.
+        connect_timeout_s: How long :meth:`RemotePlanner.start` waits for the server.
+        reconnect_s: Pause between reconnection attempts after a disconnect.
+        slow_factor: ``health()`` is ``SLOW`` when the round-trip p50 exceeds
+            ``slow_factor * info.expected_latency_s`` (and some milliseconds).
+        max_frame: Largest accepted reply payload (bytes).
+        reconnect_max_s: Longest pause between reconnection attempts (the pause doubles
+            from ``reconnect_s`` after each failure).
+        dead_after_s: ``health()`` is ``DEAD`` when a sent request has had no answer for
+            this long (the server is connected but not answering).
+        max_future_s: A chunk whose ``t0`` is more than this after its ``obs_time`` is
+            rejected.
+        secret: Shared secret of an authenticated server (``--secret-file``), or ``None``.
+        priority: ``robot`` (default) or ``training``: the server serves robots first.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 7700
+    deadline_s: float = 0.0
+    connect_timeout_s: float = 5.0
+    reconnect_s: float = 0.5
+    slow_factor: float = 2.0
+    max_frame: int = DEFAULT_MAX_FRAME
+    reconnect_max_s: float = 5.0
+    dead_after_s: float = 5.0
+    max_future_s: float = 1.0
+    secret: bytes | None = None
+    priority: str = "robot"
+
+    def __post_init__(self) -> None:
+        if self.priority not in PRIORITIES:
+            raise ValueError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
+        for name in ("connect_timeout_s", "reconnect_s", "reconnect_max_s", "dead_after_s",
+                     "max_future_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.deadline_s < 0:
+            raise ValueError(f"deadline_s must be >= 0, got {self.deadline_s}")
+
+
+@dataclass
+class _Waiter:
+    event: threading.Event
+    reply: dict[str, Any] | None = None
+
+
+@dataclass
+class _Outgoing:
+    req_id: int
+    payload: dict[str, Any]
+    created: float  # client monotonic seconds
+    deadline_s: float
+    obs_time: float = math.nan
+
+
+@dataclass
+class _Sent:
+    """A request on the wire, waiting for its answer."""
+
+    created: float  # client monotonic seconds of request()
+    deadline_s: float
+    obs_time: float  # as sent (the reply must echo it)
+    sent: float  # client monotonic seconds when it went out

@@ -1,0 +1,1 @@
+"""Serving a planner over TCP (``edgerl serve-planner``): connections, admission, batching."""

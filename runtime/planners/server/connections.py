@@ -1,0 +1,228 @@
+"""Connections of :class:`~.server.PlannerServer`: reading, checking and answering frames.
+
+Steps 1-2 of a request's life (see :mod:`.server`), the hardening against hostile clients:
+idle and slow-sender timeouts, the frame size limit, authentication tags, a cap on refused
+messages per connection and on reply bytes a client leaves unread. :class:`_Connections` is
+a mixin: its state lives on the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from edgerl.runtime.planners.protocol.auth import FrameAuth
+from edgerl.runtime.planners.protocol.framing import (
+    HEADER,
+    TAG_SIZE,
+    WireError,
+    decode_payload,
+    encode_frame,
+)
+from edgerl.runtime.planners.protocol.messages import (
+    error_msg,
+    parse_plan_batch_request,
+    parse_plan_request,
+)
+
+if TYPE_CHECKING:
+    from edgerl.runtime.planners.server.batching import _Job
+
+__all__: list[str] = []
+
+log = logging.getLogger("edgerl.runtime.planners.server.server")  # one logger for the server
+
+
+@dataclass(eq=False)
+class _Session:
+    """Bounded state of one connection."""
+
+    cid: int
+    peer: str
+    writer: asyncio.StreamWriter
+    auth: FrameAuth | None
+    tokens: float
+    refilled: float
+    pending_plan: _Job | None = None
+    pending_batches: int = 0
+    bad_frames: int = 0
+    closed: bool = False
+    counts: Counter = field(default_factory=Counter)
+
+
+class _Connections:
+    """Per-connection coroutine, frame reading and checking, and output (mixin of
+    ``PlannerServer``)."""
+
+    # --- connections -----------------------------------------------------------------------
+    async def _serve_connection(self, reader: asyncio.StreamReader,
+                                writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        peer_s = f"{peer[0]}:{peer[1]}" if peer else "?"
+        cfg = self.config
+        if len(self._sessions) >= cfg.max_clients:
+            self._count("refused")
+            log.warning("refusing %s: %d clients already connected", peer_s, cfg.max_clients)
+            writer.write(encode_frame(error_msg(-1, "overloaded", "too many clients")))
+            await self._close_writer(writer)
+            return
+        auth = FrameAuth(cfg.secret, side="server") if cfg.secret else None
+        session = _Session(next(self._ids), peer_s, writer, auth, tokens=4.0 *
+                           cfg.max_batch_rows, refilled=time.monotonic())
+        with self._lock:
+            self._sessions[session.cid] = session
+            self._counters["connections"] += 1
+        reason = "closed by peer"
+        try:
+            if auth is not None:
+                writer.write(auth.hello())
+            while not session.closed and not self._stopped.is_set():
+                body, reason = await self._read_frame(reader, session)
+                if body is None:
+                    break
+                self._handle(session, body)
+        except (ConnectionError, OSError) as exc:
+            reason = f"connection error: {exc}"
+        except asyncio.CancelledError:
+            reason = "server stopping"
+        except Exception as exc:  # never a dead coroutine without a word
+            self._count("internal")
+            reason = f"internal error: {type(exc).__name__}: {exc}"
+            log.exception("client %s: unexpected error", peer_s)
+            self._send(session, error_msg(-1, "internal", f"{type(exc).__name__}: {exc}"))
+        finally:
+            self._forget(session)
+            await self._close_writer(writer)
+            log.info("client %d (%s) disconnected: %s", session.cid, peer_s, reason)
+
+    async def _read_frame(self, reader: asyncio.StreamReader, session: _Session
+                          ) -> tuple[bytes | None, str]:
+        """One frame body (tag included), or ``(None, why)`` when the connection must end."""
+        cfg = self.config
+        first, why = await self._within(
+            session, reader.readexactly(1), cfg.idle_timeout_s, "closed by peer",
+            ("idle_timeout", f"no request for {cfg.idle_timeout_s:g} s", "idle timeout"))
+        if why:
+            return None, why
+        limit = cfg.max_frame + (TAG_SIZE if session.auth else 0)
+
+        async def rest() -> bytes | None:
+            (size,) = HEADER.unpack(first + await reader.readexactly(HEADER.size - 1))
+            if size > limit:
+                self._refuse_and_close(session, "frame_too_large", f"frame of {size} bytes "
+                                       f"exceeds the limit of {limit} bytes")
+                return None
+            return await reader.readexactly(size)
+
+        body, why = await self._within(
+            session, rest(), cfg.read_timeout_s, "closed mid-frame",
+            ("read_timeout", f"frame not complete {cfg.read_timeout_s:g} s after its first "
+             "byte", "read timeout (slow sender)"))
+        if why:
+            return None, why
+        if body is None:
+            return None, "frame exceeds the size limit"
+        return body, ""
+
+    async def _within(self, session: _Session, read: Any, timeout_s: float, closed: str,
+                      on_timeout: tuple[str, str, str]) -> tuple[Any, str]:
+        """Await ``read`` for at most ``timeout_s``: ``(result, "")``, ``(None, closed)`` when
+        the peer closed, or, on a timeout, refuse and close with ``on_timeout = (code,
+        message, why)`` and return ``(None, why)``."""
+        try:
+            return await asyncio.wait_for(read, timeout_s), ""
+        except asyncio.IncompleteReadError:
+            return None, closed
+        except asyncio.TimeoutError:
+            code, message, why = on_timeout
+            self._refuse_and_close(session, code, message)
+            return None, why
+
+    def _refuse_and_close(self, session: _Session, code: str, message: str) -> None:
+        self._count("bad_frames")
+        self._drop(code)
+        log.warning("client %s: %s: %s; closing the connection", session.peer, code, message)
+        self._send(session, error_msg(-1, code, message))
+        session.closed = True
+
+    def _handle(self, session: _Session, body: bytes) -> None:
+        """Answer or queue one frame; every refusal is a named error reply."""
+        req_id = -1
+        try:
+            if session.auth is not None:
+                body = session.auth.open(body)
+            msg = decode_payload(body, max_frame=self.config.max_frame,
+                                 max_items=max(64, self.config.max_batch_rows))
+            raw_id = msg.get("id", -1)
+            req_id = raw_id if type(raw_id) is int and abs(raw_id) < (1 << 63) else -1
+            kind = msg["type"]
+            if kind == "health":
+                self._count("health_requests")
+                self._send(session, self._health_reply(req_id))
+            elif kind == "plan":
+                self._admit(session, parse_plan_request(msg, self.config.obs_dim))
+            elif kind == "plan_batch":
+                if not self._has_batch:
+                    raise WireError("unknown_type", "this planner does not answer plan_batch "
+                                                    "(it has no plan_batch method)")
+                self._admit(session, parse_plan_batch_request(
+                    msg, self.config.obs_dim, max_batch=1 << 20))
+            else:
+                raise WireError("unknown_type", f"message type {kind!r} is not known "
+                                                "(plan, plan_batch, health)")
+        except WireError as exc:
+            if exc.code in ("quota_exceeded", "overloaded", "deadline_unmeetable"):
+                self._drop(exc.code)
+                log.debug("client %s: %s", session.peer, exc)
+            else:
+                self._count("bad_frames")
+                session.bad_frames += 1
+                # the first refusal per connection is a warning; an attacker cannot flood logs
+                log.log(logging.WARNING if session.bad_frames == 1 else logging.DEBUG,
+                        "client %s: refused a message: %s", session.peer, exc)
+            if exc.code == "unauthorized":  # untagged, so a misconfigured client can read it
+                session.writer.write(encode_frame(error_msg(req_id, exc.code, exc.message)))
+                session.closed = True  # the tag sequence is broken: nothing later can verify
+                return
+            self._send(session, error_msg(req_id, exc.code, exc.message))
+            if session.bad_frames >= self.config.max_bad_frames:
+                self._refuse_and_close(session, "quota_exceeded", f"{session.bad_frames} "
+                                       "refused messages on this connection")
+
+    # --- output ----------------------------------------------------------------------------
+    def _send(self, session: _Session, payload: dict[str, Any]) -> None:
+        """Queue a reply on the connection (never blocks); a client that lets more than
+        ``max_outbuf`` bytes pile up is closed."""
+        if session.writer.is_closing():
+            return
+        frame = session.auth.seal(payload) if session.auth else encode_frame(payload)
+        session.writer.write(frame)
+        if session.writer.transport.get_write_buffer_size() > self.config.max_outbuf:
+            log.warning("client %s is not reading its replies; closing it", session.peer)
+            self._drop("not_reading")
+            self._close(session)
+
+    def _close(self, session: _Session) -> None:
+        session.closed = True
+        if session.writer.transport is not None:
+            session.writer.transport.abort()
+
+    def _forget(self, session: _Session) -> None:
+        with self._lock:
+            self._sessions.pop(session.cid, None)
+            for job in [j for j in self._queue if j.session is session]:
+                job.cancelled = True
+                self._queue.remove(job)
+        session.closed = True
+
+    async def _close_writer(self, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(writer.drain(), self.config.write_timeout_s)
+        writer.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(writer.wait_closed(), self.config.write_timeout_s)

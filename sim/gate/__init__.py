@@ -1,0 +1,1 @@
+"""The planning-budget gate in simulation: planning budgets and the env whose action is one."""
