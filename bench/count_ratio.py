@@ -1,4 +1,4 @@
-"""The ratio of two event rates from counts, with an exact confidence bound (issue #22).
+"""The ratio of two event rates from counts, with an exact confidence bound.
 
 A deadline-miss rate measured over 10,000 ticks is a count of 0-10 events: the ratio of two
 such counts moves by whole units from one run to the next, and a floor on a zero count makes

@@ -2,7 +2,7 @@
 for training (torch batches, :class:`~edgerl.sim.gate.env.GatedEnv`) and deployment
 (numpy single samples, :class:`~edgerl.runtime.gate.budget_gate.BudgetGate`).
 
-The gate observation (issue #20)::
+The gate observation::
 
     [ fast obs (F) | chunk_age | rows_left | has_chunk | in_flight | plan_preview (P*A) ]
 

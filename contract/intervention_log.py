@@ -7,8 +7,12 @@ Channels (``json`` message encoding, ``jsonschema`` schemas, readable by Foxglov
 * ``loop/tick``: one message per logged tick, the fields of
   :data:`edgerl.runtime.transition_log.TRANSITION_FIELDS` (``edit_obs`` (D,), ``policy_out``,
   ``residual``, ``chunk_row``, ``command`` (A,), ``intervened``, ``start``, ``episode``,
-  ``t`` s; recordings made before session 14 have no ``residual``: it reads as NaN);
+  ``t`` s; format 1 recordings have no ``residual``: it reads as NaN);
 * ``operator/intervention``: ``{"stamp_s", "kind", "command"}`` per applied record.
+
+The metadata record ``edgerl.recording`` carries ``format`` (:data:`RECORDING_FORMAT`, 2: the
+``residual`` field; a file without the record is format 1). A newer format than this reader
+knows is refused.
 
 :func:`read_recording` gives the ticks as arrays; :func:`control_steps` collapses the ticks
 that saw one plant state (a state-triggered loop ticks on every state echo) into one
@@ -25,8 +29,12 @@ import numpy as np
 
 from edgerl.contract.intervention import Intervention
 
-__all__ = ["TICK_TOPIC", "INTERVENTION_TOPIC", "InterventionRecorder", "control_steps",
-           "load_transitions", "read_recording"]
+__all__ = ["INTERVENTION_TOPIC", "RECORDING_FORMAT", "TICK_TOPIC", "InterventionRecorder",
+           "control_steps", "load_transitions", "read_recording", "recording_format"]
+
+#: The recording format this module writes (1: no ``residual`` field; 2: ``residual``).
+RECORDING_FORMAT = 2
+_FORMAT_RECORD = "edgerl.recording"
 
 TICK_TOPIC = "loop/tick"
 INTERVENTION_TOPIC = "operator/intervention"
@@ -65,6 +73,7 @@ class InterventionRecorder:
                                                data=json.dumps(schema).encode())
             self._channels[topic] = self._writer.register_channel(
                 topic=topic, message_encoding="json", schema_id=sid)
+        self._writer.add_metadata(_FORMAT_RECORD, {"format": str(RECORDING_FORMAT)})
         if metadata:
             self._writer.add_metadata("edgerl", {k: str(v) for k, v in metadata.items()})
         self.ticks = 0
@@ -110,19 +119,36 @@ class InterventionRecorder:
         self.close()
 
 
+def recording_format(path: str | Path) -> int:
+    """The recording format of the file at ``path`` (1 where it has no format record).
+    ``ValueError`` naming the file for a format newer than :data:`RECORDING_FORMAT`."""
+    from mcap.reader import make_reader
+
+    with open(path, "rb") as fh:
+        for record in make_reader(fh).iter_metadata():
+            if record.name == _FORMAT_RECORD:
+                fmt = int(record.metadata.get("format", "1"))
+                if fmt > RECORDING_FORMAT:
+                    raise ValueError(f"{path}: recording format {fmt} is newer than this "
+                                     f"reader's {RECORDING_FORMAT}; upgrade edgerl")
+                return fmt
+    return 1
+
+
 def read_recording(path: str | Path) -> tuple[dict[str, np.ndarray], list[Intervention]]:
     """``(ticks, interventions)`` of one recording: ``ticks`` keyed like
     :meth:`TransitionLog.drain` (float32 vectors, bool flags), in file order. Raises
-    ``ValueError`` naming the file when it has no ``loop/tick`` messages."""
+    ``ValueError`` naming the file when it has no ``loop/tick`` messages or a newer format."""
     from mcap.reader import make_reader
 
+    recording_format(path)
     cols: dict[str, list] = {k: [] for k in (*_VECTORS, "intervened", "start", "episode", "t")}
     ivs: list[Intervention] = []
     with open(path, "rb") as fh:
         for _, channel, message in make_reader(fh).iter_messages():
             msg = json.loads(message.data)
             if channel.topic == TICK_TOPIC:
-                if "residual" not in msg:  # an older recording
+                if "residual" not in msg:  # format 1
                     msg["residual"] = [float("nan")] * len(msg["policy_out"])
                 for k in cols:
                     cols[k].append(msg[k])

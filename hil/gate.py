@@ -48,7 +48,7 @@ class ExpertBudgetPlanner:
       deciding while a plan computes (a kick during a 150 ms slow plan can still be answered
       by a fast one), as in training, where a plan in flight never blocks a decision. Plans of
       one budget queue behind each other in its process.
-    * ``shared``: one process for all budgets, and ``plan`` waits for the plan (sessions 6-8):
+    * ``shared``: one process for all budgets, and ``plan`` waits for the plan (the first mode):
       the next decision starts after it, so a slow plan thins the decisions out instead of
       queueing plans that would all arrive late.
 

@@ -2,7 +2,7 @@
 
 rsl_rl 5.5 ships Gaussian and Beta heads only. A gate choosing one of B budgets trained
 through a Gaussian head explores with the argmax of *sampled* scores but is evaluated (and
-deployed) on the argmax of the *mean* scores: two different policies (session 6 measured the
+deployed) on the argmax of the *mean* scores: two different policies (measured: the
 sampled one 38 return points above the greedy one on the chicanes road). With this head PPO
 optimises the categorical policy ``softmax(logits)`` itself and its mode, ``argmax(logits)``,
 is what evaluation and the runtime run.

@@ -9,28 +9,28 @@ on the step just before an override starts (the action the operator judged bad),
 elsewhere (Luo et al. 2023).
 
 The policy update regresses on ``target`` ``(A,)``: ``u`` on the operator's steps and, on the
-policy's own steps, the residual the loop composed the command from (the network's output plus
-the exploration noise, before the ``[-1, 1]`` bound; logged since session 14). Regressing on
-the bounded ``u`` instead is biased: where the output is near the bound, the bound clips the
-noise on one side only, so ``E[clip(mu + noise)]`` is nearer zero than ``mu`` and every round
-shrinks the policy (measured: -0.09 to -0.23 on average on session 14's own steps, the mean
-|output| falling 0.67 -> 0.61 over three rounds). Recordings without the residual fall back
-to ``u``. The critic sees the executed ``u``.
+policy's own steps, the residual the loop composed the command from (the network's output plus the
+exploration noise, before the ``[-1, 1]`` bound; recording format 2). Regressing on the bounded
+``u`` instead is biased: where the output is near the bound, the bound clips the noise on one side
+only, so ``E[clip(mu + noise)]`` is nearer zero than ``mu`` and every round shrinks the policy
+(measured: -0.09 to -0.23 on average on the ``rlif-region-flip`` recordings' own steps, the mean
+|output| falling 0.67 -> 0.61 over three rounds). Recordings without the residual fall back to
+``u``. The critic sees the executed ``u``.
 
 * ``rlif``: implicit Q-learning (Kostrikov et al. 2021): twin ``Q(s, u)`` with a Polyak
   target, ``V(s)`` by expectile regression on the target Q, then advantage-weighted
   regression of the policy (``exp(beta * (Q - V) / std(Q - V))``, capped) on every executed
   action,
-  starting from the bundle's weights. ``extract="qmax"`` (session 8) extracts the policy
+  starting from the bundle's weights. ``extract="qmax"`` extracts the policy
   as TD3+BC does instead (Fujimoto & Gu 2021): maximise the critic's ``Q(s, pi(s))``
   (scaled by ``alpha / mean|Q|``) plus the squared error to the executed action. AWR can only
   reweight the actions in the data, so in a state where the policy always did the same bad
   thing it cannot find another; the Q-gradient can (RLIF's RLPD actor also maximises Q).
-  ``extract="greedy"`` (session 15) is a one-step policy improvement with a trust threshold
+  ``extract="greedy"`` is a one-step policy improvement with a trust threshold
   (:func:`greedy_targets`): on every recorded state the target is the starting actor's own
   output, replaced by the critic's best action on a grid where that action's ``Q`` beats the
   start's by more than ``margin`` standard deviations of the data's advantages; the actor
-  regresses on these targets. Why (measured in session 15 on session 14's recordings): AWR on
+  regresses on these targets. Why (measured on the ``rlif-region-flip`` recordings): AWR on
   the policy's own steps cannot repair a region the operator covers; the policy held 112-231
   of the region's 1.2-1.6k recorded states (the operator takes over soon after the policy
   enters it), and three rounds left the region's sign agreement with the unweakened policy
@@ -98,8 +98,8 @@ class FinetuneConfig:
             imitated).
         anchor: ``rlif``: weight of a trust region added to the actor's loss: the mean
             squared distance of its output to the starting actor's, on a minibatch of every
-            recorded state (0 = off; session 14b measured the unanchored chain's output
-            drifting round after round).
+            recorded state (0 = off; without it the chain's output was measured drifting
+            round after round).
     """
 
     method: str = "rlif"

@@ -80,7 +80,7 @@ BASELINE = TaskDefaults()
 #: Tuned for the time to 0.95 training success on a 2-core CPU (``--threads 1``).
 CPU_DEFAULTS: dict[str, TaskDefaults] = {
     # short rollouts, one full-batch minibatch, 3 epochs, gamma 0.95 (an episode is 100
-    # steps), 64x64 MLPs (session 8: with 128 envs and 128x128 the median was only 1.66-1.71x
+    # steps), 64x64 MLPs (with 128 envs and 128x128 the median was only 1.66-1.71x
     # BASELINE's CPU and slow seeds needed 70-90k env steps). Grid (2026-12-01 17:10-17:15
     # UTC, load 5.8-5.9, process CPU s to 0.95, seeds 60-67): BASELINE median 9.17, this 2.69
     # (28-49k env steps), 128 envs 64x64 init std 0.5: 3.54, this with init std 0.5: 2.96.

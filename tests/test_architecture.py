@@ -135,6 +135,7 @@ class Import:
 class _Imports(ast.NodeVisitor):
     def __init__(self, package: str) -> None:
         self.package, self.depth, self.found = package, 0, []
+        self.child_argv: set[int] = set()
 
     def _add(self, node: ast.AST, module: str) -> None:
         self.found.append(Import(node.lineno, module, self.depth == 0))
@@ -151,15 +152,31 @@ class _Imports(ast.NodeVisitor):
             self._add(node, alias.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        """``from pkg import name`` imports ``pkg.name`` where that is a module, else ``pkg``."""
         if node.level == 0:
-            self._add(node, node.module or "")
-            return
-        base = self.package.split(".")
-        base = base[:len(base) - (node.level - 1)]
-        self._add(node, ".".join(base + ([node.module] if node.module else [])))
+            module = node.module or ""
+        else:
+            base = self.package.split(".")
+            base = base[:len(base) - (node.level - 1)]
+            module = ".".join(base + ([node.module] if node.module else []))
+        submodules = [f"{module}.{a.name}" for a in node.names
+                      if module_exists(f"{module}.{a.name}")]
+        for name in submodules or [module]:
+            self._add(node, name)
+
+    def visit_List(self, node: ast.List | ast.Tuple) -> None:
+        """``[..., "-m", "edgerl.apps", ...]`` runs a module in a child process: a command
+        line, not an import (the child is a separate program)."""
+        for before, item in zip(node.elts, node.elts[1:]):
+            if (isinstance(before, ast.Constant) and before.value == "-m"
+                    and isinstance(item, ast.Constant)):
+                self.child_argv.add(id(item))
+        self.generic_visit(node)
+
+    visit_Tuple = visit_List
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str):
+        if isinstance(node.value, str) and id(node) not in self.child_argv:
             match = _MODULE_STRING.fullmatch(node.value)
             if match and module_exists(match.group(1)):
                 self._add(node, match.group(1))
@@ -208,8 +225,7 @@ def heavy_imports(rel: str, *, top_level_only: bool = False) -> set[str]:
 
 
 def import_graph(files: list[str]) -> dict[str, set[str]]:
-    """Module -> the repository modules it imports (any depth). ``from pkg import name``
-    counts as importing ``pkg.name`` where that is a module, else ``pkg``."""
+    """Module -> the repository modules it imports (any depth)."""
     graph: dict[str, set[str]] = {}
     for rel in files:
         me = module_of_file(rel)
@@ -313,7 +329,7 @@ def test_cycle_finder_reports_a_cycle():
      "sim/wrappers/latency.py:2 (sim) imports edgerl.policies.runs (policies)"),
     ("def f():\n    from edgerl.policies import runs\n", "runtime/edit_loop.py",
      "runtime/edit_loop.py:2 (runtime) imports edgerl.policies (policies)"),
-    ("from ...bench import count_ratio\n", "hil/harness.py",
+    ("from ..bench.count_ratio import rate_ratio_test\n", "hil/harness.py",
      "hil/harness.py:1 (hil) imports edgerl.bench.count_ratio (bench)"),
     ("from ..sim import registry\n", "export/bundle.py", None),
     ("PLAN = 'edgerl.sim.registry:make_task'\n", "contract/spec.py",
@@ -325,6 +341,9 @@ def test_cycle_finder_reports_a_cycle():
     ("from edgerl.sim.registry import make_task\n", f"{ROS_PKG}/sim_robot_node.py", None),
     ("import edgerl.hil.harness\n", "apps/demo/pipeline.py", None),
     ("import edgerl.hil.harness\n", "bench/hil/rt_ratio.py", None),
+    ("ARGV = [sys.executable, '-m', 'edgerl.apps', 'bench']\n", "bench/child_json.py", None),
+    ("ARGV = ['edgerl.apps', 'bench']\n", "bench/child_json.py",
+     "bench/child_json.py:1 (bench) imports edgerl.apps (apps)"),
     ("import edgerl.apps.demo.report\n", "bench/hil/rt_ratio.py",
      "bench/hil/rt_ratio.py:1 (bench) imports edgerl.apps.demo.report (apps)"),
 ])

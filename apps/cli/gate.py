@@ -1,4 +1,4 @@
-"""``edgerl gate train|eval|export``: the planning-budget gate (issue #20).
+"""``edgerl gate train|eval|export``: the planning-budget gate.
 
 ``train`` fits the gate with PPO (:mod:`edgerl.policies.gate.policy`) into ``--out`` and, unless
 ``--episodes 0``, compares it; ``eval`` compares a trained gate on the same episodes with each
@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     train.add_argument("--head", default="categorical", choices=("categorical", "gaussian"),
                        help="the gate's output distribution: categorical (PPO samples a budget "
                             "from softmax(logits), the greedy gate runs the mode) or gaussian "
-                            "(session 6: argmax of Gaussian scores); default categorical")
+                            "(argmax of Gaussian scores); default categorical")
     train.add_argument("--budget-latency", action="append", default=[], metavar="NAME=FILE",
                        help="take budget NAME's delay from a LatencyModel JSON (`edgerl bench "
                             "planner --write-latency-model FILE`); repeatable")

@@ -1,4 +1,4 @@
-"""HIL command round trip against ``edgerl bench serial`` in the same minutes (issue #22).
+"""HIL command round trip against ``edgerl bench serial`` in the same minutes.
 
 One set (:func:`pair`), back to back on the same machine, all at ``rt_priority`` P (each
 process at SCHED_FIFO P, its firmware at P+1) and on the same ``target`` firmware build:

@@ -10,7 +10,7 @@ steps each (``num_envs`` envs, zero actions, auto-resets included):
    that ran right before; only the ``step`` calls are timed (writing a state row set before
    each costs the replay 0.4-0.5 % on arm_reach, ``benchmarks/sim_overhead/replay_protocol.py``),
    and the task's state is put back after;
-3. **raw physics from rest** (``ratio_from_rest``, the reference until session 12): a second,
+3. **raw physics from rest** (``ratio_from_rest``, the earlier reference): a second,
    persistent batch of the model stepped from its default state with zero control.
 
 Why the same states: a contact task's physics costs what its states make it cost. Balls that

@@ -6,7 +6,7 @@ The gate is trained with rsl_rl's PPO (:class:`~edgerl.policies.ppo_runner.EdgeR
 ``GateRunCfg.head = "categorical"`` (the default) PPO samples a budget from
 ``softmax(logits)`` (:class:`~edgerl.policies.categorical.CategoricalDistribution`, one-hot
 actions) and the greedy gate runs its mode, ``argmax(logits)``: training and deployment run
-the same policy. ``"gaussian"`` is session 6's head (rsl_rl's Gaussian over the scores, argmax
+the same policy. ``"gaussian"`` is the earlier head (rsl_rl's Gaussian over the scores, argmax
 of the *sampled* scores in training, of the mean scores greedily; runs without a ``head`` in
 their ``gate.json`` load as it). :class:`ScoreActions` runs the argmax of the action for both.
 The critic also reads the full robot observation (the planner-only elements), the actor only
@@ -105,7 +105,7 @@ def chicanes_gate_cfg(seed: int = 0) -> GateCfg:
 
 
 def calm_kicks_gate_cfg(seed: int = 0) -> GateCfg:
-    """The ``calm_kicks`` scenario (session 8): a plan stays valid for seconds on calm road and
+    """The ``calm_kicks`` scenario: a plan stays valid for seconds on calm road and
     a rare kick invalidates it. No process noise (an exact plan holds open loop for its whole
     length); kicks on the steering (rate 0.004 per step, +-0.8 for 6 steps: out of the lane
     within about a second unless a fresh plan is asked); a compute price of 1.0 per planner

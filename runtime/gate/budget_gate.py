@@ -7,8 +7,8 @@ is still in flight; it builds the gate observation with the contract's
 the
 budget whose score is highest, or (``gate:sample``) one drawn from a categorical gate's
 ``softmax`` with a seeded generator: the stochastic policy PPO trained, whose mode can be a
-poor policy (docs/results.md, session 8: the mode of the ``calm_kicks`` gate keeps its plans
-until they run out). The planner client acts on it
+poor policy (docs/results.md: the mode of the ``calm_kicks`` gate keeps its plans until they
+run out). The planner client acts on it
 (:class:`edgerl.runtime.gate.client.GatedPlannerClient`). The baselines it is compared with
 choose through the same interface (:class:`FixedChoice`, :class:`AgeHeuristic`;
 :func:`make_chooser` parses ``gate`` / ``gate:sample`` / ``fixed:NAME`` / ``age:NAME:X``).

@@ -1,6 +1,6 @@
 """arm_reach's per-step task logic compiled with numba: one call after physics instead of ~30
-numpy calls (issue #22: the task must stay >= 0.75x raw physics; at 256 envs the numpy
-version's fixed ~1-3 us per call held it at 0.70-0.71).
+numpy calls (the task's step rate is held against 0.75x raw physics; at 256 envs the
+numpy version's fixed ~1-3 us per call held it at 0.70-0.71).
 
 Two kernels, both looping over envs once with scalar float64 math:
 

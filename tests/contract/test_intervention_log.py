@@ -8,10 +8,12 @@ import pytest
 
 from edgerl.contract.intervention import Intervention
 from edgerl.contract.intervention_log import (
+    RECORDING_FORMAT,
     InterventionRecorder,
     control_steps,
     load_transitions,
     read_recording,
+    recording_format,
 )
 
 
@@ -37,6 +39,7 @@ def test_record_read_round_trip(tmp_path):
         rec.write_ticks(ticks)
         rec.write_intervention(Intervention("release", 0.02))
     back, ivs = read_recording(path)
+    assert recording_format(path) == RECORDING_FORMAT == 2
     for k, v in ticks.items():
         np.testing.assert_array_equal(back[k], v, err_msg=k)
     assert [(i.kind, i.stamp_s, i.command.tolist()) for i in ivs] == [
@@ -47,20 +50,35 @@ def test_record_read_round_trip(tmp_path):
         read_recording(empty)
 
 
-def test_a_recording_without_residual_reads_it_as_nan(tmp_path, monkeypatch):
-    """Recordings made before the residual was logged still load (their rows are kept)."""
+def test_a_format_1_recording_reads_the_residual_as_nan(tmp_path, monkeypatch):
+    """Format 1 (no residual field, no format record) still loads (its rows are kept)."""
     import edgerl.contract.intervention_log as log
 
     ticks = _ticks([0.1, 0.2, 0.3], [False, True, False], [1, 1, 1])
     monkeypatch.setattr(log, "_VECTORS", ("edit_obs", "policy_out", "chunk_row", "command"))
+    monkeypatch.setattr(log, "_FORMAT_RECORD", "not.the.format.record")
     path = tmp_path / "old.mcap"
     with InterventionRecorder(path) as rec:
         rec.write_ticks(ticks)
     monkeypatch.undo()
     back, _ = read_recording(path)
+    assert recording_format(path) == 1
     assert back["residual"].shape == (3, 1) and np.isnan(back["residual"]).all()
     np.testing.assert_array_equal(back["policy_out"], ticks["policy_out"])
     assert len(load_transitions([path], fast_dim=1)["t"]) == 3
+
+
+def test_a_newer_format_is_refused_with_its_number(tmp_path, monkeypatch):
+    import edgerl.contract.intervention_log as log
+
+    path = tmp_path / "future.mcap"
+    monkeypatch.setattr(log, "RECORDING_FORMAT", 7)
+    with InterventionRecorder(path) as rec:
+        rec.write_ticks(_ticks([0.1], [False], [1]))
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="future.mcap: recording format 7 is newer than this "
+                                         "reader's 2"):
+        read_recording(path)
 
 
 def test_control_steps_keep_the_last_tick_per_state(tmp_path):

@@ -34,8 +34,8 @@ def test_fuzz_inputs_table_and_json(fw_binaries):
 
 
 def test_ros_target_counts_float32_overflow_as_an_illegal_accept(monkeypatch):
-    """The ROS target is able to fail: with the overflow check of issue 18 removed (as on
-    main before it), accepted 1e39/1e308 values come back as inf and are counted."""
+    """The ROS target is able to fail: with the overflow check removed (as it once was),
+    accepted 1e39/1e308 values come back as inf and are counted."""
     pytest.importorskip("rclpy")
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import fuzz_inputs

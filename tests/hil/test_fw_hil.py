@@ -156,7 +156,7 @@ def test_hil_cli_rejects_a_bad_rt_priority_and_target(capsys):
 
 
 def test_estop_self_test_waits_for_a_cable_still_out(fw_binaries, capsys):
-    """Fails on main before issue 18: the episodes end at 1.2 s while the cable pulled at
+    """A regression: the episodes end at 1.2 s while the cable pulled at
     1.0 s is out until 3.0 s; the e-stop self-test ran on the dead link, reported
     ``estop_ok: false`` and exited 1 although the e-stop works. Now the harness waits for
     the link, and each unplug reports its safe entry and link-down time."""

@@ -1,4 +1,4 @@
-"""Training against a planner service (issue 19): ``--planner remote:HOST:PORT`` parsing,
+"""Training against a planner service: ``--planner remote:HOST:PORT`` parsing,
 the batched callable over a real PlannerServer (127.0.0.1) serving a real BC network, and
 ``serve-planner`` refusing to bind beyond loopback without a secret."""
 

@@ -178,7 +178,7 @@ def test_dataset_target_is_the_pre_bound_residual_on_own_steps_only():
 
 def test_the_bound_biases_u_and_the_residual_target_does_not(bundle):
     """Near the bound, clip(mu + noise) averages below mu: fitting u shrinks the policy, the
-    residual keeps it (the drift session 14 measured over RLIF rounds)."""
+    residual keeps it (the drift measured over RLIF rounds)."""
     actor, spec = load_bundle_mlp(bundle)
     steps = _noisy_own_steps(2000, spec.edit_obs.dim, mu=0.85, std=0.6)
     data = intervention_dataset(steps, BOUND)
@@ -297,11 +297,11 @@ def test_greedy_targets_with_critics_that_disagree_keep_the_start():
 
 def _region_steps(n: int = 4000, d: int = 4, own_in_region: float = 0.03,
                   seed: int = 0) -> dict[str, np.ndarray]:
-    """Session 15's situation in miniature. The region is ``s[0] > 0.5`` (about 30 % of the
-    states); there a push below 0 draws a takeover on the next step (reward -1), a push above
-    0 does not; outside it the action does not matter. The operator covers the region (a
-    random +-0.8, bad to copy half the time), the policy holds only ``own_in_region`` of it;
-    the policy's own steps play N(0, 0.3) outside and the start's wrong -0.5 (+ noise) inside."""
+    """The ``rlif-region-flip`` experiment in miniature. The region is ``s[0] > 0.5`` (about 30 % of
+    the states); there a push below 0 draws a takeover on the next step (reward -1), a push above 0
+    does not; outside it the action does not matter. The operator covers the region (a random +-0.8,
+    bad to copy half the time), the policy holds only ``own_in_region`` of it; the policy's own
+    steps play N(0, 0.3) outside and the start's wrong -0.5 (+ noise) inside."""
     rng = np.random.default_rng(seed)
     s = rng.standard_normal((n, d)).astype(np.float32)
     region = s[:, 0] > 0.5
@@ -323,10 +323,10 @@ def _fit(net: torch.nn.Module, s: torch.Tensor, y: torch.Tensor, steps: int = 40
 
 
 def test_greedy_repairs_an_operator_covered_region_that_own_steps_awr_cannot():
-    """The order session 15 measured: a start that pushes the wrong way (-0.5) in a region the
-    operator covers. Own-steps AWR has ~3 % of the region to reweight and leaves the push
-    negative there; the greedy step, using the critic on every state, turns it positive and
-    leaves the rest (where no action beats another) within 0.1 of the start."""
+    """The order the ``rlif-region-flip`` experiment measured: a start that pushes the wrong way
+    (-0.5) in a region the operator covers. Own-steps AWR has ~3 % of the region to reweight and
+    leaves the push negative there; the greedy step, using the critic on every state, turns it
+    positive and leaves the rest (where no action beats another) within 0.1 of the start."""
     from edgerl.policies.bc_planner import elu_mlp
 
     torch.manual_seed(0)

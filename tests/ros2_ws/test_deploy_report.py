@@ -17,7 +17,7 @@ from edgerl.apps.cli import main
 
 class TestEpisodeVerdict:
     def test_two_of_eight_is_not_ok_by_default(self):
-        """Fails on main before issue 18: deploy said ok when successes > 0 (2 of 8)."""
+        """A regression: deploy said ok when successes > 0 (2 of 8)."""
         v = episode_verdict(2.0, 8.0)
         assert DEFAULT_MIN_SUCCESS == 1.0
         assert v == {"success": False, "success_rate": 0.25, "successes_of": "2/8",
@@ -59,7 +59,7 @@ INTRUDER = textwrap.dedent("""
 @pytest.mark.slow
 def test_rate_and_latency_count_only_the_edit_nodes_commands(session_bundle, ros_domain,
                                                              capsys):
-    """Fails on main before issue 18: a second publisher at 100 Hz on robot/command made
+    """A regression: a second publisher at 100 Hz on robot/command made
     cmd_rate_hz about 130-150 for a 50 Hz loop (measured 127 on main)."""
     from edgerl.contract.spec import load_bundle_manifest
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.ros
 
 class TestEpisodeReset:
     def test_a_reset_stamped_an_hour_ahead_is_refused(self, graph):
-        """Fails on main before issue 18 (found by the soak): a robot/episode header stamped
+        """A regression found by the soak: a robot/episode header stamped
         1 h ahead was taken as the newest reset, so every chunk was "planned before the
         reset" and dropped for an hour, and real resets were ignored as out of order."""
         from edgerl_ros.common import EPISODE_QOS, TOPICS

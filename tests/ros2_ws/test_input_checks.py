@@ -1,4 +1,4 @@
-"""#18 over real rclpy: the edit node drops out-of-bound states and chunks (shown on
+"""Input bounds over real rclpy: the edit node drops out-of-bound states and chunks (shown on
 /diagnostics), the sim robot refuses stale / unstamped / out-of-limit commands, and node
 parameters are applied at run time or refused with a reason."""
 

@@ -45,7 +45,7 @@ class TestJointState:
 
     @pytest.mark.parametrize("huge", [1e39, -1e39, 1e308])
     def test_values_that_overflow_float32_are_refused(self, huge):
-        """Fails on main (before issue 18): 1e39 and 1e308 are finite as float64 and came
+        """A regression: 1e39 and 1e308 are finite as float64 and came
         back as inf float32; a 1e308 command crashed the sim robot in the soak."""
         msg = make_joint_state(NAMES, np.array([0.0, huge, 0.0, 0.0]), 1)
         with pytest.raises(BadMessage, match=r"^overflow: position\[1\]"):

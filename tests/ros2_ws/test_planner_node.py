@@ -297,7 +297,7 @@ def test_period_and_latency_apply_at_run_time_others_refused(rclpy_context,
 
 @pytest.mark.ros
 def test_a_reset_stamped_an_hour_ahead_is_refused(rclpy_context, make_bundle_with_planner):
-    """Fails on main before issue 18 (found by the soak): a robot/episode header stamped 1 h
+    """A regression found by the soak: a robot/episode header stamped 1 h
     ahead moved the planner's reset time there, so every plan was dropped as "planned before
     the reset" for an hour and real resets were ignored as out of order."""
     from edgerl_ros.messages import ns_to_stamp

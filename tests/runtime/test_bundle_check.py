@@ -1,7 +1,7 @@
-"""verify_bundle / load_bundle refuse every bundle defect of issue 18 with a named error.
+"""verify_bundle / load_bundle refuse every known bundle defect with a named error.
 
-Each test below failed on main before issue 18 (the bundle loaded, or the error was a raw
-traceback / an unnamed class); the defect is named in its docstring.
+Each test below is a defect found by probing the loader (the bundle loaded, or the error was
+a raw traceback / an unnamed class); the defect is named in its docstring.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ class _RecordingBetweenReads(LoopMetrics):
 
 
 def test_summary_while_the_loop_records_concurrently():
-    """Fails on main before issue 18: ``summary()`` read ``ticks`` once per array and
+    """A regression: ``summary()`` read ``ticks`` once per array and
     subtracted windows of different lengths (ValueError: operands could not be broadcast),
     which killed the edit node's diagnostics in the soak."""
     m = _RecordingBetweenReads(capacity=64)

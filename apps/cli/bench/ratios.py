@@ -24,8 +24,8 @@ ratio                         ours / reference                                  
                               ``edgerl bench loop``'s at the same rate, same bundle
 ============================  ====================================================  ========
 
-The two ``ros2`` rows have no target in issue #22 (it asks for them to be printed); they are
-reported and plotted, and ``met`` is ``null``.
+The two ``ros2`` rows have no target; they are reported and plotted, and ``met`` is
+``null``.
 
 The miss rate is a count of 0-10 events per 10,000 ticks on this machine, so its ratio is
 not judged on the point value: :func:`edgerl.bench.count_ratio.rate_ratio_test` tests the pooled

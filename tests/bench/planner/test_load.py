@@ -1,4 +1,4 @@
-"""Short load test (issue 19): 48 robots beside 16 hostile clients (4 idle, 4 slowloris,
+"""Short load test: 48 robots beside 16 hostile clients (4 idle, 4 slowloris,
 4 oversized, 4 malformed) on 127.0.0.1, each group in its own child process. The hostile
 clients come and go in 1 s windows, so the robots' latency with and without them is measured
 side by side under the same background load: the median over windows of each window's p99

@@ -1,4 +1,4 @@
-"""RemotePlanner against a misbehaving server (issue 19): bad replies, absurd timestamps,
+"""RemotePlanner against a misbehaving server: bad replies, absurd timestamps,
 unsolicited chunks, a server that stops answering, restarts with backoff. The server is a
 scripted fake on 127.0.0.1 (tests.helpers.planners.FakeServer)."""
 

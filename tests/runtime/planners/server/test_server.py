@@ -1,4 +1,4 @@
-"""The planner server under hostile or careless clients (issue 19): slow and idle
+"""The planner server under hostile or careless clients: slow and idle
 connections, oversized work, malformed arrays, authentication, batching across clients,
 deadline-aware admission, priorities and metrics. Real TCP on 127.0.0.1 only."""
 
