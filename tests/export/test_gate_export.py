@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 from tensordict import TensorDict
-from tests.policies.test_gate_policy import tiny_cfg
 
 from edgerl.apps.cli import main
 from edgerl.contract.gate_obs import GATE_EXTRA_OBS
@@ -21,6 +20,7 @@ from edgerl.policies.gate.policy import load_gate_actor, train_gate
 from edgerl.runtime.bundle_check import verify_bundle
 from edgerl.runtime.gate.budget_gate import BudgetGate
 from tests.helpers.gate_bundles import driving_gate_spec
+from tests.helpers.gate_env import tiny_cfg
 from tests.helpers.task_bundles import write_task_bundle
 
 pytestmark = pytest.mark.slow

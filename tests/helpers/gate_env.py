@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from edgerl.policies.gate.policy import GateRunCfg
 from edgerl.sim.gate.budgets import KEEP, PlanBudget
 from tests.helpers.latency_env import StepEnv
 
@@ -18,3 +19,14 @@ class StampTask(StepEnv):
         rows = torch.arange(horizon, dtype=torch.float32)
         step = self.episode_length_buf[env_ids].float()
         return (1000.0 * (step[:, None] + 1.0) + rows[None, :])[..., None]
+
+
+#: Short driving episodes (a 20 m goal) so a whole gate comparison takes seconds.
+TINY = {"road_amp": 6.0, "road_wavelength": 70.0, "goal_distance": 20.0,
+        "max_episode_steps": 60}
+
+
+def tiny_cfg(**kwargs) -> GateRunCfg:
+    """A gate run on :data:`TINY` episodes: 4 envs, 2 iterations of 4 steps, one 8-unit layer."""
+    return GateRunCfg(task_kwargs=dict(TINY), num_envs=4, iterations=2, steps_per_env=4,
+                      hidden=[8], **kwargs)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from edgerl.bench.hil import rt_ratio as ratio
 from edgerl.hil import rt
-from edgerl.hil import rt_ratio as ratio
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.policies.test_gate_policy import tiny_cfg
 
 from edgerl.apps.cli import main
 from edgerl.policies.gate.policy import train_gate
+from tests.helpers.gate_env import tiny_cfg
 
 pytestmark = pytest.mark.slow
 

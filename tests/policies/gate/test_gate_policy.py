@@ -9,7 +9,6 @@ from edgerl.policies.gate.baselines import age_heuristic, evaluate_gate
 from edgerl.policies.gate.policy import (
     GATE_NAME,
     ROADS,
-    GateRunCfg,
     ScoreActions,
     compare_gate,
     gate_with_latencies,
@@ -19,17 +18,10 @@ from edgerl.policies.gate.policy import (
     train_gate,
     tune_heuristic,
 )
+from tests.helpers.gate_env import tiny_cfg
 
 pytestmark = pytest.mark.slow
 
-#: Short driving episodes (a 20 m goal) so a whole comparison takes seconds.
-TINY = {"road_amp": 6.0, "road_wavelength": 70.0, "goal_distance": 20.0,
-        "max_episode_steps": 60}
-
-
-def tiny_cfg(**kwargs):
-    return GateRunCfg(task_kwargs=dict(TINY), num_envs=4, iterations=2, steps_per_env=4,
-                      hidden=[8], **kwargs)
 
 
 def test_score_actions_runs_the_best_scored_budget():

@@ -205,7 +205,7 @@ def test_replan_now_starts_the_next_request_without_waiting_for_the_period():
 def test_process_client_sleeps_through_a_slow_call(monkeypatch):
     """While a planner process computes, the client thread (which shares the loop's GIL)
     wakes only to notice a stop: at most one wake-up per STOP_POLL_S, not every 20 ms."""
-    from edgerl.runtime.planners import process
+    from edgerl.runtime.planners.client import process
 
     calls = []
     real_wait = process.mp_connection.wait
