@@ -328,7 +328,7 @@ def test_cycle_finder_reports_a_cycle():
     ("def f():\n    import edgerl.policies.runs\n", "sim/wrappers/latency.py",
      "sim/wrappers/latency.py:2 (sim) imports edgerl.policies.runs (policies)"),
     ("def f():\n    from edgerl.policies import runs\n", "runtime/edit_loop.py",
-     "runtime/edit_loop.py:2 (runtime) imports edgerl.policies (policies)"),
+     "runtime/edit_loop.py:2 (runtime) imports edgerl.policies.runs (policies)"),
     ("from ..bench.count_ratio import rate_ratio_test\n", "hil/harness.py",
      "hil/harness.py:1 (hil) imports edgerl.bench.count_ratio (bench)"),
     ("from ..sim import registry\n", "export/bundle.py", None),
@@ -356,7 +356,7 @@ def test_checker_reports_a_wrong_import(source, rel, expected):
 def test_checker_resolves_relative_imports():
     found = imports_of("from .latency import LatencyWrapper\nfrom .. import registry\n",
                        "sim/wrappers/__init__.py")
-    assert [i.module for i in found] == ["edgerl.sim.wrappers.latency", "edgerl.sim"]
+    assert [i.module for i in found] == ["edgerl.sim.wrappers.latency", "edgerl.sim.registry"]
     assert module_of_file("sim/wrappers/latency.py") == "edgerl.sim.wrappers.latency"
     assert module_of_file("contract/__init__.py") == "edgerl.contract"
     assert module_of_file(f"{ROS_PKG}/graph.py") == "edgerl_ros.graph"

@@ -45,7 +45,7 @@ def test_bench_serial_rejects_a_bad_pace():
 
 
 def test_bench_serial_on_the_qemu_m4_firmware():
-    from qemu_requirements import require_qemu
+    from tests.helpers.qemu import require_qemu
 
     require_qemu()
     res = subprocess.run([sys.executable, "-m", "edgerl.apps", "bench", "serial", "--target",

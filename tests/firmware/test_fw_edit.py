@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from qemu_requirements import require_qemu
 
 from edgerl.bench.hil.edit_step import edit_parity
 from edgerl.contract.spec import load_bundle_manifest
@@ -20,6 +19,7 @@ from edgerl.export.edit_header import EditHeaderError, write_edit_header
 from edgerl.hil.fast_loop import FastLoopController, fast_loop_firmware
 from edgerl.hil.firmware import FirmwareConfig
 from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
+from tests.helpers.qemu import require_qemu
 
 pytestmark = pytest.mark.hil
 

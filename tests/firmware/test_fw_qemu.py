@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from qemu_requirements import require_qemu
 
 from edgerl.apps.cli import main
 from edgerl.contract.wire import Mode
@@ -21,6 +20,7 @@ from edgerl.hil.faults import FaultSpec, TxFaults
 from edgerl.hil.firmware import FIRMWARE_DIR, FirmwareConfig, FirmwareProcess
 from edgerl.hil.link_checks import estop_check
 from edgerl.runtime.serial_transport import SerialConfig, SerialTransport
+from tests.helpers.qemu import require_qemu
 
 pytestmark = pytest.mark.hil
 

@@ -1,5 +1,4 @@
-"""Whether the Cortex-M4 tests can run here (a module of its own: ``from conftest import``
-is ambiguous when several test folders with a conftest.py run in one session)."""
+"""Whether the Cortex-M4 tests can run here: skip where the tools are absent, fail in CI."""
 
 from __future__ import annotations
 
