@@ -20,7 +20,7 @@ from edgerl.contract.timing import (
     sampling_delay_steps,
 )
 
-__all__ = [
+__all__ = ["CONFIG_NAME", "PLANNER_NAME",
     "EDIT_INPUTS",
     "PLANNERS",
     "BCConfig",
@@ -28,6 +28,10 @@ __all__ = [
     "PPOConfig",
     "TrainConfig",
 ]
+
+#: A run directory's files: the resolved config (+ planner info) and the BC planner weights.
+CONFIG_NAME = "config.json"
+PLANNER_NAME = "planner.pt"
 
 #: What the edit policy reads of the robot observation (``edgerl.sim.wrappers.EDIT_INPUTS``).
 EDIT_INPUTS = ("fast", "full")

@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 
 def make_base_env(cfg: TrainConfig, num_envs: int, seed: int | None = None) -> Any:
     """The registered task (no wrappers) with ``num_envs`` envs, seeded."""
-    import edgerl.policies.runs  # noqa: F401  (registers the loader of ``expert_run`` runs)
     from edgerl.sim.registry import make_task
 
     seed = cfg.seed if seed is None else seed

@@ -32,9 +32,7 @@ from edgerl.contract.spec import (
     TensorSpec,
 )
 from edgerl.contract.timing import TimingSpec
-from edgerl.policies.config import TrainConfig
-from edgerl.policies.train import CONFIG_NAME, PLANNER_NAME
-from edgerl.sim.adapters.expert import set_run_loader
+from edgerl.policies.config import CONFIG_NAME, PLANNER_NAME, TrainConfig
 
 __all__ = ["LoadedPolicy", "PolicyActor", "RunError", "default_checkpoint", "find_latest_run",
            "latest_checkpoint", "load_policy"]
@@ -264,7 +262,3 @@ def load_policy(run_dir: str | Path, device: str = "cpu",
     spec = build_spec(cfg, document, actor, ckpt, run_dir)
     return LoadedPolicy(run_dir=run_dir, config=cfg, actor=actor, spec=spec, planner=planner,
                         checkpoint=ckpt, document=document)
-
-
-# a foreign task's ``expert_run`` (edgerl.sim.adapters.expert) is read by this module
-set_run_loader(lambda run_dir, device: load_policy(run_dir, device=device))

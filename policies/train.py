@@ -25,15 +25,13 @@ import numpy as np
 import torch
 
 from edgerl.contract.serde import to_dict
-from edgerl.policies.config import TrainConfig
+from edgerl.policies.config import CONFIG_NAME, PLANNER_NAME, TrainConfig
 
 __all__ = ["CONFIG_NAME", "PLANNER_NAME", "SUMMARY_NAME", "TrainResult", "new_run_dir",
            "seed_everything", "train"]
 
 log = logging.getLogger(__name__)
 
-CONFIG_NAME = "config.json"
-PLANNER_NAME = "planner.pt"
 SUMMARY_NAME = "summary.json"
 
 

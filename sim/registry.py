@@ -2,49 +2,19 @@
 
 Registering a task costs nothing at import time: the entry point (``"module:factory"``) is
 imported only by :func:`make_task`, so ``edgerl tasks`` lists tasks without loading MuJoCo.
+edgerl's own tasks are declared (data only) in :mod:`edgerl.sim.tasks` and registered on first
+use; a user registers their own with :func:`register_task`.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from typing import Any
+
+from edgerl.sim.task_info import TaskInfo
 
 __all__ = ["TaskInfo", "get_task_info", "list_task_families", "list_tasks", "make_task",
            "register_task", "register_task_family"]
-
-
-@dataclass(frozen=True)
-class TaskInfo:
-    """What ``edgerl tasks`` shows about a task.
-
-    Attributes:
-        name: Registry key, e.g. ``"ball_balance"``.
-        backend: ``"mujoco"``, ``"torch"``, ``"gymnasium"``, ...
-        obs_dim: Size of the policy observation.
-        action_dim: Size of the action.
-        control_hz: Control rate the policy runs at.
-        description: One line.
-        entry_point: ``"package.module:factory"``; ``factory(num_envs=..., **kw)`` -> VecEnv.
-        language: ``"package.module"`` with the task's instruction paraphrases
-            (``INSTRUCTIONS``, ``COLORS``, ``paraphrase_split``) for the language planner;
-            "" for a task without them.
-    """
-
-    name: str
-    backend: str
-    obs_dim: int
-    action_dim: int
-    control_hz: float
-    description: str
-    entry_point: str
-    language: str = ""
-
-    def summary(self) -> dict[str, Any]:
-        """The JSON object ``edgerl tasks --json`` prints."""
-        return {"name": self.name, "backend": self.backend, "obs_dim": self.obs_dim,
-                "action_dim": self.action_dim, "control_hz": self.control_hz,
-                "description": self.description}
 
 
 _REGISTRY: dict[str, TaskInfo] = {}
@@ -89,11 +59,17 @@ def _import_attr(entry_point: str) -> Any:
 
 
 def _load_builtins() -> None:
-    """Import the modules that register edgerl's own tasks (cheap: no backend imports)."""
+    """Register edgerl's own tasks and task families, declared in :mod:`edgerl.sim.tasks`
+    (cheap: no backend imports)."""
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
-        importlib.import_module("edgerl.sim.tasks")
+        from edgerl.sim.tasks import BUILTIN_TASKS, TASK_FAMILIES
+
+        for info in BUILTIN_TASKS:
+            register_task(info)
+        for prefix, describe in TASK_FAMILIES.items():
+            register_task_family(prefix, describe)
 
 
 def list_tasks() -> list[TaskInfo]:

@@ -36,7 +36,7 @@ import torch
 from tensordict import TensorDict
 
 from edgerl.sim.adapters.expert import clipped_expert_action
-from edgerl.sim.registry import TaskInfo
+from edgerl.sim.task_info import TaskInfo
 from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
 
 __all__ = ["GYM_PREFIX", "GymAdapterError", "GymVecEnv", "describe_gym_task", "make_gym_task",

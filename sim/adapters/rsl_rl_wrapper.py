@@ -33,7 +33,7 @@ import torch
 from tensordict import TensorDict
 
 from edgerl.sim.adapters.expert import clipped_expert_action
-from edgerl.sim.registry import TaskInfo
+from edgerl.sim.task_info import TaskInfo
 from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
 from edgerl.sim.wrappers.base import forwarded_property
 

@@ -1,0 +1,42 @@
+"""``TaskInfo``: what the task registry knows about a task (no imports beyond the standard
+library, so task declarations and adapters can name it without importing the registry)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TaskInfo"]
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What ``edgerl tasks`` shows about a task.
+
+    Attributes:
+        name: Registry key, e.g. ``"ball_balance"``.
+        backend: ``"mujoco"``, ``"torch"``, ``"gymnasium"``, ...
+        obs_dim: Size of the policy observation.
+        action_dim: Size of the action.
+        control_hz: Control rate the policy runs at.
+        description: One line.
+        entry_point: ``"package.module:factory"``; ``factory(num_envs=..., **kw)`` -> VecEnv.
+        language: ``"package.module"`` with the task's instruction paraphrases
+            (``INSTRUCTIONS``, ``COLORS``, ``paraphrase_split``) for the language planner;
+            "" for a task without them.
+    """
+
+    name: str
+    backend: str
+    obs_dim: int
+    action_dim: int
+    control_hz: float
+    description: str
+    entry_point: str
+    language: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON object ``edgerl tasks --json`` prints."""
+        return {"name": self.name, "backend": self.backend, "obs_dim": self.obs_dim,
+                "action_dim": self.action_dim, "control_hz": self.control_hz,
+                "description": self.description}
