@@ -29,7 +29,7 @@ from edgerl.runtime.planners.remote.config import RemotePlannerError, _Sent, _Wa
 
 __all__: list[str] = []
 
-log = logging.getLogger("edgerl.runtime.planners.remote.planner")  # one logger for the client
+log = logging.getLogger(__name__)
 
 
 class _RemoteIO:

@@ -69,7 +69,7 @@ from edgerl.runtime.planners.remote.io import _RemoteIO
 
 __all__ = ["RemotePlanner"]
 
-log = logging.getLogger("edgerl.runtime.planners.remote.planner")  # one logger for the client
+log = logging.getLogger(__name__)
 
 
 class RemotePlanner(_BatchRequests, _RemoteIO):

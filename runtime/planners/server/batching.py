@@ -15,8 +15,7 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -28,13 +27,11 @@ from edgerl.runtime.planners.protocol.messages import (
     chunk_to_msg,
     error_msg,
 )
-
-if TYPE_CHECKING:
-    from edgerl.runtime.planners.server.connections import _Session
+from edgerl.runtime.planners.server.state import _Job, _Session
 
 __all__ = ["CostModel"]
 
-log = logging.getLogger("edgerl.runtime.planners.server.server")  # one logger for the server
+log = logging.getLogger(__name__)
 
 
 class CostModel:
@@ -61,22 +58,6 @@ class CostModel:
     def estimate(self, rows: int) -> float:
         """Seconds for a batch of ``rows`` (0 while unknown: admit and learn)."""
         return 0.0 if self.base is None else self.base + self.per_row * rows
-
-
-@dataclass(eq=False)
-class _Job:
-    """One admitted request waiting for (or in) a batch."""
-
-    session: _Session
-    request: PlanRequest
-    received: float  # server monotonic seconds
-    deadline: float  # absolute server monotonic seconds (inf: none)
-    seq: int
-    cancelled: bool = False
-
-    @property
-    def rank(self) -> tuple[int, float, int]:
-        return PRIORITIES.index(self.request.priority), self.deadline, self.seq
 
 
 class _Worker:

@@ -12,9 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from edgerl.runtime.planners.protocol.auth import FrameAuth
 from edgerl.runtime.planners.protocol.framing import (
@@ -29,30 +27,11 @@ from edgerl.runtime.planners.protocol.messages import (
     parse_plan_batch_request,
     parse_plan_request,
 )
-
-if TYPE_CHECKING:
-    from edgerl.runtime.planners.server.batching import _Job
+from edgerl.runtime.planners.server.state import _Session
 
 __all__: list[str] = []
 
-log = logging.getLogger("edgerl.runtime.planners.server.server")  # one logger for the server
-
-
-@dataclass(eq=False)
-class _Session:
-    """Bounded state of one connection."""
-
-    cid: int
-    peer: str
-    writer: asyncio.StreamWriter
-    auth: FrameAuth | None
-    tokens: float
-    refilled: float
-    pending_plan: _Job | None = None
-    pending_batches: int = 0
-    bad_frames: int = 0
-    closed: bool = False
-    counts: Counter = field(default_factory=Counter)
+log = logging.getLogger(__name__)
 
 
 class _Connections:

@@ -71,8 +71,9 @@ from edgerl.runtime.planners.protocol.framing import (
     TAG_SIZE,
 )
 from edgerl.runtime.planners.protocol.messages import error_msg
-from edgerl.runtime.planners.server.batching import CostModel, _Job, _Scheduler, _Worker
-from edgerl.runtime.planners.server.connections import _Connections, _Session
+from edgerl.runtime.planners.server.batching import CostModel, _Scheduler, _Worker
+from edgerl.runtime.planners.server.connections import _Connections
+from edgerl.runtime.planners.server.state import _Job, _Session
 
 __all__ = ["PlannerServer", "ServerConfig"]
 

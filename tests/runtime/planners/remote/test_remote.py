@@ -207,7 +207,7 @@ class TestLoopback:
 
 class TestBadInput:
     def test_bad_clients_get_errors_while_a_good_client_keeps_being_served(self, serve, caplog):
-        caplog.set_level(logging.WARNING, logger="edgerl.runtime.planners.server.server")
+        caplog.set_level(logging.WARNING, logger="edgerl.runtime.planners.server")
         server, good = serve(AffinePlanner(), max_frame=4096)
         bad = raw_connect(server)
         try:
