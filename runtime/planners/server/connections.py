@@ -18,7 +18,7 @@ from edgerl.runtime.planners.protocol.auth import FrameAuth
 from edgerl.runtime.planners.protocol.framing import (
     HEADER,
     TAG_SIZE,
-    WireError,
+    ProtocolError,
     decode_payload,
     encode_frame,
 )
@@ -147,14 +147,14 @@ class _Connections:
                 self._admit(session, parse_plan_request(msg, self.config.obs_dim))
             elif kind == "plan_batch":
                 if not self._has_batch:
-                    raise WireError("unknown_type", "this planner does not answer plan_batch "
-                                                    "(it has no plan_batch method)")
+                    raise ProtocolError("unknown_type", "this planner does not answer plan_batch "
+                                                        "(it has no plan_batch method)")
                 self._admit(session, parse_plan_batch_request(
                     msg, self.config.obs_dim, max_batch=1 << 20))
             else:
-                raise WireError("unknown_type", f"message type {kind!r} is not known "
-                                                "(plan, plan_batch, health)")
-        except WireError as exc:
+                raise ProtocolError("unknown_type", f"message type {kind!r} is not known "
+                                                    "(plan, plan_batch, health)")
+        except ProtocolError as exc:
             if exc.code in ("quota_exceeded", "overloaded", "deadline_unmeetable"):
                 self._drop(exc.code)
                 log.debug("client %s: %s", session.peer, exc)
