@@ -1,4 +1,5 @@
-"""Real tiny planners, raw-socket helpers and a scripted fake server for planner-serving tests.
+"""Real tiny planners, servers started for a test (``ServedPlanners``), raw-socket helpers and
+a scripted fake server for planner-serving tests.
 
 Everything binds 127.0.0.1 and every loop is bounded in count and time.
 """
