@@ -1,4 +1,4 @@
-"""``Deployment.from_bundle``: the runtime wired the way the bundle was trained.
+"""``Deployment.from_bundle``: the runtime assembled the way the bundle was trained.
 
 One place turns a bundle into a running fast loop: the manifest's ``timing`` picks the
 chunk merge rule (``ChunkBuffer``), the stale rule and the tick trigger (``EditLoop``), and
@@ -60,7 +60,7 @@ class Deployment:
                     device: str = "cpu", warmup: int = 20, trt: Any = None,
                     budget_planner: BudgetedPlanner | None = None, gate_policy: str = "gate",
                     gate_seed: int = 0) -> Deployment:
-        """Load ``path`` and wire buffer, loop and planner client from its manifest.
+        """Load ``path`` and connect buffer, loop and planner client from its manifest.
 
         Args:
             path: Bundle directory.

@@ -43,11 +43,12 @@ import time
 import numpy as np
 
 from edgerl.contract.clock import Clock, MonotonicClock
-from edgerl.contract.edit_obs import EditObsWriter, compose_edit_action, select_chunk_rows
+from edgerl.contract.edit_obs import EditObsWriter, compose_edit_action
 from edgerl.contract.intervention import InterventionSlot
 from edgerl.contract.methods import CHUNK_METHODS
 from edgerl.contract.spec import PolicySpec
 from edgerl.runtime.chunk_buffer import ChunkBuffer
+from edgerl.runtime.chunk_rows import ChunkRows
 from edgerl.runtime.escalation import EscalationConfig
 from edgerl.runtime.inference import InferenceBackend
 from edgerl.runtime.loop_config import LoopConfig
@@ -117,11 +118,9 @@ class EditLoop(LoopScheduler):
         # Preallocated per-tick buffers.
         self._obs = np.zeros(o_dim, np.float32)
         self._obs_in = np.zeros(o_dim, np.float32)
-        self._rows = np.zeros((n_rows, a_dim), np.float32)
-        self._row_offsets = np.arange(n_rows, dtype=np.intp)
-        self._row_idx = np.zeros(n_rows, np.intp)
-        self._rows_chunk: object = None
-        self._rows_index = -1
+        #: The chunk rows of the newest tick (:attr:`ChunkRows.rows` is ``self._rows``).
+        self.chunk_rows = ChunkRows(n_rows, a_dim, self.cfg.row_mode)
+        self._rows = self.chunk_rows.rows
         self._committed = np.zeros((self.edit_cfg.n_committed, a_dim), np.float32)
         self._action = np.zeros(a_dim, np.float32)
         self.command = np.zeros(a_dim, np.float32)
@@ -286,10 +285,9 @@ class EditLoop(LoopScheduler):
         """Fill ``self._action`` from the chunk and/or the network (``explore``: the policy
         is in control, so the exploration noise applies, if on)."""
         if chunk is not None:
-            self._fill_rows(t, chunk, row)
-        elif self._rows_chunk is not None or self._rows_index != -1:
-            self._rows[...] = 0.0  # no usable chunk: zero rows (has_chunk = 0)
-            self._rows_chunk, self._rows_index = None, -1
+            self.chunk_rows.fill(t, chunk, row)
+        else:
+            self.chunk_rows.clear()  # no usable chunk: zero rows (has_chunk = 0)
         if self.input_mode == "none":
             np.copyto(self._action, self._rows[0])
             return
@@ -324,27 +322,6 @@ class EditLoop(LoopScheduler):
             np.copyto(self._action, self._rows[0])
         else:
             np.copyto(self._action, y)
-
-    def _fill_rows(self, t: float, chunk, row: int) -> None:
-        """Chunk rows ``row .. row + n_rows - 1`` (last row held) into ``self._rows``.
-
-        Same result as :func:`edgerl.contract.edit_obs.select_chunk_rows` (a test checks every row),
-        done with preallocated index buffers; skipped when chunk and row are unchanged.
-        """
-        if self.cfg.row_mode == "interpolate":
-            n = self.edit_cfg.n_rows
-            frac = (t - (chunk.t0 + row * chunk.dt)) / chunk.dt
-            frac = min(max(frac, 0.0), 1.0)
-            rows = select_chunk_rows(chunk.actions, row, n + 1)
-            np.multiply(rows[:n], np.float32(1.0 - frac), out=self._rows)
-            self._rows += np.float32(frac) * rows[1:]
-            return
-        if chunk is self._rows_chunk and row == self._rows_index:
-            return
-        idx = self._row_idx
-        np.add(self._row_offsets, row, out=idx)
-        np.take(chunk.actions, idx, axis=0, out=self._rows, mode="clip")  # clip = hold last
-        self._rows_chunk, self._rows_index = chunk, row
 
     def _commit(self, cmd: np.ndarray) -> None:
         """Shift the committed-action history (newest first)."""

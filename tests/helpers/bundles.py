@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -134,6 +136,17 @@ def random_mlp(sizes: list[int], seed: int = 0, scale: float = 0.3):
           for i, o in zip(sizes[:-1], sizes[1:])]
     bs = [(rng.standard_normal(o) * 0.1).astype(np.float32) for o in sizes[1:]]
     return ws, bs
+
+
+def edit_manifest(bundle: str | Path, change: Callable[[dict[str, Any]], object]) -> Path:
+    """Rewrite ``bundle``'s ``manifest.json`` with ``change`` applied to its parsed document,
+    as a hand-edited or tampered bundle would be (hashes are not updated); returns the
+    bundle's path."""
+    path = Path(bundle) / "manifest.json"
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+    return Path(bundle)
 
 
 def write_mlp_bundle(path: str | Path, *, hidden: tuple[int, ...] = (64, 64), seed: int = 0,

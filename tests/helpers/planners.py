@@ -1,4 +1,5 @@
-"""Real tiny planners, raw-socket helpers and a scripted fake server for planner-serving tests.
+"""Real tiny planners, servers started for a test (``ServedPlanners``), raw-socket helpers and
+a scripted fake server for planner-serving tests.
 
 Everything binds 127.0.0.1 and every loop is bounded in count and time.
 """
@@ -23,6 +24,7 @@ from edgerl.runtime.planners.protocol.framing import (
     encode_frame,
     recv_frame,
 )
+from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig
 
 H, A, OBS_DIM = 4, 2, 3
 INFO = PlannerInfo(horizon=H, action_dim=A, dt_s=0.1, period_s=0.2, expected_latency_s=0.001)
@@ -36,25 +38,44 @@ def expected_rows(obs: np.ndarray, instruction: str) -> np.ndarray:
 
 class AffinePlanner:
     """A real (tiny) planner with optional compute time (``sleep_s`` per call,
-    ``row_s`` per batch row) and a record of every batch it was given."""
+    ``row_s`` per batch row) and a record of every batch it was given.
 
-    def __init__(self, sleep_s: float = 0.0, row_s: float = 0.0) -> None:
+    Args:
+        sleep_s: Seconds each call takes (``plan`` calls from number ``slow_from_call + 1``
+            on; every ``plan_batch`` call).
+        row_s: Extra seconds per observation row.
+        slow_from_call: ``plan`` calls answered at once before the slow ones start.
+
+    Attributes:
+        calls: ``plan`` calls so far (failed ones included).
+        fail_next: Set it to make the next ``plan`` call raise (``model exploded``).
+    """
+
+    def __init__(self, sleep_s: float = 0.0, row_s: float = 0.0,
+                 slow_from_call: int = 0) -> None:
         self.info = INFO
         self.sleep_s = sleep_s
         self.row_s = row_s
+        self.slow_from_call = slow_from_call
         self.release = threading.Event()  # set at teardown so sleeps end early
         self.batches: list[list[str]] = []  # instructions of each call, in call order
         self.rows = 0
+        self.calls = 0
+        self.fail_next = False
 
-    def _work(self, rows: int) -> None:
+    def _work(self, rows: int, *, fast: bool = False) -> None:
         self.rows += rows
-        cost = self.sleep_s + self.row_s * rows
+        cost = 0.0 if fast else self.sleep_s + self.row_s * rows
         if cost:
             self.release.wait(cost)
 
     def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        self.calls += 1
+        if self.fail_next:
+            self.fail_next = False
+            raise RuntimeError("model exploded")
         self.batches.append([instruction])
-        self._work(1)
+        self._work(1, fast=self.calls <= self.slow_from_call)
         return ActionChunk(actions=expected_rows(observation, instruction), t0=now,
                            dt=INFO.dt_s, obs_time=now, source="affine")
 
@@ -70,6 +91,35 @@ class BatchAffinePlanner(AffinePlanner):
         self.batches.append(list(instructions))
         self._work(len(instructions))
         return np.stack([expected_rows(o, t) for o, t in zip(observations, instructions)])
+
+
+class ServedPlanners:
+    """Planner servers a test starts, all stopped at its teardown.
+
+    ``served(planner, **config)`` starts a :class:`PlannerServer` for ``planner`` on a free
+    loopback port (``obs_dim`` :data:`OBS_DIM` unless given) and returns it. :meth:`stop_all`
+    closes :attr:`connections` (raw sockets, clients: anything with ``close()``), then sets
+    each planner's ``release`` (no sleep outlives the test) and stops its server.
+    """
+
+    def __init__(self) -> None:
+        self.started: list[tuple[PlannerServer, AffinePlanner]] = []
+        self.connections: list[Any] = []
+
+    def __call__(self, planner: AffinePlanner, **cfg: Any) -> PlannerServer:
+        server = PlannerServer(planner, ServerConfig(**{"port": 0, "obs_dim": OBS_DIM, **cfg}))
+        server.start()
+        self.started.append((server, planner))
+        return server
+
+    def stop_all(self) -> list[PlannerServer]:
+        """Close the connections, stop every server; returns the servers, stopped."""
+        for c in self.connections:
+            c.close()
+        for server, planner in self.started:
+            planner.release.set()
+            server.stop()
+        return [server for server, _ in self.started]
 
 
 def plan_msg(req_id: int, obs: np.ndarray, **extra: Any) -> dict[str, Any]:

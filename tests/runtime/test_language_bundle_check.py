@@ -3,7 +3,6 @@ set: its ``instructions.npz`` is read only when listed and hashed."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from edgerl.contract.bundle_errors import BundleHashError, UnlistedFileError
 from edgerl.contract.spec import TensorSpec, sha256_file
 from edgerl.runtime.planners.local.language import OnnxLanguagePlanner
-from tests.helpers.bundles import write_parity
+from tests.helpers.bundles import edit_manifest, write_parity
 from tests.helpers.specs import make_spec
 
 OBS, EMB, H, A = 4, 8, 5, 2
@@ -93,9 +92,7 @@ def test_swapped_unlisted_embeddings_are_refused(lang_bundle):
     blue = reference.plan(obs, "go to blue", 0.0).actions
     bad = lang_bundle.parent / "unlisted"
     shutil.copytree(lang_bundle, bad)
-    doc = json.loads((bad / "manifest.json").read_text())
-    del doc["files"]["instructions.npz"]
-    (bad / "manifest.json").write_text(json.dumps(doc))
+    edit_manifest(bad, lambda doc: doc["files"].pop("instructions.npz"))
     _swap_embeddings(bad)
     with pytest.raises(UnlistedFileError, match=r"instructions\.npz: not listed"):
         OnnxLanguagePlanner(bad)

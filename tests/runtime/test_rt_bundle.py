@@ -3,13 +3,12 @@ test_rt_inference_ort.py, test_rt_inference_numpy_mlp.py; devices: test_rt_devic
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from edgerl.contract.bundle_errors import OnnxShapeError
 from edgerl.contract.spec import BundleError, sha256_file
 from edgerl.runtime.bundle import load_bundle
+from tests.helpers.bundles import edit_manifest
 
 
 def test_loads_edit_bundle_with_ort_backend(mlp_bundle):
@@ -27,31 +26,25 @@ def test_tampered_model_is_rejected_naming_the_file(mlp_bundle):
 
 
 def test_newer_schema_is_rejected(mlp_bundle):
-    path = mlp_bundle / "manifest.json"
-    data = json.loads(path.read_text())
-    data["schema_version"] = 99
-    path.write_text(json.dumps(data))
+    edit_manifest(mlp_bundle, lambda doc: doc.update(schema_version=99))
     with pytest.raises(BundleError, match="newer than this edgerl"):
         load_bundle(mlp_bundle)
 
 
 def test_unlisted_model_file_is_rejected(mlp_bundle):
-    path = mlp_bundle / "manifest.json"
-    data = json.loads(path.read_text())
-    del data["files"]["policy.onnx"]
-    path.write_text(json.dumps(data))
+    edit_manifest(mlp_bundle, lambda doc: doc["files"].pop("policy.onnx"))
     with pytest.raises(BundleError, match="not listed in manifest.files"):
         load_bundle(mlp_bundle)
 
 
 def test_output_size_mismatch_is_reported(mlp_bundle):
-    path = mlp_bundle / "manifest.json"
-    data = json.loads(path.read_text())
-    data["action"]["names"] = ["x", "y", "z"]
-    for key in ("units", "low", "high", "max_rate"):
-        data["action"][key] = data["action"][key][:1] * 3
-    data["edit_obs"]["action_dim"] = 3
-    path.write_text(json.dumps(data))
+    def three_actions(doc):
+        doc["action"]["names"] = ["x", "y", "z"]
+        for key in ("units", "low", "high", "max_rate"):
+            doc["action"][key] = doc["action"][key][:1] * 3
+        doc["edit_obs"]["action_dim"] = 3
+
+    edit_manifest(mlp_bundle, three_actions)
     with pytest.raises(OnnxShapeError, match="input 'obs' has 16 elements per row"):
         load_bundle(mlp_bundle)
 
@@ -61,9 +54,7 @@ def test_planner_bundle_without_network(tmp_path, make_bundle):
     (bundle / "policy.onnx").unlink()
     (bundle / "policy_mlp.npz").unlink()
     (bundle / "parity.json").unlink()  # no network: nothing to prove (an unlisted one is refused)
-    data = json.loads((bundle / "manifest.json").read_text())
-    data["files"] = {}
-    (bundle / "manifest.json").write_text(json.dumps(data))
+    edit_manifest(bundle, lambda doc: doc.update(files={}))
     spec, net = load_bundle(bundle)
     assert spec.method == "planner" and net is None
     assert sha256_file(bundle / "manifest.json")

@@ -52,7 +52,7 @@ class TestRowSelection:
         chunk = ActionChunk(actions=np.arange(10, dtype=np.float32).reshape(5, 2), t0=0.0,
                             dt=DT)
         for row in range(5):
-            loop._fill_rows(row * DT, chunk, row)
+            loop.chunk_rows.fill(row * DT, chunk, row)
             np.testing.assert_array_equal(loop._rows, select_chunk_rows(chunk.actions, row, 4))
 
     def test_interpolate_between_rows(self):

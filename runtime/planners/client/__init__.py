@@ -1,2 +1,2 @@
 """Running any planner beside the edit loop: :class:`~.client.PlannerClient` (thread or
-subprocess mode) and its worker thread."""
+subprocess mode), its settings and its worker thread."""

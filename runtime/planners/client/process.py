@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import logging
 import multiprocessing as mp
 import multiprocessing.connection as mp_connection
 import os
@@ -17,19 +16,15 @@ import signal
 import struct
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from edgerl.contract.chunk import ActionChunk
 from edgerl.contract.planner import PlannerInfo
-
-if TYPE_CHECKING:
-    from edgerl.runtime.planners.client.client import PlannerClientConfig
+from edgerl.runtime.planners.client.config import PlannerClientConfig
 
 __all__ = ["PlannerCrashed"]
-
-log = logging.getLogger("edgerl.runtime.planners.client.client")  # one logger for the client
 
 _REQ = struct.Struct("<dII")  # obs time, obs elements, instruction bytes
 _CHUNK = struct.Struct("<ddqdII")  # t0, dt, step0, obs_time, H, A

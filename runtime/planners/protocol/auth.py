@@ -1,6 +1,6 @@
-"""Authentication of planner-wire frames: HMAC-SHA256 tags, the shared secret, loopback.
+"""Authentication of planner protocol frames: HMAC-SHA256 tags, the shared secret, loopback.
 
-See :mod:`.wire` for the tag layout (``HMAC-SHA256(secret, nonce | direction | seq | body)``).
+See :mod:`.framing` for the tag layout (``HMAC-SHA256(secret, nonce | direction | seq | body)``).
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import hmac
 import os
 from typing import Any
 
-from edgerl.runtime.planners.protocol.framing import HEADER, TAG_SIZE, WireError, encode_frame
+from edgerl.runtime.planners.protocol.framing import HEADER, TAG_SIZE, ProtocolError, encode_frame
 
 __all__ = ["FrameAuth", "is_loopback", "load_secret"]
 
 
 class FrameAuth:
-    """HMAC-SHA256 tags for one connection's frames (layout in :mod:`.wire`).
+    """HMAC-SHA256 tags for one connection's frames (layout in :mod:`.framing`).
 
     Args:
         secret: The shared secret (at least 16 bytes).
@@ -54,11 +54,11 @@ class FrameAuth:
     def open(self, frame_body: bytes) -> bytes:
         """Check and strip the tag of the next incoming frame body; raises ``unauthorized``."""
         if len(frame_body) < TAG_SIZE:
-            raise WireError("unauthorized", "frame has no authentication tag")
+            raise ProtocolError("unauthorized", "frame has no authentication tag")
         body, tag = frame_body[:-TAG_SIZE], frame_body[-TAG_SIZE:]
         if not hmac.compare_digest(tag, self._tag(self._in_dir, self._in_seq, body)):
-            raise WireError("unauthorized", "bad authentication tag (wrong secret, or a "
-                                            "replayed or reordered frame)")
+            raise ProtocolError("unauthorized", "bad authentication tag (wrong secret, or a "
+                                                "replayed or reordered frame)")
         self._in_seq += 1
         return body
 

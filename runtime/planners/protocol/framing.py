@@ -1,12 +1,13 @@
-"""The planner-serving wire protocol: length-prefixed msgpack frames, versioned, no pickle.
+"""The planner-serving network protocol: length-prefixed msgpack frames, versioned, no
+pickle.
 
-This module holds the framing, arrays and error codes; :mod:`.wire_auth` the HMAC frame
-tags, :mod:`.wire_messages` the message builders and validators.
+This module holds the framing, arrays and error codes; :mod:`.auth` the HMAC frame tags,
+:mod:`.messages` the message builders and validators.
 
 A frame on the TCP stream is ``uint32 big-endian payload length`` followed by that many bytes
 of msgpack. The payload is a map with at least ``"v"`` (protocol version, :data:`PROTOCOL_VERSION`)
 and ``"type"``. Arrays travel as ``{"dtype": "float32", "shape": [...], "data": <bytes>}``
-(little-endian, C order). msgpack extension types are refused, so nothing on the wire can
+(little-endian, C order). msgpack extension types are refused, so nothing a peer sends can
 build an arbitrary Python object. See ``docs/planner.md`` for the full message list.
 
 Client -> server:
@@ -60,7 +61,7 @@ __all__ = [
     "TAG_SIZE",
     "FrameReader",
     "FrameTooLarge",
-    "WireError",
+    "ProtocolError",
     "decode_array",
     "decode_payload",
     "encode_array",
@@ -84,7 +85,7 @@ ERROR_CODES = ("unsupported_version", "malformed", "frame_too_large", "unknown_t
 #: Request priorities, most urgent first: a robot waiting for its next chunk goes before a
 #: training batch.
 PRIORITIES = ("robot", "training")
-#: Largest dimension and element count of an array on the wire (a shape such as
+#: Largest dimension and element count of an array in a message (a shape such as
 #: ``[2**32, 2**32]`` is refused before any arithmetic can overflow).
 MAX_ARRAY_ELEMENTS = 1 << 28
 #: Longest accepted instruction text (characters).
@@ -96,7 +97,7 @@ _DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int
            "uint8": np.uint8}
 
 
-class WireError(ValueError):
+class ProtocolError(ValueError):
     """A payload does not follow the protocol; ``code`` is one of :data:`ERROR_CODES`."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -105,7 +106,7 @@ class WireError(ValueError):
         self.message = message
 
 
-class FrameTooLarge(WireError):
+class FrameTooLarge(ProtocolError):
     """The length prefix announces more than the receiver accepts; the stream is abandoned."""
 
     def __init__(self, size: int, limit: int) -> None:
@@ -120,38 +121,39 @@ def encode_array(a: np.ndarray) -> dict[str, Any]:
     a = np.asarray(a)
     name = a.dtype.name
     if name not in _DTYPES:
-        raise WireError("malformed", f"dtype {name} cannot travel on the wire")
+        raise ProtocolError("malformed", f"dtype {name} cannot travel in a protocol message")
     data = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).tobytes()
     return {"dtype": name, "shape": list(a.shape), "data": data}
 
 
 def decode_array(msg: Any, field: str, *, ndim: int | None = None) -> np.ndarray:
-    """Inverse of :func:`encode_array`; raises :class:`WireError` naming ``field``.
+    """Inverse of :func:`encode_array`; raises :class:`ProtocolError` naming ``field``.
 
     Everything is checked before use: ``dtype`` a known name (not a list or a map), ``shape``
     a list of plain non-negative ints (``True`` is not a dimension) whose product, computed
     with Python integers, stays below :data:`MAX_ARRAY_ELEMENTS` and matches ``data``.
     """
     if not isinstance(msg, dict):
-        raise WireError("malformed", f"{field}: expected an array map, got {type(msg).__name__}")
+        raise ProtocolError("malformed", f"{field}: expected an array map, got "
+                                         f"{type(msg).__name__}")
     dtype, shape, data = msg.get("dtype"), msg.get("shape"), msg.get("data")
     if not isinstance(dtype, str) or dtype not in _DTYPES:
-        raise WireError("malformed", f"{field}.dtype: unsupported {_short(dtype)}")
+        raise ProtocolError("malformed", f"{field}.dtype: unsupported {_short(dtype)}")
     if (not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape)
             or (ndim is not None and len(shape) != ndim) or len(shape) > 8):
-        raise WireError("malformed", f"{field}.shape: expected {ndim or 'n'} non-negative "
-                                     f"ints, got {_short(shape)}")
+        raise ProtocolError("malformed", f"{field}.shape: expected {ndim or 'n'} non-negative "
+                                         f"ints, got {_short(shape)}")
     count = math.prod(shape)
     if count > MAX_ARRAY_ELEMENTS:
-        raise WireError("malformed", f"{field}.shape: {shape} has {count} elements (limit "
-                                     f"{MAX_ARRAY_ELEMENTS})")
+        raise ProtocolError("malformed", f"{field}.shape: {shape} has {count} elements (limit "
+                                         f"{MAX_ARRAY_ELEMENTS})")
     if not isinstance(data, bytes):
-        raise WireError("malformed", f"{field}.data: expected bytes")
+        raise ProtocolError("malformed", f"{field}.data: expected bytes")
     dt = np.dtype(_DTYPES[dtype]).newbyteorder("<")
     expected = count * dt.itemsize
     if len(data) != expected:
-        raise WireError("malformed", f"{field}.data: {len(data)} bytes for shape {shape} "
-                                     f"{dtype} (expected {expected})")
+        raise ProtocolError("malformed", f"{field}.data: {len(data)} bytes for shape {shape} "
+                                         f"{dtype} (expected {expected})")
     return np.frombuffer(data, dtype=dt).reshape(shape).astype(_DTYPES[dtype])
 
 
@@ -163,7 +165,7 @@ def _short(value: Any, limit: int = 60) -> str:
 
 # --- frames ------------------------------------------------------------------------------------
 def _refuse_ext(code: int, data: bytes) -> Any:
-    raise WireError("malformed", f"msgpack extension type {code} is not allowed")
+    raise ProtocolError("malformed", f"msgpack extension type {code} is not allowed")
 
 
 def encode_frame(payload: dict[str, Any]) -> bytes:
@@ -176,7 +178,7 @@ def encode_frame(payload: dict[str, Any]) -> bytes:
 
 def decode_payload(body: bytes, *, max_frame: int = DEFAULT_MAX_FRAME,
                    max_items: int = 1 << 16) -> dict[str, Any]:
-    """msgpack bytes -> message map, checking the version; raises :class:`WireError`.
+    """msgpack bytes -> message map, checking the version; raises :class:`ProtocolError`.
 
     ``max_items`` bounds every list (e.g. a ``plan_batch``'s instructions): msgpack checks
     it from the list's header, so an oversized batch is refused (``quota_exceeded``) before
@@ -186,24 +188,25 @@ def decode_payload(body: bytes, *, max_frame: int = DEFAULT_MAX_FRAME,
         msg = msgpack.unpackb(body, raw=False, strict_map_key=True, ext_hook=_refuse_ext,
                               max_bin_len=max_frame, max_str_len=max_frame,
                               max_array_len=max_items, max_map_len=1 << 10)
-    except WireError:
+    except ProtocolError:
         raise
     except ValueError as exc:
         if "max_array_len" in str(exc):
-            raise WireError("quota_exceeded", f"a list longer than {max_items} items "
-                                              f"(max_batch_rows): {exc}") from exc
-        raise WireError("malformed", f"not a msgpack document ({exc})") from exc
+            raise ProtocolError("quota_exceeded", f"a list longer than {max_items} items "
+                                                  f"(max_batch_rows): {exc}") from exc
+        raise ProtocolError("malformed", f"not a msgpack document ({exc})") from exc
     except Exception as exc:  # msgpack raises several unrelated types for bad bytes
-        raise WireError("malformed",
-                        f"not a msgpack document ({type(exc).__name__}: {exc})") from exc
+        raise ProtocolError("malformed",
+                            f"not a msgpack document ({type(exc).__name__}: {exc})") from exc
     if not isinstance(msg, dict):
-        raise WireError("malformed", f"payload must be a map, got {type(msg).__name__}")
+        raise ProtocolError("malformed", f"payload must be a map, got {type(msg).__name__}")
     version = msg.get("v")
     if version != PROTOCOL_VERSION:
-        raise WireError("unsupported_version", f"protocol version {version!r} is not supported "
-                                               f"(this side speaks {PROTOCOL_VERSION})")
+        raise ProtocolError("unsupported_version", f"protocol version {version!r} is not "
+                                                   "supported (this side speaks "
+                                                   f"{PROTOCOL_VERSION})")
     if not isinstance(msg.get("type"), str):
-        raise WireError("malformed", "payload.type: missing or not a string")
+        raise ProtocolError("malformed", "payload.type: missing or not a string")
     return msg
 
 

@@ -1,7 +1,7 @@
-"""Planner-wire messages: validated ``plan`` / ``plan_batch`` requests and the replies.
+"""Planner protocol messages: validated ``plan`` / ``plan_batch`` requests and the replies.
 
-Each parser checks every field before use and raises :class:`~.wire.WireError` naming it;
-the message list is in :mod:`.wire` and ``docs/planner.md``.
+Each parser checks every field before use and raises :class:`~.framing.ProtocolError` naming
+it; the message list is in :mod:`.framing` and ``docs/planner.md``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from edgerl.runtime.planners.protocol.framing import (
     MAX_INSTRUCTION,
     PRIORITIES,
     PROTOCOL_VERSION,
-    WireError,
+    ProtocolError,
     _short,
     decode_array,
     encode_array,
@@ -68,40 +68,40 @@ class PlanRequest:
 def _number(msg: dict, key: str, default: float | None = None) -> float:
     value = msg.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise WireError("malformed", f"{key}: expected a finite number, got {_short(value)}")
+        raise ProtocolError("malformed", f"{key}: expected a finite number, got {_short(value)}")
     return float(value)
 
 
 def _int(msg: dict, key: str, default: int | None = None) -> int:
     value = msg.get(key, default)
     if type(value) is not int or not -(1 << 63) <= value < (1 << 63):
-        raise WireError("malformed", f"{key}: expected a 64-bit integer, got {_short(value)}")
+        raise ProtocolError("malformed", f"{key}: expected a 64-bit integer, got {_short(value)}")
     return value
 
 
 def _priority(msg: dict, default: str) -> str:
     value = msg.get("priority", default)
     if value not in PRIORITIES:
-        raise WireError("malformed", f"priority: expected one of {PRIORITIES}, got "
-                                     f"{_short(value)}")
+        raise ProtocolError("malformed", f"priority: expected one of {PRIORITIES}, got "
+                                         f"{_short(value)}")
     return value
 
 
 def parse_plan_request(msg: dict[str, Any], obs_dim: int | None = None) -> PlanRequest:
-    """Validate a decoded ``plan`` message; raises :class:`WireError` naming the field."""
+    """Validate a decoded ``plan`` message; raises :class:`ProtocolError` naming the field."""
     req_id = _int(msg, "id")
     obs = decode_array(msg.get("obs"), "obs", ndim=1).astype(np.float32)
     if obs_dim is not None and obs.shape[0] != obs_dim:
-        raise WireError("malformed", f"obs: expected {obs_dim} values, got {obs.shape[0]}")
+        raise ProtocolError("malformed", f"obs: expected {obs_dim} values, got {obs.shape[0]}")
     if not np.all(np.isfinite(obs)):
-        raise WireError("malformed", "obs: contains NaN or inf")
+        raise ProtocolError("malformed", "obs: contains NaN or inf")
     instruction = msg.get("instruction", "")
     if not isinstance(instruction, str) or len(instruction) > MAX_INSTRUCTION:
-        raise WireError("malformed", f"instruction: expected a string of at most "
-                                     f"{MAX_INSTRUCTION} characters")
+        raise ProtocolError("malformed", f"instruction: expected a string of at most "
+                                         f"{MAX_INSTRUCTION} characters")
     deadline_s = _number(msg, "deadline_s", 0.0)
     if deadline_s < 0:
-        raise WireError("malformed", f"deadline_s: must be >= 0, got {deadline_s}")
+        raise ProtocolError("malformed", f"deadline_s: must be >= 0, got {deadline_s}")
     return PlanRequest(id=req_id, obs=obs, obs_time=_number(msg, "obs_time"),
                        instruction=instruction, deadline_s=deadline_s,
                        step=_int(msg, "step", -1), priority=_priority(msg, "robot"))
@@ -114,19 +114,20 @@ def parse_plan_batch_request(msg: dict[str, Any], obs_dim: int | None = None,
     obs = decode_array(msg.get("obs"), "obs", ndim=2).astype(np.float32)
     n = obs.shape[0]
     if not 1 <= n <= max_batch:
-        raise WireError("malformed", f"obs: batch of {n} rows, expected 1..{max_batch}")
+        raise ProtocolError("malformed", f"obs: batch of {n} rows, expected 1..{max_batch}")
     if obs_dim is not None and obs.shape[1] != obs_dim:
-        raise WireError("malformed", f"obs: expected {obs_dim} values per row, got {obs.shape[1]}")
+        raise ProtocolError("malformed", f"obs: expected {obs_dim} values per row, got "
+                                         f"{obs.shape[1]}")
     if not np.all(np.isfinite(obs)):
-        raise WireError("malformed", "obs: contains NaN or inf")
+        raise ProtocolError("malformed", "obs: contains NaN or inf")
     texts = msg.get("instructions")
     if not isinstance(texts, list) or len(texts) != n or not all(
             isinstance(t, str) and len(t) <= MAX_INSTRUCTION for t in texts):
-        raise WireError("malformed", f"instructions: expected a list of {n} strings of at "
-                                     f"most {MAX_INSTRUCTION} characters")
+        raise ProtocolError("malformed", f"instructions: expected a list of {n} strings of at "
+                                         f"most {MAX_INSTRUCTION} characters")
     deadline_s = _number(msg, "deadline_s", 0.0)
     if deadline_s < 0:
-        raise WireError("malformed", f"deadline_s: must be >= 0, got {deadline_s}")
+        raise ProtocolError("malformed", f"deadline_s: must be >= 0, got {deadline_s}")
     return PlanRequest(id=req_id, obs=obs, obs_time=_number(msg, "obs_time"), instruction="",
                        deadline_s=deadline_s, instructions=tuple(texts),
                        priority=_priority(msg, "training"))
@@ -149,7 +150,7 @@ def chunk_to_msg(req_id: int, chunk: ActionChunk, latency_s: float) -> dict[str,
 
 
 def chunk_from_msg(msg: dict[str, Any]) -> ActionChunk:
-    """Build the :class:`ActionChunk` of a ``chunk`` reply; raises :class:`WireError`."""
+    """Build the :class:`ActionChunk` of a ``chunk`` reply; raises :class:`ProtocolError`."""
     actions = decode_array(msg.get("actions"), "actions", ndim=2)
     source = msg.get("source", "remote")
     try:
@@ -159,9 +160,9 @@ def chunk_from_msg(msg: dict[str, Any]) -> ActionChunk:
                            meta={"latency_s": _number(msg, "latency_s", 0.0),
                                  "id": _int(msg, "id")})
     except ValueError as exc:  # ChunkError
-        if isinstance(exc, WireError):
+        if isinstance(exc, ProtocolError):
             raise
-        raise WireError("malformed", f"chunk: {exc}") from exc
+        raise ProtocolError("malformed", f"chunk: {exc}") from exc
 
 
 def error_msg(req_id: int, code: str, message: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """``RemotePlannerConfig``, ``RemotePlannerError`` and the request records of
-:class:`~.remote.RemotePlanner` (waiters, the outbox item, requests on the wire)."""
+:class:`~.remote.RemotePlanner` (waiters, the outbox item, requests sent and awaiting an answer)."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ class _Outgoing:
 
 @dataclass
 class _Sent:
-    """A request on the wire, waiting for its answer."""
+    """A request sent to the server, waiting for its answer."""
 
     created: float  # client monotonic seconds of request()
     deadline_s: float

@@ -8,7 +8,7 @@ chunks, and every thread hand-off costs a scheduler wake-up (milliseconds on a b
 wake-up per round trip on this side. :meth:`DirectPlanner.send_many` /
 :meth:`DirectPlanner.receive` split a call in two, still thread-free: the requests go out
 at once and the answers wait in the socket until the caller reads them (training sends a
-query, simulates the ``D`` steps of its delay, then reads the chunks). Same wire protocol,
+query, simulates the ``D`` steps of its delay, then reads the chunks). Same network protocol,
 same authentication, same reply validation (ids, shapes, finite values); a lost connection
 is reopened and every unanswered piece is sent again (``reconnects`` times at most).
 """
@@ -34,7 +34,7 @@ from edgerl.runtime.planners.protocol.framing import (
     PRIORITIES,
     PROTOCOL_VERSION,
     TAG_SIZE,
-    WireError,
+    ProtocolError,
     decode_array,
     decode_payload,
     encode_array,
@@ -180,7 +180,7 @@ class DirectPlanner:
         if self._auth is not None and not raw:
             try:
                 body = self._auth.open(body)
-            except WireError as exc:
+            except ProtocolError as exc:
                 raise RemotePlannerError("unauthorized", exc.message) from exc
         return decode_payload(body, max_frame=self.max_frame)
 
@@ -330,7 +330,7 @@ class DirectPlanner:
                                                   f"{str(reply.get('type'))[:40]!r}")
         try:
             actions = decode_array(reply.get("actions"), "actions", ndim=3)
-        except WireError as exc:
+        except ProtocolError as exc:
             raise RemotePlannerError("malformed", exc.message) from exc
         expected = (rows, self.info.horizon, self.info.action_dim)
         if actions.shape != expected or not np.all(np.isfinite(actions)):

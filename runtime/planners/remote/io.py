@@ -18,7 +18,7 @@ from edgerl.contract.chunk import ActionChunk
 from edgerl.runtime.planners.protocol.auth import FrameAuth
 from edgerl.runtime.planners.protocol.framing import (
     TAG_SIZE,
-    WireError,
+    ProtocolError,
     decode_array,
     decode_payload,
     encode_frame,
@@ -29,7 +29,7 @@ from edgerl.runtime.planners.remote.config import RemotePlannerError, _Sent, _Wa
 
 __all__: list[str] = []
 
-log = logging.getLogger("edgerl.runtime.planners.remote.planner")  # one logger for the client
+log = logging.getLogger(__name__)
 
 
 class _RemoteIO:
@@ -90,7 +90,7 @@ class _RemoteIO:
                 if auth is not None:
                     body = self._open(auth, body)
                 self._dispatch(decode_payload(body, max_frame=self.config.max_frame))
-            except WireError as exc:
+            except ProtocolError as exc:
                 self._counts["bad_replies"] += 1
                 log.warning("bad reply from the planner server: %s", exc)
                 if exc.code in ("frame_too_large", "unauthorized"):  # stream unusable
@@ -109,17 +109,17 @@ class _RemoteIO:
         ``unauthorized`` error: report it to every waiter, then the connection is dropped."""
         try:
             return auth.open(body)
-        except WireError as exc:
+        except ProtocolError as exc:
             try:
                 msg = decode_payload(body)
                 why = f"the server refused our frames: {msg.get('message')}"
-            except WireError:
+            except ProtocolError:
                 why = f"a reply failed authentication ({exc.message}); is the secret right?"
             refusal = {"type": "error", "code": "unauthorized", "message": why}
             with self._cv:
                 self._conn_error = refusal
             self._wake_all(refusal)
-            raise WireError("unauthorized", why) from exc
+            raise ProtocolError("unauthorized", why) from exc
 
     def _reconnect(self) -> None:
         """One attempt after a pause that doubles (with +-20 % jitter) up to
@@ -131,7 +131,7 @@ class _RemoteIO:
             self._connect()
             self._counts["reconnects"] += 1
             self._backoff = self.config.reconnect_s
-        except (OSError, WireError, RemotePlannerError) as exc:
+        except (OSError, ProtocolError, RemotePlannerError) as exc:
             self._counts["reconnect_failed"] += 1
             self._backoff = min(self.config.reconnect_max_s, 2 * self._backoff)
             log.debug("reconnect to %s:%d failed: %s (next in %.2f s)", self.config.host,
@@ -206,7 +206,7 @@ class _RemoteIO:
             return
         try:
             chunk = self._validated_chunk(msg, sent)
-        except WireError as exc:
+        except ProtocolError as exc:
             self._reject(exc.code, exc.message, waiter)
             return
         self._counts["received"] += 1
@@ -218,20 +218,20 @@ class _RemoteIO:
             waiter.event.set()
 
     def _validated_chunk(self, msg: dict[str, Any], sent: _Sent) -> ActionChunk:
-        """The reply's chunk, or :class:`WireError` naming what is wrong with it."""
+        """The reply's chunk, or :class:`ProtocolError` naming what is wrong with it."""
         chunk = chunk_from_msg(msg)
         if chunk.obs_time != sent.obs_time:
-            raise WireError("obs_time", f"reply obs_time {chunk.obs_time!r} is not the "
-                                        f"request's {sent.obs_time!r}")
+            raise ProtocolError("obs_time", f"reply obs_time {chunk.obs_time!r} is not the "
+                                            f"request's {sent.obs_time!r}")
         ahead = chunk.t0 - chunk.obs_time
         if not -chunk.horizon_s <= ahead <= self.config.max_future_s:
-            raise WireError("t0", f"chunk t0 is {ahead:.3g} s after its obs_time (allowed: "
-                                  f"-{chunk.horizon_s:.3g}..{self.config.max_future_s:g} s)")
+            raise ProtocolError("t0", f"chunk t0 is {ahead:.3g} s after its obs_time (allowed: "
+                                      f"-{chunk.horizon_s:.3g}..{self.config.max_future_s:g} s)")
         expected = (self.info.horizon, self.info.action_dim)
         if self._info_known and chunk.actions.shape != expected:
-            raise WireError("shape", f"actions {chunk.actions.shape}, expected {expected}")
+            raise ProtocolError("shape", f"actions {chunk.actions.shape}, expected {expected}")
         if not np.all(np.isfinite(chunk.actions)):
-            raise WireError("non_finite", "actions contain NaN or inf")
+            raise ProtocolError("non_finite", "actions contain NaN or inf")
         return chunk
 
     def _accept_batch(self, msg: dict[str, Any], sent: _Sent, waiter: _Waiter | None) -> None:
@@ -239,12 +239,12 @@ class _RemoteIO:
         try:
             actions = decode_array(msg.get("actions"), "actions", ndim=3).astype(np.float32)
             if not np.all(np.isfinite(actions)):
-                raise WireError("non_finite", "actions contain NaN or inf")
+                raise ProtocolError("non_finite", "actions contain NaN or inf")
             if self._info_known and actions.shape[1:] != (self.info.horizon,
                                                           self.info.action_dim):
-                raise WireError("shape", f"actions {actions.shape}, expected (n, "
-                                         f"{self.info.horizon}, {self.info.action_dim})")
-        except WireError as exc:
+                raise ProtocolError("shape", f"actions {actions.shape}, expected (n, "
+                                             f"{self.info.horizon}, {self.info.action_dim})")
+        except ProtocolError as exc:
             self._reject(exc.code, exc.message, waiter)
             return
         if waiter is not None:

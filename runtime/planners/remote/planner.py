@@ -1,4 +1,5 @@
-"""``RemotePlanner``: the client side of planner serving (see :mod:`.wire`).
+"""``RemotePlanner``: the client side of planner serving (protocol:
+:mod:`edgerl.runtime.planners.protocol.framing`).
 
 Implements :class:`edgerl.contract.planner.Planner` for a planner running in another process or on
 another machine (``edgerl serve-planner``, or a user's own VLA speaking the protocol in
@@ -24,12 +25,12 @@ when the receive thread is gone or when a request has had no answer for ``dead_a
 ``SLOW`` when one has waited more than ``slow_factor`` x the expected latency (+ 5 ms).
 
 With ``secret`` set, the client expects the server's ``hello`` and tags every frame
-(:class:`~.wire_auth.FrameAuth`); a server that asks for authentication
-from a client without the secret is reported as ``unauthorized``.
+(:class:`~edgerl.runtime.planners.protocol.auth.FrameAuth`); a server that asks for
+authentication from a client without the secret is reported as ``unauthorized``.
 
-Files: this one (life cycle, robot requests, health), :mod:`.remote_config` (settings,
-errors), :mod:`.remote_batch` (``plan_batch`` / ``plan_many``), :mod:`.remote_io` (the I/O
-threads and reply checks).
+Files: this one (life cycle, robot requests, health), :mod:`.config` (settings, errors),
+:mod:`.batch` (``plan_batch`` / ``plan_many``), :mod:`.io` (the I/O threads and reply
+checks).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ from edgerl.runtime.planners.remote.io import _RemoteIO
 
 __all__ = ["RemotePlanner"]
 
-log = logging.getLogger("edgerl.runtime.planners.remote.planner")  # one logger for the client
+log = logging.getLogger(__name__)
 
 
 class RemotePlanner(_BatchRequests, _RemoteIO):

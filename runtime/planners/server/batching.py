@@ -15,26 +15,23 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from edgerl.contract.chunk import ActionChunk
-from edgerl.runtime.planners.protocol.framing import PRIORITIES, WireError
+from edgerl.runtime.planners.protocol.framing import PRIORITIES, ProtocolError
 from edgerl.runtime.planners.protocol.messages import (
     PlanRequest,
     batch_to_msg,
     chunk_to_msg,
     error_msg,
 )
-
-if TYPE_CHECKING:
-    from edgerl.runtime.planners.server.connections import _Session
+from edgerl.runtime.planners.server.state import _Job, _Session
 
 __all__ = ["CostModel"]
 
-log = logging.getLogger("edgerl.runtime.planners.server.server")  # one logger for the server
+log = logging.getLogger(__name__)
 
 
 class CostModel:
@@ -61,22 +58,6 @@ class CostModel:
     def estimate(self, rows: int) -> float:
         """Seconds for a batch of ``rows`` (0 while unknown: admit and learn)."""
         return 0.0 if self.base is None else self.base + self.per_row * rows
-
-
-@dataclass(eq=False)
-class _Job:
-    """One admitted request waiting for (or in) a batch."""
-
-    session: _Session
-    request: PlanRequest
-    received: float  # server monotonic seconds
-    deadline: float  # absolute server monotonic seconds (inf: none)
-    seq: int
-    cancelled: bool = False
-
-    @property
-    def rank(self) -> tuple[int, float, int]:
-        return PRIORITIES.index(self.request.priority), self.deadline, self.seq
 
 
 class _Worker:
@@ -129,11 +110,11 @@ class _Scheduler:
                              session.tokens + (now - session.refilled) * cfg.rows_per_s)
         session.refilled = now
         if rows > cfg.max_batch_rows:
-            raise WireError("quota_exceeded", f"{rows} rows in one request; the limit is "
-                                              f"{cfg.max_batch_rows} (max_batch_rows)")
+            raise ProtocolError("quota_exceeded", f"{rows} rows in one request; the limit is "
+                                                  f"{cfg.max_batch_rows} (max_batch_rows)")
         if rows > session.tokens:
-            raise WireError("quota_exceeded", f"work quota of {cfg.rows_per_s:g} rows/s "
-                                              "exceeded; slow down")
+            raise ProtocolError("quota_exceeded", f"work quota of {cfg.rows_per_s:g} rows/s "
+                                                  "exceeded; slow down")
         session.tokens -= rows
 
     def _admit(self, session: _Session, request: PlanRequest) -> None:
@@ -143,17 +124,17 @@ class _Scheduler:
         self._take_tokens(session, request.rows)
         if request.instructions is not None and session.pending_batches >= \
                 cfg.max_pending_batches:
-            raise WireError("quota_exceeded", f"{session.pending_batches} plan_batch requests "
-                                              "already queued for this client")
+            raise ProtocolError("quota_exceeded", f"{session.pending_batches} plan_batch requests "
+                                                  "already queued for this client")
         old = session.pending_plan if request.instructions is None else None
         queued = sum(j.request.rows for j in self._queue) - (old.request.rows if old else 0)
         if queued + request.rows > cfg.max_queue_rows:
-            raise WireError("overloaded", f"{queued} rows queued (limit {cfg.max_queue_rows})")
+            raise ProtocolError("overloaded", f"{queued} rows queued (limit {cfg.max_queue_rows})")
         deadline = now + request.deadline_s if request.deadline_s > 0 else float("inf")
         if cfg.admission and deadline < float("inf"):
             finish = self._estimated_finish(request, now, exclude=old)
             if finish > deadline:
-                raise WireError("deadline_unmeetable", (
+                raise ProtocolError("deadline_unmeetable", (
                     f"estimated to finish in {1e3 * (finish - now):.1f} ms, deadline "
                     f"{1e3 * request.deadline_s:.1f} ms"))
         job = _Job(session, request, now, deadline, next(self._seq))

@@ -12,15 +12,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from edgerl.runtime.planners.protocol.auth import FrameAuth
 from edgerl.runtime.planners.protocol.framing import (
     HEADER,
     TAG_SIZE,
-    WireError,
+    ProtocolError,
     decode_payload,
     encode_frame,
 )
@@ -29,30 +27,11 @@ from edgerl.runtime.planners.protocol.messages import (
     parse_plan_batch_request,
     parse_plan_request,
 )
-
-if TYPE_CHECKING:
-    from edgerl.runtime.planners.server.batching import _Job
+from edgerl.runtime.planners.server.state import _Session
 
 __all__: list[str] = []
 
-log = logging.getLogger("edgerl.runtime.planners.server.server")  # one logger for the server
-
-
-@dataclass(eq=False)
-class _Session:
-    """Bounded state of one connection."""
-
-    cid: int
-    peer: str
-    writer: asyncio.StreamWriter
-    auth: FrameAuth | None
-    tokens: float
-    refilled: float
-    pending_plan: _Job | None = None
-    pending_batches: int = 0
-    bad_frames: int = 0
-    closed: bool = False
-    counts: Counter = field(default_factory=Counter)
+log = logging.getLogger(__name__)
 
 
 class _Connections:
@@ -168,14 +147,14 @@ class _Connections:
                 self._admit(session, parse_plan_request(msg, self.config.obs_dim))
             elif kind == "plan_batch":
                 if not self._has_batch:
-                    raise WireError("unknown_type", "this planner does not answer plan_batch "
-                                                    "(it has no plan_batch method)")
+                    raise ProtocolError("unknown_type", "this planner does not answer plan_batch "
+                                                        "(it has no plan_batch method)")
                 self._admit(session, parse_plan_batch_request(
                     msg, self.config.obs_dim, max_batch=1 << 20))
             else:
-                raise WireError("unknown_type", f"message type {kind!r} is not known "
-                                                "(plan, plan_batch, health)")
-        except WireError as exc:
+                raise ProtocolError("unknown_type", f"message type {kind!r} is not known "
+                                                    "(plan, plan_batch, health)")
+        except ProtocolError as exc:
             if exc.code in ("quota_exceeded", "overloaded", "deadline_unmeetable"):
                 self._drop(exc.code)
                 log.debug("client %s: %s", session.peer, exc)

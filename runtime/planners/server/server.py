@@ -11,10 +11,11 @@ Life of a request:
    second is cut off, ``read_timeout``). An oversized length prefix gets ``frame_too_large``
    and the connection is closed (the stream cannot be resynchronised).
 2. **Check**: authentication tag (when a secret is set), version, fields (see
-   :mod:`.wire`); a refused message gets a named ``error`` reply and the connection
-   stays open, until the client has sent ``max_bad_frames`` of them (then ``quota_exceeded``
-   and closed). Each client has a work quota (a token bucket of observation rows per second,
-   ``rows_per_s``, burst ``max_batch_rows``); a request beyond it gets ``quota_exceeded``.
+   :mod:`~edgerl.runtime.planners.protocol.messages`); a refused message gets a named
+   ``error`` reply and the connection stays open, until the client has sent
+   ``max_bad_frames`` of them (then ``quota_exceeded`` and closed). Each client has a work
+   quota (a token bucket of observation rows per second, ``rows_per_s``, burst
+   ``max_batch_rows``); a request beyond it gets ``quota_exceeded``.
 3. **Admit**: each client holds at most one pending ``plan`` (a newer one replaces it, the old
    one is answered ``superseded``) and ``max_pending_batches`` ``plan_batch`` requests: the
    per-session state is bounded. With a deadline (``deadline_s`` > 0, a budget from receipt),
@@ -38,13 +39,14 @@ the unexpected) and a log line; nothing can kill the loop or the worker. ``healt
 are answered by the loop, so they work while the planner is busy. :meth:`metrics` gives queue
 depth, batch sizes, admitted / dropped by reason and p50/p99 latency.
 
-Binding beyond loopback requires a shared secret (:class:`~.wire_auth.FrameAuth`).
+Binding beyond loopback requires a shared secret
+(:class:`~edgerl.runtime.planners.protocol.auth.FrameAuth`).
 
 The planner's ``plan(obs, instruction, now)`` receives the client's ``obs_time`` as ``now``,
 so the chunk's ``t0``/``obs_time`` come back in the client's clock.
 
-Files: this one (settings, life cycle, metrics, health), :mod:`.server_connections` (steps
-1-2), :mod:`.server_batching` (steps 3-5).
+Files: this one (settings, life cycle, metrics, health), :mod:`.connections` (steps 1-2),
+:mod:`.batching` (steps 3-5), :mod:`.state` (the connection and request records both share).
 """
 
 from __future__ import annotations
@@ -71,8 +73,9 @@ from edgerl.runtime.planners.protocol.framing import (
     TAG_SIZE,
 )
 from edgerl.runtime.planners.protocol.messages import error_msg
-from edgerl.runtime.planners.server.batching import CostModel, _Job, _Scheduler, _Worker
-from edgerl.runtime.planners.server.connections import _Connections, _Session
+from edgerl.runtime.planners.server.batching import CostModel, _Scheduler, _Worker
+from edgerl.runtime.planners.server.connections import _Connections
+from edgerl.runtime.planners.server.state import _Job, _Session
 
 __all__ = ["PlannerServer", "ServerConfig"]
 

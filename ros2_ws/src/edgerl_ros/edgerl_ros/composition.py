@@ -4,7 +4,7 @@ Across processes each state and each command crosses the middleware: on this mac
 rclpy ``JointState`` round trip between two processes costs 0.8-1.6 ms p50 at a 5-20 ms pace
 (``benchmarks/ros2_roundtrip.py``), more than the whole e2e budget of a fast loop. ROS 2's
 answer is composition: the fast path runs in the driver's process. :class:`ComposedLink`
-wires a robot node (``SimRobotNode``, ``SerialBridgeNode``) to an :class:`EditPolicyNode` whose
+connects a robot node (``SimRobotNode``, ``SerialBridgeNode``) to an :class:`EditPolicyNode` whose
 ``state_source`` is ``in_process``:
 
 * the robot hands each state (``link.state``) and each episode reset (``link.episode``, before

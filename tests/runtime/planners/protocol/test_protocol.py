@@ -1,4 +1,4 @@
-"""The planner wire format: arrays, chunk messages and refused payloads (no sockets)."""
+"""The planner protocol: arrays, chunk messages and refused payloads (no sockets)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from edgerl.contract.chunk import ActionChunk
 from edgerl.runtime.planners.protocol.framing import (
-    WireError,
+    ProtocolError,
     decode_array,
     decode_payload,
     encode_array,
@@ -17,7 +17,7 @@ from edgerl.runtime.planners.protocol.framing import (
 from edgerl.runtime.planners.protocol.messages import chunk_from_msg, chunk_to_msg
 
 
-class TestWire:
+class TestProtocol:
     def test_array_round_trip_is_bitwise(self):
         a = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
         b = decode_array(encode_array(a), "a", ndim=2)
@@ -34,12 +34,12 @@ class TestWire:
         assert back.meta["latency_s"] == pytest.approx(0.012)
 
     def test_refuses_wrong_version_ext_types_and_bad_arrays(self):
-        with pytest.raises(WireError, match="unsupported_version"):
+        with pytest.raises(ProtocolError, match="unsupported_version"):
             decode_payload(msgpack.packb({"v": 99, "type": "plan"}))
-        with pytest.raises(WireError, match="extension type 42"):
+        with pytest.raises(ProtocolError, match="extension type 42"):
             decode_payload(msgpack.packb({"v": 1, "type": "plan",
                                           "x": msgpack.ExtType(42, b"evil")}))
-        with pytest.raises(WireError, match="payload must be a map"):
+        with pytest.raises(ProtocolError, match="payload must be a map"):
             decode_payload(msgpack.packb([1, 2]))
-        with pytest.raises(WireError, match="obs.data: 4 bytes for shape"):
+        with pytest.raises(ProtocolError, match="obs.data: 4 bytes for shape"):
             decode_array({"dtype": "float32", "shape": [3], "data": b"\0" * 4}, "obs")

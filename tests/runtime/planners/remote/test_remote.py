@@ -8,76 +8,43 @@ import struct
 import threading
 import time
 
-import msgpack
 import numpy as np
 import pytest
 
-from edgerl.contract.chunk import ActionChunk
-from edgerl.contract.planner import Planner, PlannerHealth, PlannerInfo
-from edgerl.runtime.planners.protocol.framing import (
-    PROTOCOL_VERSION,
-    encode_array,
-    encode_frame,
-    recv_frame,
-)
+from edgerl.contract.planner import Planner, PlannerHealth
+from edgerl.runtime.planners.protocol.framing import encode_frame, recv_frame
 from edgerl.runtime.planners.remote.config import RemotePlannerError
 from edgerl.runtime.planners.remote.planner import RemotePlanner
 from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig
-
-H, A, OBS_DIM = 4, 2, 3
-
-
-class AffinePlanner:
-    """A real (tiny) planner: row i = obs[:A] + i + len(instruction); optional slow calls."""
-
-    def __init__(self, sleep_s: float = 0.0, slow_from_call: int = 0) -> None:
-        self.info = PlannerInfo(horizon=H, action_dim=A, dt_s=0.1, period_s=0.2,
-                                expected_latency_s=0.001)
-        self.sleep_s = sleep_s
-        self.slow_from_call = slow_from_call
-        self.calls = 0
-        self.release = threading.Event()  # set at teardown so sleeps end early
-        self.fail_next = False
-
-    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
-        self.calls += 1
-        if self.fail_next:
-            self.fail_next = False
-            raise RuntimeError("model exploded")
-        if self.sleep_s and self.calls > self.slow_from_call:
-            self.release.wait(self.sleep_s)
-        rows = observation[:A][None, :] + np.arange(H, dtype=np.float32)[:, None]
-        return ActionChunk(actions=rows + len(instruction), t0=now, dt=self.info.dt_s,
-                           obs_time=now, source="affine")
-
-    def health(self) -> PlannerHealth:
-        return PlannerHealth.OK
-
-
-def expected_rows(obs: np.ndarray, instruction: str) -> np.ndarray:
-    return obs[:A][None, :] + np.arange(H, dtype=np.float32)[:, None] + len(instruction)
+from tests.helpers.planners import (
+    OBS_DIM,
+    A,
+    AffinePlanner,
+    BatchAffinePlanner,
+    H,
+    ServedPlanners,
+    expected_rows,
+    plan_msg,
+    raw_connect,
+    raw_reply,
+)
 
 
 @pytest.fixture
 def serve():
-    """Start a server for a planner; everything is stopped at teardown."""
-    started: list[tuple[PlannerServer, AffinePlanner]] = []
-    clients: list[RemotePlanner] = []
+    """``serve(planner, **config)`` -> a started server and a started client of it;
+    everything is stopped at teardown."""
+    served = ServedPlanners()
 
     def _serve(planner: AffinePlanner, **cfg) -> tuple[PlannerServer, RemotePlanner]:
-        server = PlannerServer(planner, ServerConfig(port=0, obs_dim=OBS_DIM, **cfg))
-        host, port = server.start()
-        started.append((server, planner))
+        server = served(planner, **cfg)
+        host, port = server.address
         client = RemotePlanner(host=host, port=port, connect_timeout_s=3.0).start()
-        clients.append(client)
+        served.connections.append(client)
         return server, client
 
     yield _serve
-    for c in clients:
-        c.close()
-    for server, planner in started:
-        planner.release.set()
-        server.stop()
+    served.stop_all()
 
 
 def client_of_a_stopped_server(reconnect_s: float) -> tuple[AffinePlanner, int, RemotePlanner]:
@@ -94,22 +61,6 @@ def client_of_a_stopped_server(reconnect_s: float) -> tuple[AffinePlanner, int, 
     while client.health() is not PlannerHealth.DEAD and time.monotonic() < t_end:
         time.sleep(0.01)
     return planner, port, client
-
-
-def raw_connect(server: PlannerServer) -> socket.socket:
-    sock = socket.create_connection(server.address, timeout=3.0)
-    return sock
-
-
-def raw_reply(sock: socket.socket) -> dict:
-    body = recv_frame(sock)
-    assert body is not None, "server closed instead of replying"
-    return msgpack.unpackb(body, raw=False)
-
-
-def plan_msg(req_id: int, obs: np.ndarray, **extra) -> dict:
-    return {"v": PROTOCOL_VERSION, "type": "plan", "id": req_id, "obs": encode_array(obs),
-            "obs_time": 1.0, "instruction": "", "deadline_s": 0.0, **extra}
 
 
 class TestLoopback:
@@ -207,9 +158,9 @@ class TestLoopback:
 
 class TestBadInput:
     def test_bad_clients_get_errors_while_a_good_client_keeps_being_served(self, serve, caplog):
-        caplog.set_level(logging.WARNING, logger="edgerl.runtime.planners.server.server")
+        caplog.set_level(logging.WARNING, logger="edgerl.runtime.planners.server")
         server, good = serve(AffinePlanner(), max_frame=4096)
-        bad = raw_connect(server)
+        bad = raw_connect(server.address)
         try:
             # 1. unknown protocol version -> error reply, connection stays open
             bad.sendall(encode_frame({"v": 7, "type": "plan", "id": 1}))
@@ -245,7 +196,7 @@ class TestBadInput:
 
     def test_too_many_clients_are_refused(self, serve):
         server, _good = serve(AffinePlanner(), max_clients=1)
-        extra = raw_connect(server)
+        extra = raw_connect(server.address)
         try:
             assert raw_reply(extra)["code"] == "overloaded"
         finally:
@@ -267,15 +218,6 @@ def test_blocking_plan_fails_fast_while_disconnected():
         client.request(np.zeros(OBS_DIM, np.float32), "", now=0.0)  # still never raises
     finally:
         client.close()
-
-
-class BatchAffinePlanner(AffinePlanner):
-    """AffinePlanner that also answers many observations at once."""
-
-    def plan_batch(self, observations: np.ndarray, instructions: list[str],
-                   now: float) -> np.ndarray:
-        return np.stack([self.plan(o, t, now).actions for o, t in zip(observations,
-                                                                       instructions)])
 
 
 class TestBatch:

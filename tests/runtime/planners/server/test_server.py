@@ -19,6 +19,7 @@ from tests.helpers.planners import (
     OBS_DIM,
     AffinePlanner,
     BatchAffinePlanner,
+    ServedPlanners,
     batch_msg,
     closed_by_peer,
     expected_rows,
@@ -33,22 +34,9 @@ SECRET = b"0123456789abcdef-shared-secret"
 @pytest.fixture
 def serve():
     """``serve(planner, **config)`` -> started server; everything stops at teardown."""
-    started: list[tuple[PlannerServer, AffinePlanner]] = []
-    sockets: list[socket.socket] = []
-
-    def _serve(planner: AffinePlanner, **cfg) -> PlannerServer:
-        server = PlannerServer(planner, ServerConfig(port=0, obs_dim=OBS_DIM, **cfg))
-        server.start()
-        started.append((server, planner))
-        return server
-
-    _serve.sockets = sockets
-    yield _serve
-    for s in sockets:
-        s.close()
-    for server, planner in started:
-        planner.release.set()
-        server.stop()
+    served = ServedPlanners()
+    yield served
+    for server in served.stop_all():
         assert not any(server.metrics()["threads_alive"].values())
 
 
@@ -63,12 +51,12 @@ class TestSlowAndIdleClients:
         server = serve(AffinePlanner(), read_timeout_s=0.5, idle_timeout_s=1.0)
         idle = [raw_connect(server.address) for _ in range(16)]
         slow = [raw_connect(server.address) for _ in range(16)]
-        serve.sockets.extend(idle + slow)
+        serve.connections.extend(idle + slow)
         frame = encode_frame(plan_msg(1, np.ones(OBS_DIM, np.float32)))
         for s in slow:  # the first two bytes of a valid frame, then one byte every 0.2 s
             s.sendall(frame[:2])
         good = raw_connect(server.address)
-        serve.sockets.append(good)
+        serve.connections.append(good)
         worst = 0.0
         for k in range(10):
             reply, took = timed_plan(good, 100 + k, float(k))
@@ -93,14 +81,14 @@ class TestSlowAndIdleClients:
     def test_idle_connections_at_capacity_are_evicted_by_the_idle_timeout(self, serve):
         server = serve(AffinePlanner(), max_clients=4, idle_timeout_s=0.4)
         idle = [raw_connect(server.address) for _ in range(4)]
-        serve.sockets.extend(idle)
+        serve.connections.extend(idle)
         time.sleep(0.1)
         refused = raw_connect(server.address)
-        serve.sockets.append(refused)
+        serve.connections.append(refused)
         assert raw_reply(refused)["code"] == "overloaded"
         time.sleep(0.6)
         late = raw_connect(server.address)
-        serve.sockets.append(late)
+        serve.connections.append(late)
         reply, _ = timed_plan(late, 1)
         assert reply["type"] == "chunk"
 
@@ -110,7 +98,7 @@ class TestWorkQuotas:
         planner = BatchAffinePlanner(row_s=0.001)  # 4,096 rows would take 4 s
         server = serve(planner)
         hog, good = raw_connect(server.address), raw_connect(server.address)
-        serve.sockets.extend([hog, good])
+        serve.connections.extend([hog, good])
         texts = [f"instruction number {i}" for i in range(4096)]
         t = time.monotonic()
         hog.sendall(encode_frame(batch_msg(1, np.zeros((4096, OBS_DIM)), texts)))
@@ -125,7 +113,7 @@ class TestWorkQuotas:
         server = serve(BatchAffinePlanner(), rows_per_s=50, max_batch_rows=8,
                        max_pending_batches=8)
         sock = raw_connect(server.address)
-        serve.sockets.append(sock)
+        serve.connections.append(sock)
         obs = np.zeros((8, OBS_DIM))
         for i in range(5):  # burst: 4 x max_batch_rows = 32 rows, refilled at 50 rows/s
             sock.sendall(encode_frame(batch_msg(i, obs, [""] * 8)))
@@ -136,7 +124,7 @@ class TestWorkQuotas:
     def test_too_many_refused_messages_close_the_connection(self, serve):
         server = serve(AffinePlanner(), max_bad_frames=3)
         sock = raw_connect(server.address)
-        serve.sockets.append(sock)
+        serve.connections.append(sock)
         for i in range(3):
             sock.sendall(encode_frame({"v": 1, "type": "dance", "id": i}))
             assert raw_reply(sock)["code"] == "unknown_type"
@@ -157,7 +145,7 @@ BAD_ARRAYS = {
 def test_malformed_arrays_get_a_named_reply_and_the_connection_lives(serve, name):
     server = serve(AffinePlanner())
     sock = raw_connect(server.address)
-    serve.sockets.append(sock)
+    serve.connections.append(sock)
     msg = plan_msg(7, np.zeros(OBS_DIM, np.float32))
     msg["obs"] = BAD_ARRAYS[name]
     sock.sendall(encode_frame(msg))
@@ -195,7 +183,7 @@ class TestAuthentication:
                               connect_timeout_s=2.0).start()
         # a raw client: untagged frame -> untagged `unauthorized`, then closed
         sock = raw_connect(server.address)
-        serve.sockets.append(sock)
+        serve.connections.append(sock)
         hello = raw_reply(sock)
         assert hello["type"] == "hello" and hello["auth"] == "hmac-sha256"
         sock.sendall(encode_frame(plan_msg(1, np.ones(OBS_DIM))))
@@ -203,7 +191,7 @@ class TestAuthentication:
         assert closed_by_peer(sock, 2.0)
         # a replayed (correctly tagged) frame is refused
         sock = raw_connect(server.address)
-        serve.sockets.append(sock)
+        serve.connections.append(sock)
         auth = FrameAuth(SECRET, raw_reply(sock)["nonce"], side="client")
         frame = auth.seal(plan_msg(2, np.ones(OBS_DIM)))
         sock.sendall(frame)
@@ -221,7 +209,7 @@ class TestBatchingAndAdmission:
         planner = BatchAffinePlanner(sleep_s=0.2)
         server = serve(planner, batch_window_s=0.01)
         socks = [raw_connect(server.address) for _ in range(8)]
-        serve.sockets.extend(socks)
+        serve.connections.extend(socks)
         socks[0].sendall(encode_frame(plan_msg(0, np.zeros(OBS_DIM))))  # keeps it busy
         time.sleep(0.05)
         for i, s in enumerate(socks[1:], 1):
@@ -240,7 +228,7 @@ class TestBatchingAndAdmission:
         planner = AffinePlanner(sleep_s=0.15)
         server = serve(planner)
         busy, urgent = raw_connect(server.address), raw_connect(server.address)
-        serve.sockets.extend([busy, urgent])
+        serve.connections.extend([busy, urgent])
         assert timed_plan(busy, 1)[0]["type"] == "chunk"  # the cost model learns ~150 ms
         busy.sendall(encode_frame(plan_msg(2, np.zeros(OBS_DIM))))
         time.sleep(0.02)
@@ -257,7 +245,7 @@ class TestBatchingAndAdmission:
         planner = AffinePlanner(sleep_s=0.15)
         server = serve(planner, admission=False)
         busy, urgent = raw_connect(server.address), raw_connect(server.address)
-        serve.sockets.extend([busy, urgent])
+        serve.connections.extend([busy, urgent])
         assert timed_plan(busy, 1)[0]["type"] == "chunk"
         busy.sendall(encode_frame(plan_msg(2, np.zeros(OBS_DIM))))
         time.sleep(0.02)
@@ -269,7 +257,7 @@ class TestBatchingAndAdmission:
         planner = BatchAffinePlanner(sleep_s=0.1)
         server = serve(planner, max_batch_rows=4)
         trainer, robot = raw_connect(server.address), raw_connect(server.address)
-        serve.sockets.extend([trainer, robot])
+        serve.connections.extend([trainer, robot])
         trainer.sendall(encode_frame(batch_msg(1, np.zeros((4, OBS_DIM)), ["warm"] * 4)))
         time.sleep(0.03)  # the planner is busy with batch 1
         trainer.sendall(encode_frame(batch_msg(2, np.zeros((4, OBS_DIM)), ["train"] * 4)))
@@ -283,7 +271,7 @@ class TestBatchingAndAdmission:
 def test_metrics_report_queue_batches_drops_and_percentiles(serve):
     server = serve(BatchAffinePlanner())
     sock = raw_connect(server.address)
-    serve.sockets.append(sock)
+    serve.connections.append(sock)
     for i in range(20):
         timed_plan(sock, i)
     sock.sendall(encode_frame({"v": 1, "type": "plan", "id": 99, "obs": encode_array(

@@ -1,0 +1,13 @@
+"""Fixtures for the runtime gate's tests: the rule-gate driving bundle."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.gate_bundles import write_gate_bundle
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    """The rule-gate driving bundle (see tests/helpers/gate_bundles.py), once per module."""
+    return write_gate_bundle(tmp_path_factory.mktemp("gate") / "bundle")
