@@ -14,7 +14,6 @@ faults can freeze.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 
@@ -38,8 +37,6 @@ from edgerl.runtime.serial_transport import (
 )
 
 __all__ = ["HilConfig", "HilResult", "estop_check", "link_probe", "run_hil"]
-
-log = logging.getLogger(__name__)
 
 
 def run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None = None) -> HilResult:

@@ -96,6 +96,11 @@ class HostSide:
         self.costs_at_ends: list[float | None] = []
         self._on_reset: Any = None
 
+    def _connected(self) -> Controller:
+        if self.controller is None:
+            raise RuntimeError("HostSide.connect() first: no command source yet")
+        return self.controller
+
     @property
     def client(self) -> Any:
         """The deployed runtime's planner client (None for the LQR expert, the fast loop)."""
@@ -118,8 +123,7 @@ class HostSide:
 
     def start(self, t0: float) -> None:
         """Start commanding; the first plant step is at ``t0`` (monotonic s)."""
-        assert self.controller is not None, "connect() first"
-        self.controller.start(t0)
+        self._connected().start(t0)
 
     def episode_reset(self) -> None:
         """The plant started a new episode: the command source drops the old one's plans
@@ -141,8 +145,7 @@ class HostSide:
 
     def finish(self) -> HostSummary:
         """Stop commanding and summarise (the operator channel closes its recording)."""
-        controller = self.controller
-        assert controller is not None, "connect() first"
+        controller = self._connected()
         controller.stop()
         if self.costs_at_ends:  # plans asked after the last episode ended are the last one's
             self.costs_at_ends[-1] = plan_cost(self.client)

@@ -13,7 +13,7 @@ import numpy as np
 from edgerl.contract.clock import MonotonicClock
 from edgerl.runtime.serial_transport import SerialTransport
 
-__all__ = ["LqrController", "LqrHoldPlanner", "Sink", "lqr_gain", "plant_lqr"]
+__all__ = ["LqrController", "LqrHoldPlanner", "Sink", "lqr_action", "lqr_gain", "plant_lqr"]
 
 #: A command sink: ``sink(command (n_cmd,), t (s, monotonic))``; ``False`` when not sent.
 Sink = Callable[[np.ndarray, float], Any]
