@@ -1,25 +1,20 @@
-"""The HIL's host-side command sources: the LQR expert at a fixed rate, the deployed runtime
-over a bundle (``EditLoop`` + planner client), the LQR-hold planner for bundles without a
-planner network, and the sink wrapper that the ``freeze`` fault stalls. The fast-loop mode's
-host side is :mod:`edgerl.hil.fast_loop`."""
+"""The HIL's host-side command source over a bundle (the deployed runtime: ``EditLoop`` +
+planner client) and the sink wrapper that the ``freeze`` fault stalls. The task's LQR expert
+and the LQR-hold planner are :mod:`edgerl.hil.lqr`, the fast-loop mode's host side is
+:mod:`edgerl.hil.fast_loop`; :mod:`edgerl.hil.host_side` chooses among them."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from edgerl.contract.clock import MonotonicClock
+from edgerl.hil.lqr import LqrHoldPlanner, Sink
 from edgerl.runtime.serial_transport import SerialTransport, StateSample
 
-__all__ = ["BundleController", "FreezableSink", "LqrController", "LqrHoldPlanner", "Sink",
-           "lqr_gain", "make_controller"]
-
-Sink = Callable[[np.ndarray, float], Any]
+__all__ = ["BundleController", "FreezableSink", "Sink"]
 
 
 class FreezableSink:
@@ -45,76 +40,6 @@ class FreezableSink:
         if ok is not False:
             self.last_sent_t = time.perf_counter()
         return ok
-
-
-class LqrController:
-    """Fixed-rate host controller ``a = clip(-K obs)`` (the task's LQR expert): the command
-    source when no bundle is given."""
-
-    def __init__(self, gain: np.ndarray, rate_hz: float, sink: Sink,
-                 transport: SerialTransport, phase_s: float = 0.0) -> None:
-        self.gain = np.asarray(gain, np.float64).reshape(-1)
-        self.period = 1.0 / rate_hz
-        self.sink = sink
-        self.transport = transport
-        self.phase_s = phase_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.ticks = 0
-
-    def start(self, t0: float) -> None:
-        self._thread = threading.Thread(target=self._run, args=(t0,), name="hil-controller",
-                                        daemon=True)
-        self._thread.start()
-
-    def _run(self, t0: float) -> None:
-        clock = MonotonicClock()
-        n = 0
-        while not self._stop.is_set():
-            deadline = t0 + self.phase_s + n * self.period
-            now = clock.now()
-            if deadline < now - self.period:  # stalled (freeze): skip missed ticks
-                n = int((now - t0 - self.phase_s) / self.period) + 1
-                continue
-            clock.sleep_until(deadline)
-            n += 1
-            st = self.transport.latest_state()
-            if st is None or st.state.shape[0] < self.gain.shape[0]:
-                continue
-            a = float(np.clip(-(st.state[:self.gain.shape[0]] @ self.gain), -1.0, 1.0))
-            self.sink(np.asarray([a], np.float32), deadline)
-            self.ticks += 1
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
-            self._thread = None
-
-
-class LqrHoldPlanner:
-    """A :class:`~edgerl.contract.planner.Planner` for bundles without ``planner.onnx``: every chunk
-    repeats the LQR action for the observation it was given (a deliberately coarse planner;
-    the bundle's edit policy refines it every tick)."""
-
-    def __init__(self, gain: np.ndarray, horizon: int, dt_s: float, period_s: float) -> None:
-        from edgerl.contract.planner import PlannerInfo
-
-        self.gain = np.asarray(gain, np.float32).reshape(-1)
-        self.info = PlannerInfo(horizon=horizon, action_dim=1, dt_s=dt_s, period_s=period_s,
-                                expected_latency_s=0.0)
-
-    def plan(self, observation: np.ndarray, instruction: str, now: float):
-        from edgerl.contract.chunk import ActionChunk
-
-        a = float(np.clip(-(observation[:self.gain.shape[0]] @ self.gain), -1.0, 1.0))
-        return ActionChunk(actions=np.full((self.info.horizon, 1), a, np.float32), t0=now,
-                           dt=self.info.dt_s, obs_time=now, source="lqr-hold")
-
-    def health(self):
-        from edgerl.contract.planner import PlannerHealth
-
-        return PlannerHealth.OK
 
 
 class BundleController:
@@ -195,38 +120,3 @@ class BundleController:
 
     def stop(self) -> None:
         self.deployment.stop()
-
-
-def _plant_lqr(plant: Any) -> np.ndarray | None:
-    """The task's LQR gain ``K`` as numpy in its own dtype, None if the task has none."""
-    gain = getattr(plant, "_lqr", None)
-    return None if gain is None else gain.detach().cpu().numpy()
-
-
-def lqr_gain(plant: Any) -> np.ndarray:
-    """The task's LQR gain ``K`` (shape ``(n_cmd, obs_dim)`` or flat), float64; a task without
-    one is an error naming it."""
-    gain = _plant_lqr(plant)
-    if gain is None:
-        raise ValueError(f"task {plant.spec.name!r} has no LQR expert: pass --bundle")
-    return np.asarray(gain, np.float64)
-
-
-def make_controller(bundle: Path | None, fast: bool, plant: Any, rate_hz: float, sink: Sink,
-                    transport: SerialTransport, obs_dim: int, *, planner_latency_s: float,
-                    budget_planner: Any, gate_policy: str, seed: int) -> Any:
-    """The host side of one HIL run: the fast loop's chunk streamer (``fast`` with a
-    ``bundle``: the MCU edits), the task's LQR expert at ``rate_hz`` half a period after the
-    plant (no bundle), else the deployed runtime over ``bundle``. The LQR gain, where the
-    task has one, is the bundles' planner fallback."""
-    from edgerl.hil.fast_loop import FastLoopController
-
-    gain = _plant_lqr(plant)
-    if fast and bundle is not None:
-        return FastLoopController(bundle, transport, obs_dim, gain,
-                                  planner_latency_s=planner_latency_s)
-    if bundle is None:
-        return LqrController(lqr_gain(plant), rate_hz, sink, transport, 0.5 / rate_hz)
-    return BundleController(bundle, rate_hz, sink, transport, obs_dim, int(plant.num_actions),
-                            gain, planner_latency_s=planner_latency_s,
-                            budget_planner=budget_planner, gate_policy=gate_policy, seed=seed)

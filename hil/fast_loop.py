@@ -31,6 +31,7 @@ import numpy as np
 
 from edgerl.contract.wire import Mode, Msg
 from edgerl.hil.firmware import FIRMWARE_DIR, FirmwareConfig, FirmwareError, FirmwareProcess
+from edgerl.hil.lqr import LqrHoldPlanner
 from edgerl.runtime.serial_transport import SerialTransport
 
 __all__ = ["MODES", "FastLoopController", "fast_loop_firmware"]
@@ -128,7 +129,6 @@ class FastLoopController:
         if gain is None or a_dim != 1:
             raise ValueError(f"bundle {bundle} has no planner.onnx and the plant no LQR expert "
                              "for a 1-D action: nothing can plan its chunks")
-        from edgerl.hil.controllers import LqrHoldPlanner
         from edgerl.runtime.planners.local.delayed import DelayedPlanner
 
         planner = LqrHoldPlanner(gain, ch.horizon, ch.dt_s, ch.period_s)

@@ -2,20 +2,24 @@
 
 Both run on an open :class:`~edgerl.runtime.serial_transport.SerialTransport` to a running
 firmware (host build on a pty or the QEMU board) and measure or check the firmware's own
-behaviour, not the control loop's: ``edgerl hil`` runs them around its episodes.
+behaviour, not the control loop's: ``edgerl hil`` runs them around its episodes, and
+:func:`after_episodes` is its sequence once the episodes are over.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from edgerl.contract.wire import Mode
+from edgerl.hil.cable import Cable
 from edgerl.hil.firmware import FirmwareProcess
-from edgerl.runtime.serial_transport import SerialTransport
+from edgerl.runtime.serial_transport import SerialTransport, TransportStats
 
-__all__ = ["estop_check", "link_probe", "safe_entry_ms"]
+__all__ = ["LinkReport", "after_episodes", "estop_check", "link_probe", "safe_entry_ms"]
 
 
 def safe_entry_ms(fw: FirmwareProcess, transport: SerialTransport,
@@ -78,3 +82,46 @@ def link_probe(transport: SerialTransport, n_cmd: int, count: int) -> dict[str, 
     r = np.asarray(rtts)
     return {"link_rtt_samples": int(r.size), "link_rtt_p50_us": float(np.percentile(r, 50)),
             "link_rtt_p99_us": float(np.percentile(r, 99))}
+
+
+@dataclass
+class LinkReport:
+    """The link once the episodes are over.
+
+    Attributes:
+        linked: Whether the link was up (a pulled cable back) within the wait; when it was
+            not, the firmware's counts and the self-tests are empty, not failures.
+        reconnects: Re-plugs during the episodes.
+        loop_status, loop_stats: The firmware's STATUS and the host's counts at the
+            episodes' end (every echo of an episode setpoint has arrived once the STATUS has:
+            the firmware answers in order).
+        probe: :func:`link_probe`'s round trips. estop: :func:`estop_check`'s steps.
+        status, stats: The firmware's STATUS and the host's counts after the self-tests.
+    """
+
+    linked: bool
+    reconnects: int
+    loop_status: dict[str, Any]
+    loop_stats: TransportStats
+    probe: dict[str, float]
+    estop: dict[str, bool]
+    status: dict[str, Any]
+    stats: TransportStats
+
+
+def after_episodes(fw: FirmwareProcess, transport: SerialTransport, cable: Cable, n_cmd: int,
+                   *, link_wait_s: float, probe_count: int, check_estop: bool) -> LinkReport:
+    """The checks after the episodes (link faults already lifted): wait up to
+    ``link_wait_s`` for a cable pulled near the end, note the episodes' counts, then the
+    round-trip probe (``probe_count`` setpoints) and the e-stop self-test (``check_estop``)
+    on the same link, and the counts after them."""
+    linked = cable.wait_linked(link_wait_s)
+    reconnects = transport.connects - 1  # before the e-stop self-test's re-plug
+    loop_status = transport.request_status(timeout_s=2.0) if linked else {}
+    loop_stats = transport.stats()
+    time.sleep(0.05)
+    probe = link_probe(transport, n_cmd, probe_count) if linked else {}
+    estop = estop_check(fw, transport, n_cmd) if check_estop and linked else {}
+    status = transport.request_status(timeout_s=2.0) if linked else {}
+    return LinkReport(linked, reconnects, loop_status, loop_stats, probe, estop, status,
+                      transport.stats())

@@ -26,6 +26,7 @@ import numpy as np
 
 from edgerl.contract.intervention import Intervention
 from edgerl.contract.key_values import SpecValueError, parse_key_values
+from edgerl.hil.lqr import plant_lqr
 
 __all__ = ["OperatorChannel", "OperatorConfig", "ScriptedOperator", "operator_channel"]
 
@@ -217,11 +218,11 @@ def operator_channel(cfg: OperatorConfig | None, record: Path | None, loop, plan
         return None
     operator = None
     if cfg is not None:
-        gain = getattr(plant, "_lqr", None)
+        gain = plant_lqr(plant)
         if gain is None:
             raise ValueError(f"task {plant.spec.name!r} has no LQR expert for the scripted "
                              "operator")
-        operator = ScriptedOperator(gain.detach().cpu().numpy(), cfg)
+        operator = ScriptedOperator(gain, cfg)
     recorder = None
     if record is not None:
         from edgerl.contract.intervention_log import InterventionRecorder

@@ -72,8 +72,14 @@ int edgerl_fw_has_policy(void);
 /* 1 if built with the on-MCU edit policy for FAST_LOOP (EDGERL_WITH_EDIT). */
 int edgerl_fw_has_edit(void);
 
-/* Used by src/fast_loop.c (the FAST_LOOP mode beside the core in src/app.c). */
+/* Between the core's source files: the messages to the host (src/telemetry.c) and the
+ * mode changes and outputs of src/app.c, used by src/app.c and src/fast_loop.c. */
+/* One message to the host (framed, with the next tx sequence number). */
 void edgerl_fw_send(edgerl_fw_t *fw, uint8_t id, const uint8_t *payload, size_t len);
+/* STATUS now (request_us: the GET_STATUS's host_time_us it answers, 0 for none). */
+void edgerl_fw_send_status(edgerl_fw_t *fw, uint32_t now, uint32_t request_us);
+/* STATE now: the newest plant state and the command applied. */
+void edgerl_fw_send_state(edgerl_fw_t *fw, uint32_t now);
 void edgerl_fw_enter_mode(edgerl_fw_t *fw, uint8_t mode, uint32_t now);
 void edgerl_fw_output(edgerl_fw_t *fw);
 /* FAST_LOOP (src/fast_loop.c; stubs without EDGERL_WITH_EDIT): a CHUNK frame, entering the

@@ -1,7 +1,8 @@
 /* Hardware abstraction boundary: everything the firmware core needs from a board.
  * A port to an MCU (STM32, ESP32, Teensy...) implements these functions in one new
- * hal_<board>.c; src/wire.c and src/app.c stay unchanged. hal_host.c implements them on
- * POSIX with a pty (serial) and stdin/stdout (sensor in / actuator out, for HIL). */
+ * hal_<board>.c; the core (src/wire.c, src/app.c, src/telemetry.c) stays unchanged.
+ * hal_host.c implements them on POSIX with a pty (serial) and stdin/stdout (sensor in /
+ * actuator out, for HIL). */
 #ifndef EDGERL_HAL_H
 #define EDGERL_HAL_H
 

@@ -12,7 +12,8 @@
  *    setpoints rejected) through disconnects and HELLOs until a CLEAR_ESTOP with the right
  *    token, which leads to SAFE, not ACTIVE;
  *  - FAST_LOOP (src/fast_loop.c, built with EDGERL_WITH_EDIT): the on-MCU edit policy over
- *    host CHUNKs at its own rate; a SETPOINT hands control back to the host. */
+ *    host CHUNKs at its own rate; a SETPOINT hands control back to the host.
+ * What goes to the host (framing, STATUS, STATE) is src/telemetry.c. */
 #include "edgerl_fw.h"
 
 #include "hal.h"
@@ -36,20 +37,6 @@ int edgerl_fw_has_policy(void)
 #endif
 }
 
-static void send_msg(edgerl_fw_t *fw, uint8_t id, const uint8_t *payload, size_t len)
-{
-    uint8_t out[EDGERL_FRAME_BUF + 1];
-    size_t n;
-    out[0] = 0; /* leading delimiter: ends line noise before the frame */
-    n = edgerl_msg_encode(id, fw->tx_seq++, payload, len, out + 1);
-    hal_serial_write(out, n + 1);
-}
-
-void edgerl_fw_send(edgerl_fw_t *fw, uint8_t id, const uint8_t *payload, size_t len)
-{
-    send_msg(fw, id, payload, len);
-}
-
 static void output(edgerl_fw_t *fw)
 {
     hal_actuator_out(fw->cmd, fw->cfg.n_cmd, fw->mode);
@@ -69,58 +56,6 @@ static void set_safe_output(edgerl_fw_t *fw)
     }
 }
 
-static void send_status_for(edgerl_fw_t *fw, uint32_t now, uint32_t request_us)
-{
-    edgerl_status_t s;
-    uint8_t buf[EDGERL_MSG_STATUS_SIZE];
-    s.fw_time_us = now;
-    s.mode = fw->mode;
-    s.safe_action = fw->cfg.safe_action;
-    s.estop_latched = fw->estop;
-    s.rx_frames = fw->parser.stats.frames_ok;
-    s.bad_frames = fw->parser.stats.bad_frames;
-    s.lost_frames = fw->parser.stats.lost_frames;
-    s.watchdog_trips = fw->watchdog_trips;
-    s.setpoints_applied = fw->setpoints_applied;
-    s.setpoints_rejected = fw->setpoints_rejected;
-    s.estops = fw->estops;
-    s.last_setpoint_seq = fw->last_setpoint_seq;
-    s.safe_entry_us = fw->safe_entry_us;
-    s.request_us = request_us;
-    s.safe_entry_late_us = fw->safe_entry_late_us;
-    edgerl_status_pack(&s, buf);
-    send_msg(fw, EDGERL_MSG_STATUS_ID, buf, sizeof buf);
-    fw->last_status_tx_us = now;
-}
-
-static void send_status(edgerl_fw_t *fw, uint32_t now)
-{
-    send_status_for(fw, now, 0u);
-}
-
-static void send_state(edgerl_fw_t *fw, uint32_t now)
-{
-    edgerl_state_t s;
-    uint8_t buf[EDGERL_MSG_STATE_SIZE];
-    int i;
-    s.fw_time_us = now;
-    s.setpoint_seq = fw->last_setpoint_seq;
-    s.host_time_us = fw->last_setpoint_host_us;
-    s.sensor_age_us = now - fw->sensor_us;
-    s.mode = fw->mode;
-    s.n_state = fw->n_state;
-    for (i = 0; i < EDGERL_MAX_STATE; ++i) {
-        s.state[i] = fw->state[i];
-    }
-    s.n_cmd = fw->cfg.n_cmd;
-    for (i = 0; i < EDGERL_MAX_CMD; ++i) {
-        s.cmd[i] = fw->cmd[i];
-    }
-    edgerl_state_pack(&s, buf);
-    send_msg(fw, EDGERL_MSG_STATE_ID, buf, sizeof buf);
-    fw->last_state_tx_us = now;
-}
-
 static void enter_mode(edgerl_fw_t *fw, uint8_t mode, uint32_t now)
 {
     fw->mode = mode;
@@ -129,7 +64,7 @@ static void enter_mode(edgerl_fw_t *fw, uint8_t mode, uint32_t now)
     }
     output(fw);
     if (fw->linked) {
-        send_status(fw, now);
+        edgerl_fw_send_status(fw, now, 0u);
     }
 }
 
@@ -187,7 +122,7 @@ static void on_setpoint(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
     } else {
         output(fw);
     }
-    send_state(fw, now);
+    edgerl_fw_send_state(fw, now);
 }
 
 static void on_hello(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
@@ -207,9 +142,9 @@ static void on_hello(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
     a.watchdog_ms = (uint16_t)(fw->cfg.watchdog_us / 1000u);
     a.fw_time_us = now;
     edgerl_hello_ack_pack(&a, buf);
-    send_msg(fw, EDGERL_MSG_HELLO_ACK_ID, buf, sizeof buf);
+    edgerl_fw_send(fw, EDGERL_MSG_HELLO_ACK_ID, buf, sizeof buf);
     if (fw->linked) {
-        send_status(fw, now);
+        edgerl_fw_send_status(fw, now, 0u);
     }
 }
 
@@ -244,9 +179,9 @@ static void on_set_mode(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
         fw->in_fallback = 0;
         fw->mode = EDGERL_MODE_LOCAL_POLICY;
         run_policy(fw);
-        send_status(fw, now);
+        edgerl_fw_send_status(fw, now, 0u);
     } else if (m.mode == EDGERL_MODE_FAST_LOOP && edgerl_fast_enter(fw, now)) {
-        send_status(fw, now);
+        edgerl_fw_send_status(fw, now, 0u);
     } else if (m.mode == EDGERL_MODE_ACTIVE) {
         /* back to host control: safe until the next SETPOINT */
         enter_mode(fw, EDGERL_MODE_SAFE, now);
@@ -281,7 +216,7 @@ static void on_frame(edgerl_fw_t *fw, const edgerl_frame_t *f, uint32_t now)
             fw->last_cmd_us = now;
             hb.time_us = now;
             edgerl_heartbeat_pack(&hb, buf);
-            send_msg(fw, EDGERL_MSG_HEARTBEAT_ID, buf, sizeof buf);
+            edgerl_fw_send(fw, EDGERL_MSG_HEARTBEAT_ID, buf, sizeof buf);
         }
         break;
     case EDGERL_MSG_ESTOP_ID: /* honoured even before a HELLO */
@@ -301,7 +236,7 @@ static void on_frame(edgerl_fw_t *fw, const edgerl_frame_t *f, uint32_t now)
     case EDGERL_MSG_GET_STATUS_ID: {
         edgerl_get_status_t g;
         edgerl_get_status_unpack(&g, f->payload);
-        send_status_for(fw, now, g.host_time_us);
+        edgerl_fw_send_status(fw, now, g.host_time_us);
         break;
     }
     case EDGERL_MSG_SET_MODE_ID:
@@ -353,7 +288,7 @@ void edgerl_fw_on_sensor(edgerl_fw_t *fw, const float *state, uint8_t n, uint32_
     if (fw->linked) {
         /* each new plant state goes out once, when sensed: a host that computes one command
          * per plant state (state-triggered) sees it now, not at the next echo or period */
-        send_state(fw, now_us);
+        edgerl_fw_send_state(fw, now_us);
     }
 }
 
@@ -380,7 +315,7 @@ void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us)
             fw->mode = EDGERL_MODE_LOCAL_POLICY;
             run_policy(fw);
             if (fw->linked) {
-                send_status(fw, now_us);
+                edgerl_fw_send_status(fw, now_us, 0u);
             }
         } else {
             enter_mode(fw, EDGERL_MODE_SAFE, now_us);
@@ -393,10 +328,10 @@ void edgerl_fw_poll(edgerl_fw_t *fw, uint32_t now_us)
         return;
     }
     if (fw->cfg.state_period_us && now_us - fw->last_state_tx_us >= fw->cfg.state_period_us) {
-        send_state(fw, now_us);
+        edgerl_fw_send_state(fw, now_us);
     }
     if (fw->cfg.status_period_us
         && now_us - fw->last_status_tx_us >= fw->cfg.status_period_us) {
-        send_status(fw, now_us);
+        edgerl_fw_send_status(fw, now_us, 0u);
     }
 }

@@ -1,4 +1,5 @@
-/* MPS2 AN386 firmware: the unchanged core (src/app.c, src/wire.c) in a bare-metal loop.
+/* MPS2 AN386 firmware: the unchanged core (src/app.c, src/telemetry.c, src/wire.c) in a
+ * bare-metal loop.
  * Interrupts fill the UART rings; this loop drains them, runs the 1 ms timers and sleeps
  * (WFI) until the next byte or SysTick. */
 #include "board_hal.h"
