@@ -4,7 +4,7 @@
 The fast edit policy sees the newest robot observation together with the planner's chunk::
 
     [ fast obs (F) | chunk row for now (A) | next L rows (L*A) | chunk age (1) |
-      K committed actions, newest first (K*A) | has_chunk (1) ]
+      K committed actions, newest first (K*A) | has_chunk (1) | planner intent (I) ]
 
 * **Information split.** The builder takes the whole robot observation ``(..., O)`` and keeps
   only the elements ``EditObsConfig.obs_indices`` names: the *fast* subset a robot reads at the
@@ -17,6 +17,11 @@ The fast edit policy sees the newest robot observation together with the planner
 * Chunk age is ``clip(age_s / age_scale_s, 0, age_clip)``: seconds since the planner's
   observation was taken, scaled to order 1.
 * ``has_chunk`` is 1 when a (non-stale) chunk exists; when it is 0, the chunk segments are 0.
+* **Planner intent** (``intent_dim`` I > 0): a compact vector the planner exports beside its
+  chunk (a bottleneck of its hidden state: what it inferred from the goal, the camera, the
+  instruction). It changes slowly, so a chunk's intent stays informative long after its rows
+  went stale in the robot's new state; the edit policy reads it with the chunk (zeros without
+  a chunk). I = 0 (the default) leaves the layout as it was.
 
 The same functions run on ``numpy.ndarray`` and ``torch.Tensor`` (the torch namespace is
 used only when a tensor is passed; this module never imports torch itself). Every operation
@@ -50,6 +55,7 @@ class EditObsConfig:
         age_scale_s / age_clip: Chunk age scaling (seconds) and clip.
         obs_indices: Indices (into the robot observation, ascending) the edit policy reads:
             the task's fast subset. Empty = every element (the full-observation setting).
+        intent_dim: Size I of the planner's intent vector the edit policy reads (0 = none).
     """
 
     obs_dim: int
@@ -59,6 +65,7 @@ class EditObsConfig:
     age_scale_s: float = 1.0
     age_clip: float = 4.0
     obs_indices: list[int] = field(default_factory=list)
+    intent_dim: int = 0
 
     def __post_init__(self) -> None:
         from edgerl.contract.serde import SchemaError
@@ -66,7 +73,7 @@ class EditObsConfig:
         for key in ("obs_dim", "action_dim"):
             if getattr(self, key) < 1:
                 raise SchemaError(f"edit_obs.{key}: must be >= 1, got {getattr(self, key)}")
-        for key in ("lookahead", "n_committed"):
+        for key in ("lookahead", "n_committed", "intent_dim"):
             if getattr(self, key) < 0:
                 raise SchemaError(f"edit_obs.{key}: must be >= 0, got {getattr(self, key)}")
         if not (self.age_scale_s > 0 and self.age_clip > 0):
@@ -95,13 +102,16 @@ class EditObsConfig:
     @property
     def dim(self) -> int:
         """Total size D of the edit observation."""
-        return self.fast_dim + (self.n_rows + self.n_committed) * self.action_dim + 2
+        return (self.fast_dim + (self.n_rows + self.n_committed) * self.action_dim + 2
+                + self.intent_dim)
 
     def layout(self) -> list[tuple[str, int, int]]:
         """``(name, start, stop)`` of each segment, in order."""
         sizes = [("obs", self.fast_dim), ("chunk_now", self.action_dim),
                  ("chunk_next", self.lookahead * self.action_dim), ("chunk_age", 1),
                  ("committed", self.n_committed * self.action_dim), ("has_chunk", 1)]
+        if self.intent_dim:
+            sizes.append(("intent", self.intent_dim))
         out, start = [], 0
         for name, size in sizes:
             out.append((name, start, start + size))
@@ -150,7 +160,8 @@ def select_fast_obs(obs: Array, cfg: EditObsConfig) -> Array:
 
 
 def build_edit_obs(obs: Array, chunk_rows: Array, chunk_age_s: Array, committed: Array,
-                   has_chunk: Array, cfg: EditObsConfig, out: Array | None = None) -> Array:
+                   has_chunk: Array, cfg: EditObsConfig, out: Array | None = None,
+                   intent: Array | None = None) -> Array:
     """Assemble the edit observation.
 
     Args:
@@ -163,6 +174,8 @@ def build_edit_obs(obs: Array, chunk_rows: Array, chunk_age_s: Array, committed:
         cfg: Sizes and scales.
         out: Optional preallocated ``(..., D)`` float32 buffer (the runtime's, to avoid
             allocating every tick). Returned filled.
+        intent: ``(..., I)`` the current chunk's planner intent (``cfg.intent_dim`` > 0);
+            ``None`` = zeros (a planner without one).
 
     Returns:
         ``(..., D)`` float32 edit observation.
@@ -177,6 +190,9 @@ def build_edit_obs(obs: Array, chunk_rows: Array, chunk_age_s: Array, committed:
     if tuple(committed.shape[-2:]) != (k, a_dim):
         raise ValueError(f"committed has shape {tuple(committed.shape)}, expected "
                          f"(..., {k}, {a_dim})")
+    if intent is not None and cfg.intent_dim and intent.shape[-1] != cfg.intent_dim:
+        raise ValueError(f"intent has {intent.shape[-1]} elements, the edit config expects "
+                         f"{cfg.intent_dim}")
     torch_mode = _is_torch(obs)
     if torch_mode:
         import torch
@@ -216,6 +232,13 @@ def build_edit_obs(obs: Array, chunk_rows: Array, chunk_age_s: Array, committed:
     out[..., g0] = age * has
     out[..., k0:k1] = committed.reshape(*batch, k * a_dim)
     out[..., h0] = has
+    if cfg.intent_dim:
+        i0, i1 = seg["intent"]
+        if intent is None:
+            out[..., i0:i1] = 0.0
+        else:
+            out[..., i0:i1] = intent.reshape(*batch, cfg.intent_dim)
+            out[..., i0:i1] *= has[..., None]
     return out
 
 
@@ -238,15 +261,18 @@ class EditObsWriter:
         self._chunk = out[seg["chunk_now"][0]:seg["chunk_next"][1]]
         self._committed = out[slice(*seg["committed"])]
         self._age_i, self._has_i = seg["chunk_age"][0], seg["has_chunk"][0]
+        self._intent = out[slice(*seg["intent"])] if cfg.intent_dim else None
         self._idx = None if cfg.full_observation else np.asarray(cfg.obs_indices, np.intp)
         self._scale, self._clip = np.float32(cfg.age_scale_s), np.float32(cfg.age_clip)
         self._zero, self._one = np.float32(0.0), np.float32(1.0)
 
     def write(self, obs: np.ndarray, chunk_rows: np.ndarray, chunk_age_s: float,
-              committed: np.ndarray, has_chunk: bool) -> np.ndarray:
+              committed: np.ndarray, has_chunk: bool,
+              intent: np.ndarray | None = None) -> np.ndarray:
         """Fill :attr:`out` from ``obs`` ``(O,)``, C-contiguous ``chunk_rows`` ``(1 + L, A)``
         and ``committed`` ``(K, A)`` float32 (the caller's fixed buffers: shapes are not
-        checked per call), ``chunk_age_s`` (s) and ``has_chunk``; returns :attr:`out`."""
+        checked per call), ``chunk_age_s`` (s), ``has_chunk`` and the chunk's ``intent``
+        ``(I,)`` float32 (``None`` = zeros); returns :attr:`out`."""
         has = self._one if has_chunk else self._zero
         if self._idx is None:
             self._obs[...] = obs
@@ -263,6 +289,11 @@ class EditObsWriter:
         out[self._age_i] = (age + self._zero) * has
         self._committed[...] = committed.reshape(-1)
         out[self._has_i] = has
+        if self._intent is not None:
+            if intent is None or not has_chunk:
+                self._intent[...] = self._zero
+            else:
+                np.multiply(intent, has, out=self._intent)
         return out
 
 

@@ -9,6 +9,15 @@ DART-style noise on the executed action); the label for the observation at step 
 expert's actions at steps ``k .. k+H-1`` of the same episode (the last one held past the
 episode's end), i.e. the open-loop chunk the expert actually executed.
 
+Intent (``intent_dim`` I > 0): the network is an encoder and a decoder. The encoder maps the
+whole input to ``z = tanh(enc(x))`` (I,), a bottleneck the planner exports beside its chunk;
+the decoder maps ``[z | fast obs | conditioning]`` to the chunk. Since the decoder reads the
+fast observation itself, ``z`` is pushed to carry what the fast policy cannot see (the goal,
+the target, the route): the *intent* the edit policy reads with the chunk
+(:class:`edgerl.contract.edit_obs.EditObsConfig.intent_dim`). With ``intent_stale_steps`` S
+the decoder is trained on ``z`` of an observation up to S steps older than its fast
+observation and label, so ``z`` keeps what stays true while the planner thinks.
+
 Real-time chunking (``rtc``): the planner is also given the *committed prefix*, the D actions
 the robot executes while the planner thinks. :func:`prefix_inputs` takes them from the demos'
 executed (noisy) actions, so the planner learns the continuation of a prefix it did not choose
@@ -20,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -35,6 +45,7 @@ __all__ = [
     "fit_bc",
     "init_bounded_mlp",
     "prefix_inputs",
+    "stale_inputs",
 ]
 
 log = logging.getLogger(__name__)
@@ -80,17 +91,35 @@ class BCChunkPlanner(nn.Module):
         action_low / action_high: Per-element action limits (A,).
         hidden_dims: MLP hidden sizes.
         cond_dim: Size C of an optional conditioning vector appended to the observation.
+        intent_dim: Size I of the intent bottleneck (0: a plain MLP, no intent).
+        fast_indices: The observation elements the decoder reads beside the intent (the
+            task's fast subset; empty = every element). Only with ``intent_dim`` > 0.
     """
 
     def __init__(self, obs_dim: int, action_dim: int, horizon: int,
                  action_low: list[float], action_high: list[float],
-                 hidden_dims: list[int] | tuple[int, ...] = (256, 256), cond_dim: int = 0) -> None:
+                 hidden_dims: list[int] | tuple[int, ...] = (256, 256), cond_dim: int = 0,
+                 intent_dim: int = 0, fast_indices: list[int] | tuple[int, ...] = ()) -> None:
         super().__init__()
         self.obs_dim, self.action_dim, self.horizon = obs_dim, action_dim, horizon
         self.cond_dim = cond_dim
         self.hidden_dims = list(hidden_dims)
-        init_bounded_mlp(self, obs_dim + cond_dim, self.hidden_dims, horizon * action_dim,
+        self.intent_dim = int(intent_dim)
+        self.fast_indices = [int(i) for i in fast_indices] or list(range(obs_dim))
+        if self.intent_dim < 0 or any(not 0 <= i < obs_dim for i in self.fast_indices):
+            raise ValueError(f"intent_dim must be >= 0 and fast_indices within [0, {obs_dim}), "
+                             f"got {intent_dim} and {list(fast_indices)}")
+        decoder_in = (self.intent_dim + len(self.fast_indices) + cond_dim if self.intent_dim
+                      else obs_dim + cond_dim)
+        init_bounded_mlp(self, decoder_in, self.hidden_dims, horizon * action_dim,
                          action_low, action_high)
+        # normalisation is over the whole input (obs | conditioning), whatever the decoder reads
+        self.register_buffer("in_mean", torch.zeros(obs_dim + cond_dim))
+        self.register_buffer("in_std", torch.ones(obs_dim + cond_dim))
+        if self.intent_dim:
+            self.encoder = elu_mlp(obs_dim + cond_dim, self.hidden_dims, self.intent_dim)
+            self.register_buffer("fast_idx", torch.as_tensor(self.fast_indices,
+                                                             dtype=torch.long))
 
     @property
     def input_dim(self) -> int:
@@ -102,18 +131,34 @@ class BCChunkPlanner(nn.Module):
         self.in_mean.copy_(x.mean(0))
         self.in_std.copy_(x.std(0).clamp_min(1e-3))
 
-    def raw(self, x: torch.Tensor) -> torch.Tensor:
-        """Pre-tanh output ``(B, H, A)``."""
-        z = self.mlp((x - self.in_mean) / self.in_std)
-        return z.view(*x.shape[:-1], self.horizon, self.action_dim)
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        """The intent ``(B, I)`` in ``[-1, 1]`` of input ``(B, O + C)`` (intent planners)."""
+        return torch.tanh(self.encoder((x - self.in_mean) / self.in_std))
+
+    def decode(self, x: torch.Tensor, intent: torch.Tensor | None) -> torch.Tensor:
+        """Chunk ``(B, H, A)`` inside the limits from input ``(B, O + C)`` and, for an intent
+        planner, an intent ``(B, I)`` (which may come from another, older input)."""
+        xn = (x - self.in_mean) / self.in_std
+        if self.intent_dim:
+            fast = xn.index_select(-1, self.fast_idx)
+            xn = torch.cat([intent, fast, xn[..., self.obs_dim:]], dim=-1)
+        raw = self.mlp(xn).view(*x.shape[:-1], self.horizon, self.action_dim)
+        return self.act_center + self.act_half * torch.tanh(raw)
+
+    def forward_intent(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(chunk (B, H, A), intent (B, I))`` of input ``(B, O + C)``; intent ``None``
+        without an intent head."""
+        intent = self.encode(x) if self.intent_dim else None
+        return self.decode(x, intent), intent
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Chunk ``(B, H, A)`` inside the action limits from input ``(B, O + C)``."""
-        return self.act_center + self.act_half * torch.tanh(self.raw(x))
+        return self.forward_intent(x)[0]
 
     def plan(self, obs: torch.Tensor, env_ids: torch.Tensor | None = None,
-             prefix: torch.Tensor | None = None) -> torch.Tensor:
-        """Batched planner callable for the sim wrappers: ``(N, O) -> (N, H, A)`` (no grad).
+             prefix: torch.Tensor | None = None) -> Any:
+        """Batched planner callable for the sim wrappers: ``(N, O) -> (N, H, A)`` (no grad);
+        an intent planner returns ``(chunks (N, H, A), intent (N, I))``.
 
         ``prefix`` ``(N, D, A)``: the committed prefix of a real-time-chunking planner
         (``cond_dim = D * A``), flattened into the conditioning vector.
@@ -126,14 +171,18 @@ class BCChunkPlanner(nn.Module):
                              f"{self.input_dim} (obs {self.obs_dim} + conditioning "
                              f"{self.cond_dim})")
         with torch.no_grad():
-            return self(x)
+            chunks, intent = self.forward_intent(x)
+        return (chunks, intent) if self.intent_dim else chunks
 
     def config(self) -> dict:
         """Constructor arguments (JSON), saved next to the weights."""
-        return {"obs_dim": self.obs_dim, "action_dim": self.action_dim, "horizon": self.horizon,
-                "action_low": (self.act_center - self.act_half).tolist(),
-                "action_high": (self.act_center + self.act_half).tolist(),
-                "hidden_dims": self.hidden_dims, "cond_dim": self.cond_dim}
+        out = {"obs_dim": self.obs_dim, "action_dim": self.action_dim, "horizon": self.horizon,
+               "action_low": (self.act_center - self.act_half).tolist(),
+               "action_high": (self.act_center + self.act_half).tolist(),
+               "hidden_dims": self.hidden_dims, "cond_dim": self.cond_dim}
+        if self.intent_dim:
+            out.update(intent_dim=self.intent_dim, fast_indices=self.fast_indices)
+        return out
 
 
 @dataclass
@@ -224,14 +273,35 @@ def chunk_labels(actions: torch.Tensor, dones: torch.Tensor, horizon: int) -> to
     return out
 
 
+def stale_inputs(inputs: torch.Tensor, dones: torch.Tensor, max_steps: int,
+                 generator: torch.Generator) -> torch.Tensor:
+    """For time-major ``inputs (T, N, X)``: the input of a step up to ``max_steps`` earlier in
+    the same episode (uniform in ``0..max_steps``, clamped at the episode's first step and at
+    the data's start), ``(T, N, X)``: what an intent computed that long ago saw."""
+    steps, n = inputs.shape[:2]
+    # first step of each (t, env)'s episode
+    start = torch.zeros(steps, n, dtype=torch.long)
+    for k in range(1, steps):
+        start[k] = torch.where(dones[k - 1].cpu(), torch.full((n,), k), start[k - 1])
+    back = torch.randint(0, max_steps + 1, (steps, n), generator=generator)
+    src = torch.maximum(torch.arange(steps)[:, None] - back, start)
+    return inputs[src.to(inputs.device), torch.arange(n, device=inputs.device)[None, :]]
+
+
 def fit_bc(planner: BCChunkPlanner, inputs: torch.Tensor, targets: torch.Tensor, *,
            epochs: int = 30, batch_size: int = 512, learning_rate: float = 1e-3, seed: int = 0,
-           show_progress: bool = True) -> list[float]:
+           show_progress: bool = True, intent_inputs: torch.Tensor | None = None) -> list[float]:
     """Fit ``planner`` to ``targets (M, H, A)`` from ``inputs (M, O + C)`` by MSE.
 
-    The input normalisation is set from ``inputs`` first. Returns the mean training loss of
-    each epoch (a list of ``epochs`` floats).
+    The input normalisation is set from ``inputs`` first. ``intent_inputs (M, O + C)``
+    (intent planners): the encoder reads these (e.g. older observations, :func:`stale_inputs`)
+    and the decoder ``inputs``. Returns the mean training loss of each epoch (a list of
+    ``epochs`` floats).
     """
+    if intent_inputs is not None and (not planner.intent_dim
+                                      or intent_inputs.shape != inputs.shape):
+        raise ValueError("intent_inputs need an intent planner and the inputs' shape, got "
+                         f"intent_dim {planner.intent_dim} and {tuple(intent_inputs.shape)}")
     if inputs.shape[0] != targets.shape[0]:
         raise ValueError(f"inputs ({inputs.shape[0]}) and targets ({targets.shape[0]}) differ "
                          "in length")
@@ -251,7 +321,10 @@ def fit_bc(planner: BCChunkPlanner, inputs: torch.Tensor, targets: torch.Tensor,
         total, count = 0.0, 0
         for start in range(0, m, batch_size):
             idx = perm[start:start + batch_size]
-            pred = planner(inputs[idx])
+            if intent_inputs is None:
+                pred = planner(inputs[idx])
+            else:
+                pred = planner.decode(inputs[idx], planner.encode(intent_inputs[idx]))
             loss = (((pred - targets[idx]) / scale) ** 2).mean()
             opt.zero_grad()
             loss.backward()

@@ -19,6 +19,7 @@ from edgerl.contract.timing import (
     resolve_period,
     sampling_delay_steps,
 )
+from edgerl.policies.distill import DistillConfig
 
 __all__ = ["CONFIG_NAME", "PLANNER_NAME",
     "EDIT_INPUTS",
@@ -94,7 +95,9 @@ class BCConfig:
     ``demo_envs`` x ``demo_steps`` expert transitions are collected with the plain task
     (no delay); the MLP is fit for ``epochs`` passes with minibatches of ``batch_size``.
     ``expert_noise`` (fraction of the action range) perturbs the executed action (not the
-    label) so the demos cover recoveries (DART-style).
+    label) so the demos cover recoveries (DART-style). ``intent_stale_steps`` S (intent
+    planners): the decoder learns from intents of observations up to S steps older than its
+    own (``edgerl.policies.bc_planner.stale_inputs``), as the edit policy will read them.
     """
 
     demo_envs: int = 64
@@ -104,6 +107,7 @@ class BCConfig:
     learning_rate: float = 1e-3
     hidden_dims: list[int] = field(default_factory=lambda: [256, 256])
     expert_noise: float = 0.1
+    intent_stale_steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,10 @@ class TrainConfig:
             grid reads a state up to a period old: trained with one more step of
             observation delay, ``edgerl.contract.timing.sampling_delay_steps``). Saved in the
             manifest.
+        intent_dim: Size of the BC planner's intent vector (an encoder bottleneck it exports
+            beside each chunk), which the edit policy reads with the chunk; 0 = none.
+        distill: The edit actor's warm start as the student of the planner without delay
+            (:mod:`edgerl.policies.distill`); ``rounds`` 0 = none.
     """
 
     task: str
@@ -173,6 +181,8 @@ class TrainConfig:
     privileged: bool = False
     latency_model: LatencyModel | None = None
     trigger: str = field(default="state", metadata={"choices": TRIGGERS})
+    intent_dim: int = 0
+    distill: DistillConfig = field(default_factory=DistillConfig)
 
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
@@ -191,7 +201,8 @@ class TrainConfig:
         if self.privileged and not info.no_delay:
             raise SchemaError(f"privileged: only the nodelay upper bound reads privileged "
                               f"observations, not {self.method!r}")
-        for key in ("delay_steps", "horizon", "period_steps", "lookahead", "n_committed"):
+        for key in ("delay_steps", "horizon", "period_steps", "lookahead", "n_committed",
+                    "intent_dim"):
             if getattr(self, key) < 0:
                 raise SchemaError(f"{key}: must be >= 0, got {getattr(self, key)}")
         for key in ("num_envs", "num_steps_per_env", "save_interval"):
@@ -199,6 +210,9 @@ class TrainConfig:
                 raise SchemaError(f"{key}: must be >= 1, got {getattr(self, key)}")
         if self.iterations < 0:
             raise SchemaError(f"iterations: must be >= 0, got {self.iterations}")
+        if self.intent_dim and self.planner != "bc" and info.uses_planner:
+            raise SchemaError(f"intent_dim: {self.intent_dim} needs a learned planner that exports "
+                              f"an intent (--planner bc), not {self.planner!r}")
         if self.residual_bound < 0:
             raise SchemaError(f"residual_bound: must be >= 0, got {self.residual_bound}")
         # frozen: the per-method defaults are set once, here, and never changed afterwards

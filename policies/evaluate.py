@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -24,6 +24,9 @@ class EvalResult:
     returns: list[float]
     successes: list[float]
     lengths: list[int]
+    #: Per episode: mean over its ticks of ``mean_i |u_t[i] - u_{t-1}[i]|`` (action units),
+    #: the command's change per control tick (the first tick of an episode not counted).
+    action_rates: list[float] = field(default_factory=list)
 
     @property
     def episodes(self) -> int:
@@ -49,11 +52,19 @@ class EvalResult:
     def length_mean(self) -> float:
         return sum(self.lengths) / max(len(self.lengths), 1)
 
+    @property
+    def action_rate(self) -> float:
+        """Mean |du| per tick over the episodes (action units); NaN when not measured."""
+        if not self.action_rates:
+            return float("nan")
+        return sum(self.action_rates) / len(self.action_rates)
+
     def summary(self) -> dict[str, float | int]:
-        """``success_rate``, ``return_mean``, ``return_std``, ``episodes``, ``episode_length``."""
+        """``success_rate``, ``return_mean``, ``return_std``, ``episodes``, ``episode_length``,
+        ``action_rate`` (mean |du| per tick)."""
         return {"success_rate": self.success_rate, "return_mean": self.return_mean,
                 "return_std": self.return_std, "episodes": self.episodes,
-                "episode_length": self.length_mean}
+                "episode_length": self.length_mean, "action_rate": self.action_rate}
 
 
 def evaluate(env, act: Callable[[torch.Tensor], torch.Tensor], episodes: int, *,
@@ -75,9 +86,11 @@ def evaluate(env, act: Callable[[torch.Tensor], torch.Tensor], episodes: int, *,
     n = env.num_envs
     quota = math.ceil(episodes / n)
     limit = max_steps or 20 * int(env.max_episode_length) * quota + 100
-    per_env: list[list[tuple[float, float, int]]] = [[] for _ in range(n)]
+    per_env: list[list[tuple[float, float, int, float]]] = [[] for _ in range(n)]
     ret = torch.zeros(n, dtype=torch.float64)
     length = torch.zeros(n, dtype=torch.int64)
+    rate = torch.zeros(n, dtype=torch.float64)  # summed |du| per tick over the episode
+    prev: torch.Tensor | None = None
     obs = env.reset()
     if obs is None:
         obs = env.get_observations()
@@ -89,6 +102,11 @@ def evaluate(env, act: Callable[[torch.Tensor], torch.Tensor], episodes: int, *,
         for _ in range(limit):
             actions = act(obs["policy"])
             obs, rew, dones, extras = env.step(actions.to(env.device))
+            # the command the robot got this tick (the latency wrapper's composed command)
+            cmd = getattr(env, "last_command", actions).detach().cpu().double()
+            if prev is not None:
+                rate += (cmd - prev).abs().mean(dim=-1) * (length > 0)
+            prev = cmd
             ret += rew.detach().cpu().double().flatten()
             length += 1
             ended = (dones.detach().cpu().flatten() > 0).nonzero().flatten().tolist()
@@ -98,11 +116,14 @@ def evaluate(env, act: Callable[[torch.Tensor], torch.Tensor], episodes: int, *,
                         else torch.full((n,), float("nan")))
                 for i in ended:
                     if len(per_env[i]) < quota:
-                        per_env[i].append((float(ret[i]), float(succ[i]), int(length[i])))
+                        ticks = max(int(length[i]) - 1, 1)
+                        per_env[i].append((float(ret[i]), float(succ[i]), int(length[i]),
+                                           float(rate[i]) / ticks))
                         if done_count < episodes:
                             next(bar_iter, None)
                             done_count += 1
                     ret[i] = 0.0
+                    rate[i] = 0.0
                     length[i] = 0
             if all(len(p) >= quota for p in per_env):
                 break
@@ -114,7 +135,7 @@ def evaluate(env, act: Callable[[torch.Tensor], torch.Tensor], episodes: int, *,
         pass
     ordered = [ep for k in range(quota) for p in per_env for ep in p[k:k + 1]][:episodes]
     return EvalResult(returns=[e[0] for e in ordered], successes=[e[1] for e in ordered],
-                      lengths=[e[2] for e in ordered])
+                      lengths=[e[2] for e in ordered], action_rates=[e[3] for e in ordered])
 
 
 def evaluate_run(run_dir: str, episodes: int, num_envs: int = 0, seed: int | None = None,

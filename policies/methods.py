@@ -22,6 +22,7 @@ from edgerl.policies.bc_planner import (
     collect_expert_demos,
     fit_bc,
     prefix_inputs,
+    stale_inputs,
 )
 from edgerl.policies.config import TrainConfig
 from edgerl.sim.vec_env import TaskSpec
@@ -43,9 +44,12 @@ def make_base_env(cfg: TrainConfig, num_envs: int, seed: int | None = None) -> A
 
 
 def make_bc_planner(cfg: TrainConfig, spec: Any, cond_dim: int = 0) -> BCChunkPlanner:
-    """An untrained :class:`BCChunkPlanner` sized for ``cfg`` and the task ``spec``."""
+    """An untrained :class:`BCChunkPlanner` sized for ``cfg`` and the task ``spec`` (with an
+    intent head of ``cfg.intent_dim`` whose decoder reads the task's fast subset)."""
+    fast = list(spec.fast_obs_indices) if spec.planner_only else []
     return BCChunkPlanner(spec.obs_dim, spec.action_dim, cfg.resolved_horizon, spec.action_low,
-                          spec.action_high, hidden_dims=cfg.bc.hidden_dims, cond_dim=cond_dim)
+                          spec.action_high, hidden_dims=cfg.bc.hidden_dims, cond_dim=cond_dim,
+                          intent_dim=cfg.intent_dim, fast_indices=fast)
 
 
 def build_planner(cfg: TrainConfig, show_progress: bool = True
@@ -71,11 +75,16 @@ def build_planner(cfg: TrainConfig, show_progress: bool = True
         inputs = torch.cat([inputs, prefix], dim=-1)
         cond_dim = prefix.shape[-1]
     net = make_bc_planner(cfg, demo_env.spec, cond_dim).to(cfg.device)
+    older = None
+    if cfg.intent_dim and cfg.bc.intent_stale_steps:
+        gen = torch.Generator(device="cpu").manual_seed(int(cfg.seed) + 1)
+        older = stale_inputs(inputs, demos.dones, cfg.bc.intent_stale_steps, gen)
+        older = older.reshape(-1, older.shape[-1])
     inputs = inputs.reshape(-1, inputs.shape[-1])
     targets = labels.reshape(-1, horizon, labels.shape[-1])
     losses = fit_bc(net, inputs, targets, epochs=cfg.bc.epochs, batch_size=cfg.bc.batch_size,
                     learning_rate=cfg.bc.learning_rate, seed=cfg.seed,
-                    show_progress=show_progress)
+                    show_progress=show_progress, intent_inputs=older)
     info = {"kind": "bc", "net": net.config(), "samples": int(inputs.shape[0]),
             "loss_first": losses[0], "loss_last": losses[-1], "losses": losses}
     return net, info
@@ -96,7 +105,7 @@ def edit_obs_config(cfg: TrainConfig, spec: TaskSpec) -> EditObsConfig:
     d = LatencyCfg()
     fast = spec.fast_obs_indices if cfg.edit_inputs == "fast" and spec.planner_only else []
     return EditObsConfig(spec.obs_dim, spec.action_dim, cfg.lookahead, cfg.n_committed,
-                         d.age_scale_s, d.age_clip, fast)
+                         d.age_scale_s, d.age_clip, fast, intent_dim=cfg.intent_dim)
 
 
 def latency_cfg(cfg: TrainConfig, spec: Any, seed: int) -> LatencyCfg:
@@ -105,7 +114,8 @@ def latency_cfg(cfg: TrainConfig, spec: Any, seed: int) -> LatencyCfg:
                       horizon=cfg.resolved_horizon, lookahead=cfg.lookahead,
                       n_committed=cfg.n_committed,
                       edit_bound=cfg.resolved_residual_bound(spec.action_low, spec.action_high),
-                      seed=seed, edit_inputs=cfg.edit_inputs, privileged=cfg.privileged)
+                      seed=seed, edit_inputs=cfg.edit_inputs, privileged=cfg.privileged,
+                      intent_dim=cfg.intent_dim if cfg.is_edit or cfg.uses_planner else 0)
 
 
 def make_method_env(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | None = None,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -102,6 +103,31 @@ def _rank_config(cfg: TrainConfig, local_rank: int) -> TrainConfig:
     return TrainConfig.from_dict({**cfg.to_dict(), "device": f"cuda:{local_rank}"})
 
 
+def _warm_start(env: Any, runner: Any, cfg: TrainConfig, planner_net: Any,
+                show_progress: bool) -> dict[str, Any]:
+    """DAgger warm start of the edit actor from the planner without delay (the BC planner's
+    fresh chunk, else the task's expert action); returns what ``config.json`` records."""
+    from edgerl.policies.distill import distill_actor, planner_teacher
+
+    if planner_net is not None:
+        teacher = planner_teacher(planner_net.plan)
+    else:
+        def teacher(wrapped: Any) -> torch.Tensor:
+            return wrapped.unwrapped.expert_action()
+    t0 = time.perf_counter()
+    actor = runner.alg.get_policy()
+    losses = distill_actor(env, actor, teacher, cfg.distill, seed=cfg.seed,
+                           show_progress=show_progress)
+    dist = actor.distribution
+    with torch.no_grad():
+        if getattr(dist, "std_type", "scalar") == "log":
+            dist.log_std_param.fill_(math.log(cfg.distill.init_std))
+        else:
+            dist.std_param.fill_(cfg.distill.init_std)
+    return {"teacher": "bc planner, no delay" if planner_net is not None else "task expert",
+            "losses": losses, "wall_s": round(time.perf_counter() - t0, 3)}
+
+
 def train(cfg: TrainConfig, out: str | Path | None = None, root: str | Path = "runs",
           show_progress: bool = True) -> TrainResult:
     """Train ``cfg`` (or just set up and save a non-learning baseline); returns the run.
@@ -135,7 +161,7 @@ def train(cfg: TrainConfig, out: str | Path | None = None, root: str | Path = "r
     base = make_base_env(cfg, cfg.num_envs, seed=cfg.seed + rank)
     spec = base.spec
     planner_net, planner_info = None, {}
-    if cfg.uses_planner:
+    if cfg.uses_planner or (cfg.is_edit and cfg.distill.rounds and cfg.planner == "bc"):
         planner_net, planner_info = build_planner(cfg, show_progress=show_progress)
         if planner_net is not None and world > 1:  # every rank plans with rank 0's net
             for tensor in planner_net.state_dict().values():
@@ -158,7 +184,20 @@ def train(cfg: TrainConfig, out: str | Path | None = None, root: str | Path = "r
                                 total_iterations=cfg.iterations, show_progress=show_progress,
                                 stop_at_success=cfg.stop_at_success)
             scale_output_layer(runner.alg.get_policy().mlp, float(cfg.actor.output_scale))
-            runner.learn(cfg.iterations)
+            warmup = 0
+            if cfg.is_edit and cfg.distill.rounds:
+                document["distill"] = _warm_start(env, runner, cfg, planner_net, show_progress)
+                if lead:
+                    (run_dir / CONFIG_NAME).write_text(json.dumps(document, indent=2) + "\n")
+                warmup = min(cfg.distill.critic_warmup, cfg.iterations)
+            if warmup:
+                actor_params = list(runner.alg.get_policy().parameters())
+                for p in actor_params:
+                    p.requires_grad_(False)
+                runner.learn(warmup)
+                for p in actor_params:
+                    p.requires_grad_(True)
+            runner.learn(cfg.iterations - warmup)
             result.history = runner.history
             result.env_steps = runner.logger.tot_timesteps
             result.policy = runner.get_inference_policy(cfg.device)

@@ -48,6 +48,7 @@ BUILTIN_TASKS: tuple[TaskInfo, ...] = (
 #: Task families: names with the prefix are described on first use (``gym:<EnvId>``, ...).
 TASK_FAMILIES: dict[str, str] = {
     "gym:": "edgerl.sim.adapters.gymnasium:describe_gym_task",
+    "dmc:": "edgerl.sim.adapters.dm_control:describe_dmc_task",
     "mjlab:": "edgerl.sim.adapters.rsl_rl_wrapper:describe_mjlab_task",
     "isaaclab:": "edgerl.sim.adapters.rsl_rl_wrapper:describe_isaaclab_task",
 }

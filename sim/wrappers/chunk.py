@@ -47,8 +47,10 @@ from edgerl.contract.timing import (
 __all__ = ["ChunkScheduler", "DelayFn", "PlanFn", "max_planner_delay", "required_horizon",
            "sample_delays"]
 
-#: ``plan(obs (n, O), env_ids (n,)) -> chunks (n, H, A)``: the batched planner callable.
-PlanFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+#: ``plan(obs (n, O), env_ids (n,)) -> chunks (n, H, A)``: the batched planner callable. A
+#: planner that exports an intent vector (its ``intent_dim`` attribute > 0) returns the pair
+#: ``(chunks (n, H, A), intent (n, I))`` instead.
+PlanFn = Callable[[torch.Tensor, torch.Tensor], Any]
 #: ``delays(env_ids (n,), t (n,)) -> int64 (n,)``: replaces the sampled planner delays (a
 #: recorded arrival trace, for parity with the runtime).
 DelayFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -87,13 +89,15 @@ class ChunkScheduler:
             (else 0: every env queries at t = 0, P, 2P...).
         extra_delay: Optional int64 (N,) added to every sampled delay of that env (domain
             randomization's ``latency_steps``); ``extra_max`` bounds it.
+        intent_dim: Size I of the planner's intent vector (0: the planner has none).
 
     Attributes:
         delay_fn: Optional :data:`DelayFn` used instead of sampling (``extra_delay`` is
             still added).
 
     State after :meth:`tick` (all on ``device``):
-        cur (N, H, A), cur_step0 (N,), cur_obs_step (N,), cur_valid (N,) bool,
+        cur (N, H, A), cur_intent (N, I), cur_step0 (N,), cur_obs_step (N,),
+        cur_valid (N,) bool,
         prev (N, H, A), prev_step0 (N,), prev_valid (N,) (the chunk replaced most recently),
         arrived_at (N,) step the current chunk arrived.
     """
@@ -101,13 +105,14 @@ class ChunkScheduler:
     def __init__(self, num_envs: int, horizon: int, action_dim: int, latency: LatencyModel,
                  device: torch.device | str, generator: torch.Generator, stale_steps: int = 0,
                  random_phase: bool = False, extra_delay: torch.Tensor | None = None,
-                 extra_max: int = 0) -> None:
+                 extra_max: int = 0, intent_dim: int = 0) -> None:
         if horizon < 1:
             raise ValueError(f"chunk horizon must be >= 1, got {horizon}")
         if stale_steps < 0:
             raise ValueError(f"stale_steps must be >= 0, got {stale_steps}")
         n, h, a = int(num_envs), int(horizon), int(action_dim)
         self.num_envs, self.horizon, self.action_dim = n, h, a
+        self.intent_dim = i = int(intent_dim)
         self.latency = latency
         self.period = int(latency.planner_period_steps)
         self.max_delay = max_planner_delay(latency, extra_max)
@@ -123,11 +128,13 @@ class ChunkScheduler:
         self.phase = torch.zeros(n, dtype=torch.int64, device=dev)
         self.n_queries = torch.zeros(n, dtype=torch.int64, device=dev)
         self.fly = torch.zeros(n, m, h, a, device=dev)
+        self.fly_intent = torch.zeros(n, m, i, device=dev)
         self.fly_step0 = torch.zeros(n, m, dtype=torch.int64, device=dev)
         self.fly_obs_step = torch.zeros(n, m, dtype=torch.int64, device=dev)
         self.fly_arrive = torch.zeros(n, m, dtype=torch.int64, device=dev)
         self.fly_valid = torch.zeros(n, m, dtype=torch.bool, device=dev)
         self.cur = torch.zeros(n, h, a, device=dev)
+        self.cur_intent = torch.zeros(n, i, device=dev)
         self.cur_step0 = torch.zeros(n, dtype=torch.int64, device=dev)
         self.cur_obs_step = torch.zeros(n, dtype=torch.int64, device=dev)
         self.cur_valid = torch.zeros(n, dtype=torch.bool, device=dev)
@@ -221,7 +228,7 @@ class ChunkScheduler:
         if submit is not None:
             self._pending.append((answer, ids, slot, self._serial))
         else:
-            self.fly[ids, slot] = answer.to(self.fly.dtype)
+            self._store(ids, slot, answer)
         self.fly_serial[ids, slot] = self._serial
         self.fly_step0[ids, slot] = t
         self.fly_obs_step[ids, slot] = t - obs_delay
@@ -230,8 +237,30 @@ class ChunkScheduler:
         self.last_delay[ids] = delay
         self.n_queries[ids] += 1
 
-    def _checked(self, chunks: Any, n: int) -> torch.Tensor:
-        """The planner's answer as a detached (n, H, A) tensor, or a ``ValueError``."""
+    def _store(self, ids: torch.Tensor, slot: torch.Tensor,
+               answer: tuple[torch.Tensor, torch.Tensor | None]) -> None:
+        """Write a checked answer (chunks, intent) into the in-flight ``slot`` of ``ids``."""
+        chunks, intent = answer
+        self.fly[ids, slot] = chunks.to(self.fly.dtype)
+        if self.intent_dim:
+            self.fly_intent[ids, slot] = intent.to(self.fly_intent.dtype)
+
+    def _checked(self, answer: Any, n: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The planner's answer as detached ``(chunks (n, H, A), intent (n, I) or None)``, or
+        a ``ValueError`` naming what is wrong."""
+        chunks, intent = answer if isinstance(answer, tuple) else (answer, None)
+        if self.intent_dim:
+            if not isinstance(intent, torch.Tensor) or tuple(intent.shape) != (n,
+                                                                              self.intent_dim):
+                got = tuple(intent.shape) if isinstance(intent, torch.Tensor) else type(intent)
+                raise ValueError(f"planner returned intent {got}, expected ({n}, "
+                                 f"{self.intent_dim}) (the scheduler's intent_dim)")
+            intent = intent.detach()
+            if not torch.isfinite(intent).all():
+                raise ValueError("planner returned a non-finite intent")
+        elif intent is not None:
+            raise ValueError("planner returned an intent vector but the scheduler has "
+                             "intent_dim 0")
         h, a = self.horizon, self.action_dim
         if not isinstance(chunks, torch.Tensor) or tuple(chunks.shape) != (n, h, a):
             got = tuple(chunks.shape) if isinstance(chunks, torch.Tensor) else type(chunks)
@@ -240,7 +269,7 @@ class ChunkScheduler:
         chunks = chunks.detach()  # a network planner's graph must not live in the buffers
         if not torch.isfinite(chunks).all():
             raise ValueError("planner returned non-finite chunk values")
-        return chunks
+        return chunks, intent
 
     def _collect(self, arrived: torch.Tensor) -> None:
         """Wait for the pending answers that have a slot arriving now and store them in their
@@ -253,8 +282,9 @@ class ChunkScheduler:
                 if not future.done():  # obsolete (its envs reset): dropped once finished
                     keep.append(entry)
             elif bool((arrived[ids, slot] & live).any()):
-                chunks = self._checked(future.result(), int(ids.numel()))
-                self.fly[ids[live], slot[live]] = chunks[live].to(self.fly.dtype)
+                chunks, intent = self._checked(future.result(), int(ids.numel()))
+                self._store(ids[live], slot[live],
+                            (chunks[live], None if intent is None else intent[live]))
             else:
                 keep.append(entry)
         self._pending = keep
@@ -311,6 +341,7 @@ class ChunkScheduler:
             self.prev_step0[ids] = self.cur_step0[ids]
             self.prev_valid[ids] = self.cur_valid[ids]
             self.cur[ids] = self.fly[ids, slot]
+            self.cur_intent[ids] = self.fly_intent[ids, slot]
             self.cur_step0[ids] = self.fly_step0[ids, slot]
             self.cur_obs_step[ids] = self.fly_obs_step[ids, slot]
             self.cur_valid[ids] = True
@@ -350,8 +381,13 @@ class _Held:
     def done(self) -> bool:
         return self.future is not None and self.future.done()
 
-    def result(self) -> torch.Tensor:
-        """Its ``(n, H, A)`` rows; sends every held query first if this one was not sent."""
+    def result(self) -> Any:
+        """Its ``(n, H, A)`` rows (and ``(n, I)`` intents, for a planner with an intent);
+        sends every held query first if this one was not sent."""
         if self.future is None:
             self.scheduler._send_held()
-        return self.future.result()[self.start:self.start + int(self.ids.numel())]
+        rows = slice(self.start, self.start + int(self.ids.numel()))
+        answer = self.future.result()
+        if isinstance(answer, tuple):
+            return tuple(part[rows] for part in answer)
+        return answer[rows]

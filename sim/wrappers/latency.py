@@ -77,6 +77,11 @@ class LatencyWrapper(VecEnvWrapper):
         lat = cfg.latency
         if cfg.method in CHUNK_METHODS and planner is None:
             raise ValueError(f"method {cfg.method!r} needs a planner (plan(obs, env_ids))")
+        owner = getattr(planner, "__self__", planner)  # a bound ``plan`` method's network
+        planner_intent = int(getattr(owner, "intent_dim", 0) or 0) if planner else 0
+        if planner is not None and not self.zero_chunks and planner_intent != cfg.intent_dim:
+            raise ValueError(f"the planner exports an intent of {planner_intent} elements, the "
+                             f"latency config expects {cfg.intent_dim} (LatencyCfg.intent_dim)")
         self.planner = self._zero_plan if self.zero_chunks else planner
         if cfg.method == "rtc":
             self._rtc_planner, self.planner = planner, self._prefixed_plan
@@ -100,7 +105,8 @@ class LatencyWrapper(VecEnvWrapper):
                 else [])
         self.edit_obs_cfg = EditObsConfig(self.obs_dim, a, cfg.lookahead, cfg.n_committed,
                                           cfg.age_scale_s, cfg.age_clip,
-                                          fast if len(fast) < self.obs_dim else [])
+                                          fast if len(fast) < self.obs_dim else [],
+                                          intent_dim=cfg.intent_dim)
         self._privileged_group = ("critic" if cfg.privileged and "critic" in obs0
                                   else None)
         self.blend_steps = resolve_blend_steps(cfg.rtc_blend_steps, lat.planner_period_steps)
@@ -130,7 +136,8 @@ class LatencyWrapper(VecEnvWrapper):
         self._queue = DelayLine(n, a, self._queue_max, dev)
         self._sent = DelayLine(n, a, max(cfg.n_committed - 1, 0), dev)
         self.scheduler = (ChunkScheduler(n, self.horizon, a, lat, dev, self.generator, stale,
-                                         cfg.random_phase, self._extra_delay, extra_max)
+                                         cfg.random_phase, self._extra_delay, extra_max,
+                                         intent_dim=cfg.intent_dim)
                           if cfg.method in SCHEDULED_METHODS else None)
         if self.scheduler is not None:
             self.scheduler.delay_fn = delays
@@ -178,9 +185,14 @@ class LatencyWrapper(VecEnvWrapper):
         prefix = select_chunk_rows(chunk, index, max(d, 1))[:, :d]
         return self._rtc_planner(obs, env_ids, prefix * valid[:, None, None].to(prefix.dtype))
 
-    def _zero_plan(self, obs: torch.Tensor, env_ids: torch.Tensor) -> torch.Tensor:
-        """``edit_zero_chunks``' planner: an all-zero (n, H, A) chunk, on the same schedule."""
-        return torch.zeros(int(obs.shape[0]), self.horizon, self.num_actions, device=obs.device)
+    def _zero_plan(self, obs: torch.Tensor, env_ids: torch.Tensor) -> Any:
+        """``edit_zero_chunks``' planner: an all-zero (n, H, A) chunk (and an all-zero intent
+        of the configured size), on the same schedule."""
+        n = int(obs.shape[0])
+        chunks = torch.zeros(n, self.horizon, self.num_actions, device=obs.device)
+        if self.latency_cfg.intent_dim:
+            return chunks, torch.zeros(n, self.latency_cfg.intent_dim, device=obs.device)
+        return chunks
 
     def _start(self, ids: torch.Tensor, robot: torch.Tensor) -> None:
         """Episode start for ``ids``: fill histories, clear queues, draw delays."""
@@ -254,6 +266,11 @@ class LatencyWrapper(VecEnvWrapper):
                 cmd = row
         return torch.maximum(torch.minimum(cmd, self._high), self._low)
 
+    def current_row(self) -> torch.Tensor:
+        """(N, A): the chunk row the command is composed on at the current step (blend:
+        blended; zeros without a chunk). Chunk methods only."""
+        return self._row_now()
+
     def _row_now(self) -> torch.Tensor:
         """The chunk action for the current step (blend: blended), zeros without a chunk."""
         s = self.scheduler
@@ -294,7 +311,8 @@ class LatencyWrapper(VecEnvWrapper):
         rows = select_chunk_rows(s.cur, s.row_index(), cfg.n_rows)
         age_s = (s.age_steps().double() * self.dt).float()
         committed = self._sent.newest(cfg.n_committed)
-        return build_edit_obs(seen, rows, age_s, committed, s.has_chunk(), cfg)
+        return build_edit_obs(seen, rows, age_s, committed, s.has_chunk(), cfg,
+                              intent=s.cur_intent if cfg.intent_dim else None)
 
     def _arli_observation(self, seen: torch.Tensor) -> torch.Tensor:
         start_obs = self._seen.read(self._mid)

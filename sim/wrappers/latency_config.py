@@ -66,6 +66,8 @@ class LatencyCfg:
             is then a bounded no-delay policy that may not need the planner at all).
         privileged: ``nodelay`` only: the policy reads the task's privileged ``"critic"``
             group (the upper bound of the result tables).
+        intent_dim: Size I of the planner's intent vector, which the edit observation carries
+            after the chunk (0 = none; ``edit_zero_chunks`` reads zeros of the same size).
     """
 
     method: str = "edit"
@@ -87,6 +89,7 @@ class LatencyCfg:
     seed: int = 0
     edit_inputs: str = "fast"
     privileged: bool = False
+    intent_dim: int = 0
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -103,8 +106,8 @@ class LatencyCfg:
             raise ValueError("horizon and rtc_blend_steps must be >= 0, stale_steps >= -1")
         if not 0.0 <= self.arli_mid_fraction < 1.0:
             raise ValueError(f"arli_mid_fraction must be in [0, 1), got {self.arli_mid_fraction}")
-        if self.obs_noise_std < 0 or self.edit_bound < 0:
-            raise ValueError("obs_noise_std and edit_bound must be >= 0")
+        if self.obs_noise_std < 0 or self.edit_bound < 0 or self.intent_dim < 0:
+            raise ValueError("obs_noise_std, edit_bound and intent_dim must be >= 0")
 
     @classmethod
     def from_timing(cls, timing: TimingSpec, method: str, **kwargs: Any) -> LatencyCfg:
