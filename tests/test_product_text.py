@@ -78,12 +78,13 @@ RULES = (
                "measured on the session-8 data", "#### Session 11: again"),
          misses=("onnxruntime threads per session", "a recording session.mcap",
                  "ort.InferenceSession(path)", "session_id = 3", "sessions: 2 of them")),
-    Rule("issue number", r"\b(?:issues?|pull requests?|PRs?|tickets?)\s*#\s*\d+"
+    Rule("issue number", r"\b(?:issues?|pull requests?|PRs?|tickets?)(?:\s*#\s*|-)\d+"
                          r"|\bissues?\s+\d+\b(?!\s+(?!(?:was|has|this|does|its|is|as)\b)[a-z]{2,}s\b)"
                          r"|\(#\d+[),]|(?<![\w&#])#\d+(?='s\b)|(?<![\w&#/])#\d{2}\b(?![0-9a-f])",
          True,
          hits=("issue #22's target 0.75x", "(issue 18)", "before issue 18, 2 of 8",
-               "(issue 18 part A)", "issues 17 and 18:", "fixed in (#22)", "PR #31",
+               "(issue 18 part A)", "issues 17 and 18:", "the issue-18 check", "fixed in (#22)",
+               "PR #31",
                "#17's line stays open", "after all #18 branches were merged"),
          misses=("#define EDGERL_WIRE_H 1", "#include <stdint.h>", "## Results", "# 3 seeds",
                  "color: #336699;", "background: #fff", "-serial pty #1 in QEMU",
@@ -91,12 +92,15 @@ RULES = (
                  "issues a SETPOINT 3 times")),
     Rule("helper agent", r"\b(?:helper|sub|coding)[\s-]?agents?\b"
                          r"|\bagents?'?s?\s+(?:jobs?|tests?)\b"
-                         r"|\bshared with \w+ (?:other )?agents?\b", True,
+                         r"|\bshared with \w+ (?:other )?agents?\b"
+                         r"|\b(?:other|another) (?:helpers?|sessions?)\b", True,
          hits=("load 1.7-3.3 from one helper agent's tests", "a subagent", "sub-agents",
                "(session 5; one other agent's tests running)", "other agents' jobs",
-               "2 cores shared with 3 other agents"),
+               "2 cores shared with 3 other agents", "other helpers' jobs",
+               "decided by other sessions' threads"),
          misses=("multi-agent bicycle-model driving", "policy-controlled agent-steps",
-                 "n_agents=4", "agent 0 (ego) is the policy's", "agents_per_env")),
+                 "n_agents=4", "agent 0 (ego) is the policy's", "agents_per_env",
+                 "tests/helpers/bundles.py", "the other vehicles")),
     Rule("machine path", r"(?<![\w.~/$-])/(?:work|root)/"
                          r"|(?<![\w.~/$-])/(?:home|Users)/[a-z_][\w.-]*/"
                          r"|(?<![\w.~$-])/(?:[\w.+-]+/)*\.venv[\w-]*/bin\b", False,
