@@ -231,8 +231,8 @@ def test_episode_reset_drops_in_flight_result_and_replans_at_once(rclpy_context,
 
 def test_period_and_latency_apply_at_run_time_others_refused(rclpy_context,
                                                              make_bundle_with_planner):
-    """main reported success for ``period_s`` at run time and kept planning at the old
-    period."""
+    """``period_s`` applies at run time (planning follows the new period), and so does
+    ``extra_latency_s``; the others are refused."""
     import rclpy
     from edgerl_ros.common import CHUNK_QOS, STATE_QOS, TOPICS
     from edgerl_ros.messages import make_joint_state

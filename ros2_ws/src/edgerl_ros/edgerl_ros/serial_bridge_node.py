@@ -39,22 +39,17 @@ import time
 from typing import Any
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
 from edgerl_ros.common import (
     COMMAND_QOS,
-    DIAG_QOS,
     STATE_QOS,
     TOPICS,
     ParamSpec,
     declare_with_bundle,
-    diag_array,
-    diag_status,
     refuse_unless_live,
-    replace_timer,
     run_node,
 )
 from edgerl_ros.composition import in_process_command, subscribe_commands
@@ -65,6 +60,7 @@ from edgerl_ros.messages import (
     make_joint_state,
     stamp_to_ns,
 )
+from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
 from edgerl_ros.sources import PublisherFilter
 from edgerl_ros.stats import AnswerLatency, DropCounter
 
@@ -109,7 +105,6 @@ class SerialBridgeNode(Node):
         #: In-process edit node (composed): gets each state before it is published.
         self.link: Any = None
         self.state_pub = self.create_publisher(JointState, TOPICS["state"], STATE_QOS)
-        self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
         self.transport = SerialTransport(SerialConfig(port=p["port"], baudrate=p["baudrate"]),
                                          on_state=self._on_fw_state)
         self.hello = self.transport.connect()
@@ -117,8 +112,8 @@ class SerialBridgeNode(Node):
         self._edit_source = PublisherFilter(self, TOPICS["command"], "edit_policy_node")
         self._command_sub = subscribe_commands(self, self._on_command, COMMAND_QOS)
         self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, 10)
-        self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
-                                             self._publish_diagnostics)
+        self.diagnostics = NodeDiagnostics(self, "edgerl: serial_bridge_node",
+                                           p["diagnostics_period_s"], self._report)
         self.get_logger().info(f"serial bridge: {p['port']} linked ({self.hello})")
 
     def _apply_params(self, changed: dict[str, Any]) -> str | None:
@@ -127,9 +122,7 @@ class SerialBridgeNode(Node):
             if "command_field" in changed:
                 self.command_field = changed["command_field"]
             if "diagnostics_period_s" in changed:
-                self._diag_timer = replace_timer(self, self._diag_timer,
-                                                 changed["diagnostics_period_s"],
-                                                 self._publish_diagnostics)
+                self.diagnostics.set_period(changed["diagnostics_period_s"])
         return reason
 
     def _on_fw_state(self, sample: Any) -> None:
@@ -203,18 +196,16 @@ class SerialBridgeNode(Node):
                 "states_repeated": self.states_repeated,
                 "e2e_latency_p50_us": self.latency.percentile(50) * 1e6,
                 "e2e_latency_p99_us": self.latency.percentile(99) * 1e6,
-                "dropped_bad_msgs": self.drops.total,
-                **{f"dropped {k}": v for k, v in self.drops.by_key().items()}}
+                **self.drops.values()}
 
-    def _publish_diagnostics(self) -> None:
+    def _report(self) -> Report:
         vals = self.values()
         level, message = 0, "ok"
         if not vals["connected"]:
             level, message = 2, "serial link down"
         elif self.drops.total:
             level, message = 1, self.drops.last_reason
-        self.diag_pub.publish(diag_array(self, [diag_status(
-            "edgerl: serial_bridge_node", self.transport.cfg.port, vals, level, message)]))
+        return self.transport.cfg.port, vals, level, message
 
     def shutdown(self) -> None:
         self.transport.close()
