@@ -56,11 +56,11 @@ from edgerl_ros.common import (
 from edgerl_ros.messages import (
     COMMAND_FIELDS,
     BadMessage,
-    joint_state_values,
     make_joint_state,
     stamp_to_ns,
 )
 from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
+from edgerl_ros.robot_commands import command_values, guard_passes
 from edgerl_ros.stats import DropCounter
 
 __all__ = ["PARAMS", "JointMap", "Ros2ControlBridgeNode", "main", "parse_observation_map"]
@@ -224,16 +224,9 @@ class Ros2ControlBridgeNode(Node):
         self.states += 1
 
     def _on_command(self, msg: JointState) -> None:
-        try:
-            values = joint_state_values(msg, self.action_names, self.command_field)
-        except BadMessage as exc:
-            self.drops.drop(TOPICS["command"], str(exc))
-            return
-        stamp = stamp_to_ns(msg.header.stamp)
-        reason = self.guard.check_command(values, stamp * 1e-9 if stamp > 0 else None,
-                                          time.time_ns() * 1e-9)
-        if reason is not None:
-            self.drops.drop(TOPICS["command"], reason)
+        values = command_values(msg, self.action_names, self.command_field, self.drops)
+        if values is None or not guard_passes(self.guard, self.drops, values,
+                                              stamp_to_ns(msg.header.stamp), time.time_ns()):
             return
         if self.interface == "forward":
             out: Any = Float64MultiArray(data=[float(v) for v in values])

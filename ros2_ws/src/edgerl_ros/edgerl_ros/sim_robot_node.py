@@ -68,19 +68,15 @@ from edgerl_ros.common import (
     refuse_unless_live,
     run_node,
 )
-from edgerl_ros.composition import in_process_command, subscribe_commands
 from edgerl_ros.messages import (
     COMMAND_FIELDS,
-    BadMessage,
     TimeBase,
     chunk_to_trajectory,
-    joint_state_values,
     make_joint_state,
     ns_to_stamp,
-    stamp_to_ns,
 )
 from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
-from edgerl_ros.sources import PublisherFilter
+from edgerl_ros.robot_commands import ComposableCommands, guard_passes
 from edgerl_ros.stats import AnswerLatency, DropCounter, IntervalMeter
 
 __all__ = ["LIVE_PARAMS", "PARAMS", "SimRobotNode", "main"]
@@ -116,7 +112,7 @@ LIVE_PARAMS = frozenset({"rate_hz", "command_timeout_s", "command_max_age_s", "c
                          "wait_for_command", "diagnostics_period_s"})
 
 
-class SimRobotNode(Node):
+class SimRobotNode(ComposableCommands, Node):
     """See the module docstring. Stepping starts at construction; :meth:`shutdown` stops it."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -171,8 +167,7 @@ class SimRobotNode(Node):
         self.episode_pub = (self.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
                             if self.announce_resets else None)
         # e2e latency counts only the edit node's commands (anyone may publish on the topic)
-        self._edit_source = PublisherFilter(self, TOPICS["command"], "edit_policy_node")
-        self._command_sub = subscribe_commands(self, self._on_command, COMMAND_QOS)
+        self._subscribe_commands(COMMAND_QOS)
         self.diagnostics = NodeDiagnostics(self, "edgerl: sim_robot_node",
                                            p["diagnostics_period_s"], self._report)
         self._stop = threading.Event()
@@ -224,21 +219,6 @@ class SimRobotNode(Node):
         return None
 
     # --- commands in -------------------------------------------------------------------
-    def _on_command(self, msg: JointState, info: Any) -> None:
-        """A command (``info``: rclpy ``MessageInfo``, its publisher GID)."""
-        if in_process_command(msg):
-            return  # a composed edit node's command: applied in its own process
-        now_ns = time.time_ns()
-        from_edit = self._edit_source.accept(info)
-        if from_edit and self.link is not None:
-            return  # the composed edit node's command: already applied in process
-        try:
-            values = joint_state_values(msg, self.spec.action_names, self.command_field)
-        except BadMessage as exc:
-            self.drops.drop(TOPICS["command"], str(exc))
-            return
-        self.accept_command(values, stamp_to_ns(msg.header.stamp), now_ns, from_edit=from_edit)
-
     def accept_command(self, values: np.ndarray, stamp_ns: int, now_ns: int | None = None,
                        from_edit: bool = True) -> bool:
         """Apply ``values`` (``(action_dim,)``, the task's action order) computed from the
@@ -247,10 +227,7 @@ class SimRobotNode(Node):
         latency. Called by :meth:`_on_command` and by a composed edit node. Returns whether it
         was applied (a refusal is counted under its reason)."""
         now_ns = time.time_ns() if now_ns is None else now_ns
-        reason = self.guard.check_command(values, stamp_ns * 1e-9 if stamp_ns > 0 else None,
-                                          now_ns * 1e-9)
-        if reason is not None:  # old, unstamped, ahead or out of limits: never executed
-            self.drops.drop(TOPICS["command"], reason)
+        if not guard_passes(self.guard, self.drops, values, stamp_ns, now_ns):
             return False
         if from_edit:
             self.latency.answer(stamp_ns, now_ns)
