@@ -7,6 +7,7 @@ on ``sys.path``, see ``pythonpath`` in pyproject.toml).
 * :mod:`tests.helpers.export_models` tiny actors (MLP, GRU, LSTM) for the exporter
 * :mod:`tests.helpers.planners`      tiny planners, raw sockets, a scripted fake server
 * :mod:`tests.helpers.ort_gpu_stub`  a stub ``onnxruntime-gpu`` for machines without a GPU
-* :mod:`tests.helpers.seeded_rollouts` a seeded sim rollout repeats bit for bit
+* :mod:`tests.helpers.sim_checks`    a seeded sim rollout repeats bit for bit; instructions
+  reach the critic only
 * :mod:`tests.helpers.planner_node_graph` a planner node beside a probe node (ROS tests)
 """

@@ -11,7 +11,7 @@ import torch
 from edgerl.sim.registry import make_task
 from edgerl.sim.tasks.ball import BALL_RADIUS, BallBalanceCfg, BallBalanceEnv, ball_expert
 from edgerl.sim.vec_env import ActionError
-from tests.helpers.seeded_rollouts import assert_seed_decides, step_tensors
+from tests.helpers.sim_checks import assert_seed_decides, step_tensors
 
 
 def _env(num_envs: int = 8, seed: int = 0, **cfg) -> BallBalanceEnv:

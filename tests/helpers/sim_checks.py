@@ -1,10 +1,11 @@
-"""Determinism checks the sim task tests share: a seeded rollout repeats bit for bit, and
-another seed changes it."""
+"""Checks the sim task tests share: a seeded rollout repeats bit for bit (and another seed
+changes it); an instruction reaches the critic's observation and not the policy's."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
 
 
@@ -27,3 +28,14 @@ def assert_seed_decides(rollout: Callable[[int], list[torch.Tensor]], seed: int,
     a, b, c = rollout(seed), rollout(seed), rollout(other_seed)
     assert all(torch.equal(x, y) for x, y in zip(a, b))
     assert not all(torch.equal(x, y) for x, y in zip(a, c))
+
+
+def assert_instruction_only_in_critic(env, new_ids: np.ndarray) -> None:
+    """Setting every env's instruction to ``new_ids`` (int64, (num_envs,), each different from
+    the current one) leaves the ``"policy"`` observation as it was and changes the
+    ``"critic"``'s."""
+    obs = env.get_observations()
+    env.set_instruction(np.arange(env.num_envs), new_ids)
+    obs2 = env.get_observations()
+    assert torch.equal(obs["policy"], obs2["policy"])
+    assert not torch.equal(obs["critic"], obs2["critic"])
