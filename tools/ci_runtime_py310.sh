@@ -16,7 +16,7 @@ LOCK=constraints-runtime.txt
 VENV=${VENV_RT310:-.venv-rt310}
 is_py310() { "$1" -c 'import sys; assert sys.version_info[:2] == (3, 10)' >/dev/null 2>&1; }
 if [ -z "${PY310:-}" ]; then  # a pyenv shim on PATH may exist and still not run
-    for cand in python3.10 /root/.pyenv/versions/3.10.13/bin/python3.10; do
+    for cand in python3.10 "${PYENV_ROOT:-$HOME/.pyenv}/versions/3.10.13/bin/python3.10"; do
         if is_py310 "$cand"; then PY310=$cand; break; fi
     done
 fi

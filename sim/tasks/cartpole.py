@@ -29,7 +29,8 @@ import torch
 from tensordict import TensorDict
 
 from edgerl.sim.randomization import DomainRandConfig, DomainRandomizer
-from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
+from edgerl.sim.tasks.torch_task import TorchTaskEnv
+from edgerl.sim.vec_env import TaskSpec
 
 __all__ = ["CARTPOLE_GOAL_DEFAULTS", "CartpoleCfg", "CartpoleEnv", "make_cartpole",
            "make_cartpole_goal"]
@@ -139,7 +140,7 @@ def lqr_gain(cfg: CartpoleCfg, q: tuple[float, ...] = (1.0, 0.5, 20.0, 1.0),
     return np.linalg.solve(r_mat + b_mat.T @ p @ b_mat, b_mat.T @ p @ a_mat)
 
 
-class CartpoleEnv(EdgeVecEnv):
+class CartpoleEnv(TorchTaskEnv):
     """Vectorized cart-pole; observations ``{"policy": (N, 4)}`` = [x, x_dot, theta, theta_dot]
     (``(N, 5)`` with ``goal_x`` appended when ``cfg.goal_range > 0``).
 
@@ -198,25 +199,18 @@ class CartpoleEnv(EdgeVecEnv):
         err[:, 0] -= goal
         return err
 
-    # --- VecEnv -------------------------------------------------------------------------------
-    def get_observations(self) -> TensorDict:
-        return self._obs()
-
-    def reset(self, env_ids: torch.Tensor | None = None) -> TensorDict:
-        if env_ids is None:
-            env_ids = torch.arange(self.num_envs, device=self.device)
+    # --- VecEnv (get_observations, reset: TorchTaskEnv) ---------------------------------------
+    def _reset_ids(self, env_ids: torch.Tensor) -> None:
         n = int(env_ids.numel())
-        if n:
-            c = self.cfg
-            half = torch.tensor([c.init_x, c.init_vel, c.init_theta, c.init_vel])
-            u = torch.rand(n, 4, generator=self.generator) * 2.0 - 1.0
-            self.state[env_ids] = (u * half).to(self.device)
-            if c.has_goal:
-                g = (torch.rand(n, generator=self.generator) * 2.0 - 1.0) * c.goal_range
-                self.goal[env_ids] = g.to(self.device)
-            self.episode_length_buf[env_ids] = 0
-            self.randomizer.resample(env_ids, self.generator)
-        return self._obs()
+        c = self.cfg
+        half = torch.tensor([c.init_x, c.init_vel, c.init_theta, c.init_vel])
+        u = torch.rand(n, 4, generator=self.generator) * 2.0 - 1.0
+        self.state[env_ids] = (u * half).to(self.device)
+        if c.has_goal:
+            g = (torch.rand(n, generator=self.generator) * 2.0 - 1.0) * c.goal_range
+            self.goal[env_ids] = g.to(self.device)
+        self.episode_length_buf[env_ids] = 0
+        self.randomizer.resample(env_ids, self.generator)
 
     def _step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
         a = actions.to(self.device)[:, 0]

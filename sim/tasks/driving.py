@@ -41,7 +41,8 @@ from edgerl.sim.tasks.driving_dynamics import (
     bicycle_step,
     wrap_angle,
 )
-from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
+from edgerl.sim.tasks.torch_task import TorchTaskEnv
+from edgerl.sim.vec_env import TaskSpec
 
 __all__ = ["DrivingEnv", "make_driving"]
 
@@ -55,7 +56,7 @@ PLANNER_ONLY = ("lat_err", "heading_err", "speed_err", "road_heading_ahead", "ga
                 "closing_speed", "surface_mu")
 
 
-class DrivingEnv(EdgeVecEnv):
+class DrivingEnv(TorchTaskEnv):
     """Vectorized multi-agent driving; ``{"policy": (N, 10)}`` is the ego's observation.
 
     Args:
@@ -163,15 +164,8 @@ class DrivingEnv(EdgeVecEnv):
             self.mu * self.randomizer.friction_scale), dim=-1)
         return TensorDict({"policy": obs}, batch_size=[self.num_envs], device=self.device)
 
-    def get_observations(self) -> TensorDict:
-        return self._obs()
-
-    def reset(self, env_ids: torch.Tensor | None = None) -> TensorDict:
-        if env_ids is None:
-            env_ids = torch.arange(self.num_envs, device=self.device)
+    def _reset_ids(self, env_ids: torch.Tensor) -> None:
         n = int(env_ids.numel())
-        if n == 0:
-            return self._obs()
         c, g, k, dev = self.cfg, self.generator, self.n_agents, self.device
         u = torch.rand(n, k, 5, generator=g)
         lanes = torch.randint(0, c.n_lanes, (n, k), generator=g)
@@ -207,7 +201,6 @@ class DrivingEnv(EdgeVecEnv):
         self._same_lane = self.lane[:, None, :] == self.lane[:, :, None]
         self._offset = self._lane_offsets[self.lane]
         self._geo = self._geometry(self.state)
-        return self._obs()
 
     def _step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
         c = self.cfg

@@ -14,7 +14,7 @@ N = 10_000  # ticks per side, as a 10 s block at 1 kHz
 @pytest.mark.parametrize("k1, k2, met, verdict", [
     (0, 0, True, "inconclusive"),   # no misses on either side: no evidence either way
     (3, 1, True, "inconclusive"),   # point ratio 3, but four events say nothing
-    (7, 0, False, "above"),         # the session-7 run 2: 7 against none is significant
+    (7, 0, False, "above"),         # a measured run: 7 against none is significant
     (30, 10, False, "above"),       # ratio 3 on 40 events: p = 0.035
     (100, 10, False, "above"),
     (10, 10, True, "inconclusive"),  # equal rates, too few events to show them below 1.5x

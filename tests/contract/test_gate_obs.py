@@ -42,7 +42,7 @@ def test_layout_and_preview_rows():
     stale = build_gate_obs(*inputs(), spec(preview=(4,), stale=1), chunk=inputs_chunk())
     assert stale[0, 6:].tolist() == [6.0, 16.0]  # row 6 is held one stale step
     base = build_gate_obs(*inputs(), spec(preview=(), action_dim=0))
-    assert base.shape == (2, 6)  # no preview: the session-5 observation
+    assert base.shape == (2, 6)  # no preview: the base observation
 
 
 def inputs_chunk():

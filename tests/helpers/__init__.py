@@ -9,4 +9,7 @@ on ``sys.path``, see ``pythonpath`` in pyproject.toml).
                                      server
 * :mod:`tests.helpers.gate_clients`  a budgeted stand-in planner and a gated planner client
 * :mod:`tests.helpers.ort_gpu_stub`  a stub ``onnxruntime-gpu`` for machines without a GPU
+* :mod:`tests.helpers.sim_checks`    a seeded sim rollout repeats bit for bit; instructions
+  reach the critic only
+* :mod:`tests.helpers.planner_node_graph` a planner node beside a probe node (ROS tests)
 """

@@ -27,8 +27,8 @@ def _chunk_msg(probe, rows, stamp_offset_s=0.0, value=0.1, dt=0.02):
 
 class TestEditNodeInputs:
     def test_old_state_big_and_future_chunks_dropped_and_reported(self, graph):
-        """main let a state stamped 10 s old drive the loop and accepted a 20,000-point chunk
-        (horizon 10) and a chunk stamped 1 h ahead."""
+        """A state stamped 10 s old does not drive the loop; a 20,000-point chunk (horizon 10)
+        and a chunk stamped 1 h ahead are dropped; each is reported."""
         from edgerl_ros.messages import make_joint_state
         from rclpy.lifecycle import TransitionCallbackReturn as R
 
@@ -63,7 +63,8 @@ class TestEditNodeInputs:
         assert last["escalation"] in ("ok", "hold", "decay", "estop")
 
     def test_planner_silence_escalates_to_estop(self, graph):
-        """main held the last command forever when the planner stopped (stale_policy hold)."""
+        """When the planner stops, the loop escalates to the e-stop instead of holding the last
+        command forever (stale_policy hold)."""
         from rclpy.lifecycle import TransitionCallbackReturn as R
 
         node, probe = graph
@@ -82,18 +83,19 @@ class TestEditNodeInputs:
         assert node.values()["escalation estop"] == 1
 
     def test_parameters_applied_live_or_refused(self, graph):
-        """main reported success for rate_hz/command_field/diagnostics_period_s while
-        configured and changed nothing."""
+        """Configured, command_field and diagnostics_period_s apply at once and rate_hz is
+        refused: no parameter reports success without taking effect."""
         from rclpy.lifecycle import TransitionCallbackReturn as R
         from rclpy.parameter import Parameter
 
         node, probe = graph
         assert node.call(node.trigger_configure) == R.SUCCESS
         assert node.call(node.trigger_activate) == R.SUCCESS
-        timer = node._timer
+        timer = node._diagnostics.timer
         res = node.set_parameters([Parameter("diagnostics_period_s", value=0.5)])[0]
         assert res.successful
-        assert node._timer is not timer and node._timer.timer_period_ns == 500_000_000
+        assert (node._diagnostics.timer is not timer
+                and node._diagnostics.timer.timer_period_ns == 500_000_000)
         assert node.set_parameters([Parameter("command_field", value="position")])[0].successful
         drive(probe, 0.6)
         n = len(probe.commands)
@@ -141,7 +143,8 @@ def _send_until(node, probe, msg_fn, cond, timeout=5.0):
 
 class TestSimRobot:
     def test_stale_unstamped_and_huge_commands_refused(self, sim_robot):
-        """main executed commands 10 s old, zero-stamped or with effort 1e6 and counted none."""
+        """Commands 10 s old, zero-stamped or with effort 1e6 are not executed; each is
+        counted."""
         from edgerl_ros.messages import make_joint_state
 
         node, probe = sim_robot
@@ -173,7 +176,8 @@ class TestSimRobot:
         assert node.values()["commands_repeat_state"] == 2
 
     def test_parameters_applied_live_or_refused(self, sim_robot):
-        """main reported success for rate_hz / command_timeout_s and changed nothing."""
+        """rate_hz and command_timeout_s apply at run time; start-up parameters are refused:
+        no parameter reports success without taking effect."""
         from edgerl_ros.messages import make_joint_state
         from rclpy.parameter import Parameter
 

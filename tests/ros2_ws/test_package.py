@@ -51,10 +51,9 @@ class TestEntryPoints:
             assert callable(getattr(module, func)), name
 
     def test_node_modules_match_setup(self):
-        from edgerl_ros import NODE_MODULES
+        from edgerl_ros.executables import CONTAINERS, NODE_MODULES
 
         nodes = _setup_kwargs()["NODES"]
-        from edgerl_ros import CONTAINERS
 
         targets = {k: v.split(":")[0] for k, v in nodes.items()}
         assert {k: v for k, v in targets.items() if k in NODE_MODULES} == NODE_MODULES

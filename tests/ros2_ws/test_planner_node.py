@@ -17,6 +17,7 @@ from edgerl.contract.chunk import ActionChunk
 from edgerl.contract.planner import Planner, PlannerHealth
 from edgerl.contract.spec import PolicySpec
 from edgerl.runtime.planners.local.delayed import DelayedPlanner
+from tests.helpers.planner_node_graph import PlannerGraph
 
 
 def test_fit_horizon_cuts_or_holds_last_row():
@@ -104,11 +105,9 @@ class _EchoPlanner:
 def test_remote_mode_over_a_planner_server(rclpy_context, make_bundle_with_planner):
     """planner_node (mode remote) -> `serve-planner`'s PlannerServer: the newest state goes
     out with the instruction; chunks come back stamped with that state and are published."""
-    import rclpy
-    from edgerl_ros.common import CHUNK_QOS, INSTRUCTION_QOS, STATE_QOS, TOPICS
+    from edgerl_ros.common import INSTRUCTION_QOS, TOPICS
     from edgerl_ros.messages import make_joint_state, stamp_to_ns
     from edgerl_ros.planner_node import PlannerNode
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory
@@ -120,20 +119,14 @@ def test_remote_mode_over_a_planner_server(rclpy_context, make_bundle_with_plann
     echo = _EchoPlanner(spec.chunk.horizon, spec.action.dim, spec.chunk.dt_s)
     server = PlannerServer(echo, ServerConfig(port=0))
     _, port = server.start()
-    node = None
-    probe = rclpy.create_node("probe", context=rclpy_context)
     chunks: list[JointTrajectory] = []
-    probe.create_subscription(JointTrajectory, TOPICS["chunk"], chunks.append, CHUNK_QOS)
-    state_pub = probe.create_publisher(type(make_joint_state([], np.zeros(0), 1)),
-                                       TOPICS["state"], STATE_QOS)
-    instr_pub = probe.create_publisher(String, TOPICS["instruction"], INSTRUCTION_QOS)
-    ex = SingleThreadedExecutor(context=rclpy_context)
+    graph = PlannerGraph(rclpy_context, chunks.append)
+    instr_pub = graph.probe.create_publisher(String, TOPICS["instruction"], INSTRUCTION_QOS)
     try:
         node = PlannerNode(context=rclpy_context, parameter_overrides=[
             Parameter("bundle", value=str(bundle)), Parameter("mode", value="remote"),
             Parameter("remote_port", value=int(port))])
-        ex.add_node(node)
-        ex.add_node(probe)
+        graph.start(node)
         instr_pub.publish(String(data="push the red block"))
         sent = {}
         t_end = time.monotonic() + 3.0
@@ -141,9 +134,9 @@ def test_remote_mode_over_a_planner_server(rclpy_context, make_bundle_with_plann
             obs = np.full(spec.observation.dim, float(len(sent)))
             msg = make_joint_state(spec.observation.names, obs, time.time_ns())
             sent[stamp_to_ns(msg.header.stamp)] = obs[0]
-            state_pub.publish(msg)
+            graph.state_pub.publish(msg)
             for _ in range(4):
-                ex.spin_once(timeout_sec=0.005)
+                graph.ex.spin_once(timeout_sec=0.005)
         assert len(chunks) >= 5, len(chunks)
         last = chunks[-1]
         stamp = stamp_to_ns(last.header.stamp)
@@ -154,11 +147,7 @@ def test_remote_mode_over_a_planner_server(rclpy_context, make_bundle_with_plann
         assert "push the red block" in echo.instructions
         assert node.values()["mode"] == "remote" and node.values()["errors"] == 0
     finally:
-        if node is not None:
-            node.shutdown()
-            node.destroy_node()
-        ex.shutdown()
-        probe.destroy_node()
+        graph.close()
         server.stop()
 
 
@@ -167,44 +156,27 @@ def test_episode_reset_drops_in_flight_result_and_replans_at_once(rclpy_context,
                                                                    make_bundle_with_planner):
     """A plan in flight at a reset (from the old episode's state) is not published; the next
     request starts on the first post-reset state instead of a period (1 s) later."""
-    import rclpy
-    from edgerl_ros.common import CHUNK_QOS, EPISODE_QOS, STATE_QOS, TOPICS
-    from edgerl_ros.messages import make_joint_state, ns_to_stamp, stamp_to_ns
+    from edgerl_ros.common import EPISODE_QOS, TOPICS
+    from edgerl_ros.messages import ns_to_stamp, stamp_to_ns
     from edgerl_ros.planner_node import PlannerNode
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
     from std_msgs.msg import Header
-    from trajectory_msgs.msg import JointTrajectory
 
     bundle = make_bundle_with_planner
     spec = PolicySpec.load(bundle)
-    probe = rclpy.create_node("probe", context=rclpy_context)
     chunks: list[tuple[float, int]] = []
-    probe.create_subscription(JointTrajectory, TOPICS["chunk"], lambda m: chunks.append(
-        (time.monotonic(), stamp_to_ns(m.header.stamp))), CHUNK_QOS)
-    state_pub = probe.create_publisher(type(make_joint_state([], np.zeros(0), 1)),
-                                       TOPICS["state"], STATE_QOS)
-    episode_pub = probe.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
-    ex = SingleThreadedExecutor(context=rclpy_context)
-    node = None
-
-    def spin_for(seconds, until=lambda: False):
-        t_end = time.monotonic() + seconds
-        while time.monotonic() < t_end and not until():
-            state_pub.publish(make_joint_state(spec.observation.names,
-                                               np.zeros(spec.observation.dim), time.time_ns()))
-            for _ in range(3):
-                ex.spin_once(timeout_sec=0.003)
+    graph = PlannerGraph(rclpy_context, lambda m: chunks.append(
+        (time.monotonic(), stamp_to_ns(m.header.stamp))))
+    episode_pub = graph.probe.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
 
     try:
         node = PlannerNode(context=rclpy_context, parameter_overrides=[
             Parameter("bundle", value=str(bundle)), Parameter("mode", value="onnx"),
             Parameter("period_s", value=1.0), Parameter("extra_latency_s", value=0.3)])
-        ex.add_node(node)
-        ex.add_node(probe)
-        spin_for(3.0, until=lambda: len(chunks) >= 1)  # discovery, first chunk
+        graph.start(node)
+        graph.spin_states(spec, 3.0, until=lambda: len(chunks) >= 1)  # discovery, first chunk
         assert chunks, "no chunk from the planner"
-        spin_for(2.0, until=lambda: node.client.stats()["requests"] >= 2)
+        graph.spin_states(spec, 2.0, until=lambda: node.client.stats()["requests"] >= 2)
         assert node.client.stats()["requests"] == 2  # in flight, planned from an old state
         reset_ns = time.time_ns()
         msg = Header(frame_id="1")
@@ -212,7 +184,7 @@ def test_episode_reset_drops_in_flight_result_and_replans_at_once(rclpy_context,
         episode_pub.publish(msg)
         t_reset = time.monotonic()
         n_before = len(chunks)
-        spin_for(1.5, until=lambda: len(chunks) > n_before)
+        graph.spin_states(spec, 1.5, until=lambda: len(chunks) > n_before)
         after = chunks[n_before:]
         assert after, "no chunk after the reset"
         # the in-flight result was dropped; the first chunk out is from the new episode and
@@ -222,51 +194,32 @@ def test_episode_reset_drops_in_flight_result_and_replans_at_once(rclpy_context,
         vals = node.values()
         assert vals["chunks_dropped_pre_reset"] == 1 and vals["episode_resets"] == 1
     finally:
-        if node is not None:
-            node.shutdown()
-            node.destroy_node()
-        ex.shutdown()
-        probe.destroy_node()
+        graph.close()
 
 
 def test_period_and_latency_apply_at_run_time_others_refused(rclpy_context,
                                                              make_bundle_with_planner):
-    """main reported success for ``period_s`` at run time and kept planning at the old
-    period."""
-    import rclpy
-    from edgerl_ros.common import CHUNK_QOS, STATE_QOS, TOPICS
+    """``period_s`` applies at run time (planning follows the new period), and so does
+    ``extra_latency_s``; the others are refused."""
     from edgerl_ros.messages import make_joint_state
     from edgerl_ros.planner_node import PlannerNode
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
-    from trajectory_msgs.msg import JointTrajectory
 
     bundle = make_bundle_with_planner
     spec = PolicySpec.load(bundle)
-    probe = rclpy.create_node("probe", context=rclpy_context)
     chunks: list[float] = []
-    probe.create_subscription(JointTrajectory, TOPICS["chunk"],
-                              lambda m: chunks.append(time.monotonic()), CHUNK_QOS)
-    state_pub = probe.create_publisher(type(make_joint_state([], np.zeros(0), 1)),
-                                       TOPICS["state"], STATE_QOS)
-    ex = SingleThreadedExecutor(context=rclpy_context)
-    node = None
+    graph = PlannerGraph(rclpy_context, lambda m: chunks.append(time.monotonic()))
 
     def count_for(seconds):
-        n0, t_end = len(chunks), time.monotonic() + seconds
-        while time.monotonic() < t_end:
-            state_pub.publish(make_joint_state(spec.observation.names,
-                                               np.zeros(spec.observation.dim), time.time_ns()))
-            for _ in range(3):
-                ex.spin_once(timeout_sec=0.003)
+        n0 = len(chunks)
+        graph.spin_states(spec, seconds)
         return len(chunks) - n0
 
     try:
         node = PlannerNode(context=rclpy_context, parameter_overrides=[
             Parameter("bundle", value=str(bundle)), Parameter("mode", value="onnx"),
             Parameter("period_s", value=1.0)])
-        ex.add_node(node)
-        ex.add_node(probe)
+        graph.start(node)
         count_for(1.5)  # discovery, first chunk
         slow = count_for(2.0)  # 1 s period: ~2
         assert node.set_parameters([Parameter("period_s", value=0.1)])[0].successful
@@ -284,15 +237,11 @@ def test_period_and_latency_apply_at_run_time_others_refused(rclpy_context,
                                time.time_ns() - 10**10)
         t_end = time.monotonic() + 5.0
         while time.monotonic() < t_end and not node.drops.by_key():
-            state_pub.publish(old)
-            ex.spin_once(timeout_sec=0.02)
+            graph.state_pub.publish(old)
+            graph.ex.spin_once(timeout_sec=0.02)
         assert node.drops.by_key() == {"robot/joint_states stale": node.drops.total}
     finally:
-        if node is not None:
-            node.shutdown()
-            node.destroy_node()
-        ex.shutdown()
-        probe.destroy_node()
+        graph.close()
 
 
 @pytest.mark.ros

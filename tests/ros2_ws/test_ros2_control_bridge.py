@@ -163,7 +163,7 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
         cmd_pub.publish(make_joint_state(["bogus"], np.array([1.0]), 124, field="effort"))
         assert _wait(lambda: bridge.drops.total >= 1, timeout=5.0)
         assert len(got_cmd) == n and bridge.values()["commands_forwarded"] >= 1
-        # main forwarded commands 10 s old, zero-stamped or with effort 1e6: refused, counted
+        # commands 10 s old, zero-stamped or with effort 1e6: refused, counted
         for bad in (make_joint_state(["a0"], np.array([0.5]), time.time_ns() - 10**10,
                                      field="effort"),
                     make_joint_state(["a0"], np.array([0.5]), 0, field="effort"),

@@ -131,7 +131,7 @@ def test_bridge_states_out_commands_in(firmware, rclpy_context, session_bundle):
 
 def test_bridge_refuses_stale_unstamped_and_out_of_limit_commands(firmware, rclpy_context,
                                                                   session_bundle):
-    """main sent setpoints for commands 10 s old, zero-stamped or with effort 1e6."""
+    """No setpoint goes out for a command 10 s old, zero-stamped or with effort 1e6."""
     import rclpy
     from edgerl_ros.common import COMMAND_QOS, TOPICS
     from edgerl_ros.messages import make_joint_state

@@ -10,6 +10,11 @@ from edgerl.sim.registry import get_task_info, make_task
 from edgerl.sim.tasks.arm import ArmReachCfg, ArmReachEnv, arm_fk, arm_ik
 from edgerl.sim.tasks.arm_language import COLORS, INSTRUCTIONS, PARAPHRASES, paraphrase_split
 from edgerl.sim.vec_env import ActionError
+from tests.helpers.sim_checks import (
+    assert_instruction_only_in_critic,
+    assert_seed_decides,
+    step_tensors,
+)
 
 
 def _env(num_envs: int = 8, seed: int = 0, **cfg) -> ArmReachEnv:
@@ -80,11 +85,7 @@ class TestExpert:
 class TestLanguage:
     def test_observation_excludes_the_instruction(self):
         env = _env(4)
-        obs = env.get_observations()
-        env.set_instruction(np.arange(4), (env.instruction_id + 1) % 4)
-        obs2 = env.get_observations()
-        assert torch.equal(obs["policy"], obs2["policy"])
-        assert not torch.equal(obs["critic"], obs2["critic"])
+        assert_instruction_only_in_critic(env, (env.instruction_id + 1) % 4)
 
     def test_instruction_text_names_the_goal_colour(self):
         env = _env(16, seed=4)
@@ -124,16 +125,9 @@ class TestEnvContract:
         def rollout(seed: int) -> list[torch.Tensor]:
             env = _env(6, seed=seed, max_episode_steps=20)
             g = torch.Generator().manual_seed(7)
-            out = []
-            for _ in range(45):
-                a = (torch.rand(6, 2, generator=g) * 2 - 1) * 3
-                obs, rew, dones, _ = env.step(a)
-                out += [obs["policy"], rew, dones]
-            return out
+            return step_tensors(env, 45, lambda: (torch.rand(6, 2, generator=g) * 2 - 1) * 3)
 
-        a, b, c = rollout(5), rollout(5), rollout(6)
-        assert all(torch.equal(x, y) for x, y in zip(a, b))
-        assert not all(torch.equal(x, y) for x, y in zip(a, c))
+        assert_seed_decides(rollout, 5, 6)
 
     def test_time_outs_and_resets(self):
         env = _env(3, max_episode_steps=4)

@@ -17,6 +17,11 @@ from edgerl.sim.tasks.arm_push_language import (
     paraphrase_split,
 )
 from edgerl.sim.vec_env import ActionError
+from tests.helpers.sim_checks import (
+    assert_instruction_only_in_critic,
+    assert_seed_decides,
+    step_tensors,
+)
 
 
 def _env(num_envs: int = 8, seed: int = 0, **cfg) -> ArmPushEnv:
@@ -82,11 +87,7 @@ class TestLanguage:
 
     def test_observation_excludes_instruction_and_goal(self):
         env = _env(4)
-        obs = env.get_observations()
-        env.set_instruction(np.arange(4), (env.instruction_id + 5) % 12)
-        obs2 = env.get_observations()
-        assert torch.equal(obs["policy"], obs2["policy"])
-        assert not torch.equal(obs["critic"], obs2["critic"])
+        assert_instruction_only_in_critic(env, (env.instruction_id + 5) % 12)
         assert env.instruction(0) == INSTRUCTIONS[int(env.instruction_id[0])]
 
 
@@ -102,15 +103,9 @@ class TestEnvContract:
         def rollout(seed: int) -> list[torch.Tensor]:
             env = _env(4, seed=seed, max_episode_steps=25,
                        randomization={"friction_scale": (0.5, 1.5), "mass_scale": (0.8, 1.2)})
-            out = []
-            for _ in range(60):
-                obs, rew, dones, _ = env.step(env.expert_action())
-                out += [obs["policy"], rew, dones]
-            return out
+            return step_tensors(env, 60, env.expert_action)
 
-        a, b, c = rollout(3), rollout(3), rollout(4)
-        assert all(torch.equal(x, y) for x, y in zip(a, b))
-        assert not all(torch.equal(x, y) for x, y in zip(a, c))
+        assert_seed_decides(rollout, 3, 4)
 
     def test_bad_input(self):
         env = _env(2)

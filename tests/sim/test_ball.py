@@ -11,6 +11,7 @@ import torch
 from edgerl.sim.registry import make_task
 from edgerl.sim.tasks.ball import BALL_RADIUS, BallBalanceCfg, BallBalanceEnv, ball_expert
 from edgerl.sim.vec_env import ActionError
+from tests.helpers.sim_checks import assert_seed_decides, step_tensors
 
 
 def _env(num_envs: int = 8, seed: int = 0, **cfg) -> BallBalanceEnv:
@@ -126,15 +127,10 @@ class TestEnvContract:
         def rollout(seed: int) -> list[torch.Tensor]:
             env = _env(6, seed=seed, max_episode_steps=30, push_prob=0.2,
                        randomization={"mass_scale": (0.8, 1.2), "friction_scale": (0.5, 1.5)})
-            out = []
-            for _ in range(70):
-                obs, rew, dones, extras = env.step(env.expert_action() * 0.5)
-                out += [obs["policy"], obs["critic"], rew, dones, extras["success"]]
-            return out
+            return step_tensors(env, 70, lambda: env.expert_action() * 0.5,
+                                obs_keys=("policy", "critic"), extras_keys=("success",))
 
-        a, b, c = rollout(11), rollout(11), rollout(12)
-        assert all(torch.equal(x, y) for x, y in zip(a, b))
-        assert not all(torch.equal(x, y) for x, y in zip(a, c))
+        assert_seed_decides(rollout, 11, 12)
 
     def test_bad_actions(self):
         env = _env(2)

@@ -72,7 +72,7 @@ def test_gate_train_head_flag_matches_the_library_and_round_trips(tmp_path):
     assert cfg.head == "gaussian"
     with pytest.raises(ValueError, match="unknown gate head 'beta'"):
         GateRunCfg(head="beta")
-    # a session-6 run (no head in gate.json) loads as the Gaussian head it was trained with
+    # a run saved before gate.json named its head loads as the Gaussian head it was trained with
     doc = json.loads((tmp_path / "g" / "gate.json").read_text())
     del doc["cfg"]["head"]
     (tmp_path / "g" / "gate.json").write_text(json.dumps(doc))

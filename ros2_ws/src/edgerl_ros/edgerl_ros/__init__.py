@@ -2,25 +2,6 @@
 
 Executables (``python -m edgerl_ros.<node>`` or the console scripts of the same name):
 ``edit_policy_node`` (lifecycle; the fast loop), ``planner_node``, ``sim_robot_node``,
-``serial_bridge_node``, ``ros2_control_bridge_node``. :mod:`edgerl_ros.graph` starts them
-as processes for ``edgerl deploy``.
+``serial_bridge_node``, ``ros2_control_bridge_node``; :mod:`edgerl_ros.executables` is their
+table. :mod:`edgerl_ros.graph` starts them as processes for ``edgerl deploy``.
 """
-
-from __future__ import annotations
-
-__all__ = ["CONTAINERS", "NODE_MODULES"]
-
-#: executable name -> module (``python -m`` target); setup.py registers the same names.
-NODE_MODULES: dict[str, str] = {
-    "edit_policy_node": "edgerl_ros.edit_policy_node",
-    "planner_node": "edgerl_ros.planner_node",
-    "sim_robot_node": "edgerl_ros.sim_robot_node",
-    "serial_bridge_node": "edgerl_ros.serial_bridge_node",
-    "ros2_control_bridge_node": "edgerl_ros.ros2_control_bridge_node",
-}
-#: Processes that host several nodes (``edgerl deploy --compose``): module, nodes hosted.
-CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "robot_edit_container": ("edgerl_ros.container", ("sim_robot_node", "edit_policy_node")),
-    "serial_edit_container": ("edgerl_ros.container",
-                              ("serial_bridge_node", "edit_policy_node")),
-}

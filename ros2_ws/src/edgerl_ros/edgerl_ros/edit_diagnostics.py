@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgerl_ros.common import diag_array, diag_status
+from edgerl_ros.node_diagnostics import Report
 
 __all__ = ["EditNodeDiagnostics"]
 
 
 class EditNodeDiagnostics:
-    """:meth:`values` (the key/value list) and the timer callback that publishes it."""
+    """:meth:`values` (the key/value list) and :meth:`_report`, what the node's
+    :class:`~edgerl_ros.node_diagnostics.NodeDiagnostics` publishes."""
 
     def values(self) -> dict[str, Any]:
         loop = self.loop
@@ -55,13 +56,10 @@ class EditNodeDiagnostics:
             })
         if self.transitions is not None:  # transitions_file: ticks and records written
             out.update(self.transitions.counts())
-        out["dropped_bad_msgs"] = self.drops.total
-        out.update({f"dropped {k}": v for k, v in self.drops.by_key().items()})
+        out.update(self.drops.values())
         return out
 
-    def _publish_diagnostics(self) -> None:
-        if self._diag_pub is None:
-            return
+    def _report(self) -> Report:
         vals = self.values()
         level, message = 0, "ok"
         if self.drops.total:
@@ -69,5 +67,4 @@ class EditNodeDiagnostics:
         if self.loop is not None and self.loop.state not in ("ok",):
             level, message = max(level, 1), f"loop state {self.loop.state}"
         name = self.spec.task if self.spec is not None else ""
-        self._diag_pub.publish(diag_array(self, [diag_status(
-            "edgerl: edit_policy_node", name, vals, level, message)]))
+        return name, vals, level, message

@@ -39,7 +39,6 @@ import logging
 from typing import Any
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
@@ -52,7 +51,6 @@ from edgerl_ros.common import (
     CHUNK_QOS,
     COMMAND_QOS,
     DEVICE_PARAMS,
-    DIAG_QOS,
     EPISODE_QOS,
     INTERVENTION_QOS,
     PROCESS_RT,
@@ -61,7 +59,6 @@ from edgerl_ros.common import (
     ParamSpec,
     RealtimeThreads,
     declare_validated,
-    replace_timer,
     run_node,
     trt_options,
 )
@@ -73,6 +70,7 @@ from edgerl_ros.messages import (
     StampMemo,
     TimeBase,
 )
+from edgerl_ros.node_diagnostics import NodeDiagnostics
 from edgerl_ros.stats import DropCounter, Samples
 
 __all__ = ["PARAMS", "EditPolicyNode", "StampedObservationSlot", "main"]
@@ -157,9 +155,8 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
         self.spec = self.guard = None  # the configured bundle's manifest and InputGuard
         self._slot: StampedObservationSlot | None = None
         self._cmd_pub = None
-        self._diag_pub = None
         self._subs: list[Any] = []
-        self._timer = None
+        self._diagnostics: NodeDiagnostics | None = None
         self._inline: InlineStateTrigger | None = None
         self._fallback_timer = None
         self._prewarm_timer = None
@@ -190,9 +187,8 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
             return f"{', '.join(hit)}: cannot change while configured; clean up first"
         if "command_field" in changed:
             self.command_field = changed["command_field"]
-        if "diagnostics_period_s" in changed and self._timer is not None:
-            self._timer = replace_timer(self, self._timer, changed["diagnostics_period_s"],
-                                        self._publish_diagnostics)
+        if "diagnostics_period_s" in changed and self._diagnostics is not None:
+            self._diagnostics.set_period(changed["diagnostics_period_s"])
         return None
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -236,7 +232,6 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
         self.command_field = p["command_field"]
         self._cmd_pub = self.create_lifecycle_publisher(JointState, TOPICS["command"],
                                                         COMMAND_QOS)
-        self._diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
         self._subs = [
             self.create_subscription(JointTrajectory, TOPICS["chunk"], self._on_chunk,
                                      CHUNK_QOS),
@@ -251,8 +246,8 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
                                          STATE_QOS),
                 self.create_subscription(Header, TOPICS["episode"], self._on_episode,
                                          EPISODE_QOS)]
-        self._timer = self.create_timer(float(p["diagnostics_period_s"]),
-                                        self._publish_diagnostics)
+        self._diagnostics = NodeDiagnostics(self, "edgerl: edit_policy_node",
+                                            p["diagnostics_period_s"], self._report)
         self.get_logger().info(f"configured: {spec.task}/{spec.method} at {loop.rate_hz:g} Hz")
         return TransitionCallbackReturn.SUCCESS
 
@@ -341,15 +336,12 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
         for sub in self._subs:
             self.destroy_subscription(sub)
         self._subs = []
-        if self._timer is not None:
-            self.destroy_timer(self._timer)
-            self._timer = None
+        if self._diagnostics is not None:
+            self._diagnostics.close()
+            self._diagnostics = None
         if self._cmd_pub is not None:
             self.destroy_lifecycle_publisher(self._cmd_pub)
             self._cmd_pub = None
-        if self._diag_pub is not None:
-            self.destroy_publisher(self._diag_pub)
-            self._diag_pub = None
         if self._drain_timer is not None:
             self.destroy_timer(self._drain_timer)
             self._drain_timer = None

@@ -24,6 +24,7 @@ from typing import Any
 
 from edgerl.contract.intervention import Intervention
 from edgerl.contract.intervention_log import InterventionRecorder
+from edgerl_ros.record_output import check_output
 
 __all__ = ["DRAIN_ROWS", "TransitionRecording", "drain_period_s"]
 
@@ -56,8 +57,6 @@ class TransitionRecording:
     """
 
     def __init__(self, path: str | Path, loop: Any, metadata: dict[str, str]) -> None:
-        from edgerl_ros.graph_record import check_output
-
         self._lock = threading.Lock()  # the timer, the intervention callback and a composed
         # robot's thread (episode resets) all write
         check_output(Path(path), force=True)  # RecordError (a ValueError) naming the reason

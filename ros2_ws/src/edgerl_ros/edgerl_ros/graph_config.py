@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from edgerl_ros import CONTAINERS, NODE_MODULES
+from edgerl_ros.executables import CONTAINERS, NODE_MODULES
 
 __all__ = ["DEFAULT_CONFIG", "PACKAGE_DIR", "ROBOTS", "RT_NODES", "DeployError",
            "load_params_yaml", "plan_processes", "robot_nodes", "ros_env", "rt_env",

@@ -15,37 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgerl.contract.errors import UserError
+from edgerl_ros.record_output import RecordError, check_output
 
 __all__ = ["RecordError", "check_output", "record_graph"]
 
 log = logging.getLogger(__name__)
-
-
-class RecordError(UserError, ValueError):
-    """The recording cannot be made (the message names the path or the domain)."""
-
-
-def check_output(path: Path, force: bool) -> None:
-    """Refuse, before anything starts, an output the recorder could not (or must not) write:
-    a directory, an existing file without ``force``, a parent that is a file or not writable.
-
-    Raises:
-        RecordError: naming the path and the reason.
-    """
-    if path.is_dir():
-        raise RecordError(f"{path}: is a directory; give a .mcap file path")
-    if path.exists() and not force:
-        raise RecordError(f"{path}: exists; pass --force to overwrite it")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise RecordError(f"{path}: exists and is not writable")
-    anc = path.parent
-    while not anc.exists() and anc != anc.parent:  # the directories it would create
-        anc = anc.parent
-    if not anc.is_dir():
-        raise RecordError(f"{path}: cannot create it, {anc} is not a directory")
-    if not os.access(anc, os.W_OK | os.X_OK):
-        raise RecordError(f"{path}: cannot create it, no write permission in {anc}")
 
 
 def domain_from_env(domain_id: int | None) -> int:

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header, String
@@ -55,17 +54,13 @@ from edgerl.runtime.planners.local.onnx import OnnxChunkPlanner
 from edgerl_ros.common import (
     CHUNK_QOS,
     DEVICE_PARAMS,
-    DIAG_QOS,
     EPISODE_QOS,
     INSTRUCTION_QOS,
     STATE_QOS,
     TOPICS,
     ParamSpec,
     declare_with_bundle,
-    diag_array,
-    diag_status,
     refuse_unless_live,
-    replace_timer,
     run_node,
     trt_options,
 )
@@ -78,6 +73,7 @@ from edgerl_ros.messages import (
     stamped_state,
     trajectory_to_chunk,
 )
+from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
 from edgerl_ros.stats import DropCounter, IntervalMeter, Samples
 
 __all__ = ["PARAMS", "ExpertTopicPlanner", "PlannerNode", "onnx_chunk_planner",
@@ -213,7 +209,6 @@ class PlannerNode(Node):
         self.chunks = IntervalMeter(self.period_s)
 
         self.chunk_pub = self.create_publisher(JointTrajectory, TOPICS["chunk"], CHUNK_QOS)
-        self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
         self.slot = ObservationSlot(self.spec.observation.dim)
         self.out = PublishingBuffer(self._publish, self.spec.action.dim)
         self.client = PlannerClient(planner, self.out, self.slot,
@@ -228,8 +223,8 @@ class PlannerNode(Node):
             self.create_subscription(JointTrajectory, TOPICS["expert"], self._on_expert,
                                      CHUNK_QOS)
         self.create_subscription(Header, TOPICS["episode"], self._on_episode, EPISODE_QOS)
-        self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
-                                             self._publish_diagnostics)
+        self.diagnostics = NodeDiagnostics(self, "edgerl: planner_node",
+                                           p["diagnostics_period_s"], self._report)
         self.client.start()
         self.get_logger().info(f"planner: mode {mode}, period {self.period_s:g} s, "
                                f"H={self.spec.chunk.horizon} dt={self.spec.chunk.dt_s:g} s")
@@ -247,9 +242,7 @@ class PlannerNode(Node):
         if "extra_latency_s" in changed:
             self.delayed.delay_s = float(changed["extra_latency_s"])
         if "diagnostics_period_s" in changed:
-            self._diag_timer = replace_timer(self, self._diag_timer,
-                                             changed["diagnostics_period_s"],
-                                             self._publish_diagnostics)
+            self.diagnostics.set_period(changed["diagnostics_period_s"])
         return None
 
     def _on_state(self, msg: JointState) -> None:
@@ -332,19 +325,17 @@ class PlannerNode(Node):
             **stats,
             "episode_resets": self.episode_resets,
             "chunks_dropped_pre_reset": self.out.dropped_pre_reset,
-            "dropped_bad_msgs": self.drops.total,
-            **{f"dropped {k}": v for k, v in self.drops.by_key().items()},
+            **self.drops.values(),
         }
 
-    def _publish_diagnostics(self) -> None:
+    def _report(self) -> Report:
         vals = self.values()
         level, msg = 0, "ok"
         if vals["health"] in ("dead", "slow"):
             level, msg = (2 if vals["health"] == "dead" else 1), f"planner {vals['health']}"
         elif self.drops.total:
             level, msg = 1, self.drops.last_reason
-        self.diag_pub.publish(diag_array(self, [diag_status(
-            "edgerl: planner_node", self.spec.task, vals, level, msg)]))
+        return self.spec.task, vals, level, msg
 
     def shutdown(self) -> None:
         self.client.stop()

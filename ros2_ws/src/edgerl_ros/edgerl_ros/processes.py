@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgerl_ros import NODE_MODULES
+from edgerl_ros.executables import CONTAINERS, NODE_MODULES
 from edgerl_ros.graph_config import DeployError, to_ros_args
 
 __all__ = ["GraphProcesses", "torch_mapped"]
@@ -41,11 +41,10 @@ class GraphProcesses:
 
     def start_container(self, name: str, nodes: dict[str, dict[str, Any]],
                         extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-        """Start the container ``name`` (:data:`~edgerl_ros.CONTAINERS`) hosting ``nodes``
-        (``{node: params}``), their parameters in a ROS 2 parameter file beside its log."""
+        """Start the container ``name`` (:data:`~edgerl_ros.executables.CONTAINERS`) hosting
+        ``nodes`` (``{node: params}``), their parameters in a ROS 2 parameter file beside its
+        log."""
         import yaml
-
-        from edgerl_ros import CONTAINERS
 
         params_path = self.log_dir / f"{name}.params.yaml"
         params_path.write_text(yaml.safe_dump(

@@ -90,7 +90,7 @@ class McapRecorder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(self.path, "wb")  # noqa: SIM115 -- closed in close()
         self._writer = Writer(self._fh, compression=CompressionType.ZSTD)
-        self._writer.start(profile="ros2", library="edgerl_ros")
+        self._writer.start(profile="ros2", library=__package__)  # "edgerl_ros"
         self._schemas: dict[str, int] = {}
         self._channels: dict[str, int] = {}
         self._seq: dict[str, int] = {}

@@ -39,7 +39,6 @@ from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Duration
-from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -47,24 +46,21 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from edgerl_ros.common import (
     COMMAND_QOS,
-    DIAG_QOS,
     STATE_QOS,
     TOPICS,
     ParamSpec,
     declare_with_bundle,
-    diag_array,
-    diag_status,
     refuse_unless_live,
-    replace_timer,
     run_node,
 )
 from edgerl_ros.messages import (
     COMMAND_FIELDS,
     BadMessage,
-    joint_state_values,
     make_joint_state,
     stamp_to_ns,
 )
+from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
+from edgerl_ros.robot_commands import command_values, guard_passes
 from edgerl_ros.stats import DropCounter
 
 __all__ = ["PARAMS", "JointMap", "Ros2ControlBridgeNode", "main", "parse_observation_map"]
@@ -190,7 +186,6 @@ class Ros2ControlBridgeNode(Node):
         # controllers subscribe with the default (reliable, depth 10) QoS
         self.cmd_pub = self.create_publisher(msg_type, topic, 10)
         self.state_pub = self.create_publisher(JointState, TOPICS["state"], STATE_QOS)
-        self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
         self.drops = DropCounter()
         self.states = 0
         self.commands = 0
@@ -198,8 +193,8 @@ class Ros2ControlBridgeNode(Node):
         self.create_subscription(JointState, p["joint_states_topic"], self._on_joint_states,
                                  STATE_QOS)
         self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
-        self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
-                                             self._publish_diagnostics)
+        self.diagnostics = NodeDiagnostics(self, "edgerl: ros2_control_bridge_node",
+                                           p["diagnostics_period_s"], self._report)
         self.get_logger().info(f"ros2_control bridge: {p['joint_states_topic']} -> "
                                f"{TOPICS['state']}, {TOPICS['command']} -> {topic} "
                                f"({self.interface})")
@@ -210,8 +205,7 @@ class Ros2ControlBridgeNode(Node):
         if reason is None:
             for name, value in changed.items():
                 if name == "diagnostics_period_s":
-                    self._diag_timer = replace_timer(self, self._diag_timer, value,
-                                                     self._publish_diagnostics)
+                    self.diagnostics.set_period(value)
                 else:
                     setattr(self, name, value)
         return reason
@@ -230,16 +224,9 @@ class Ros2ControlBridgeNode(Node):
         self.states += 1
 
     def _on_command(self, msg: JointState) -> None:
-        try:
-            values = joint_state_values(msg, self.action_names, self.command_field)
-        except BadMessage as exc:
-            self.drops.drop(TOPICS["command"], str(exc))
-            return
-        stamp = stamp_to_ns(msg.header.stamp)
-        reason = self.guard.check_command(values, stamp * 1e-9 if stamp > 0 else None,
-                                          time.time_ns() * 1e-9)
-        if reason is not None:
-            self.drops.drop(TOPICS["command"], reason)
+        values = command_values(msg, self.action_names, self.command_field, self.drops)
+        if values is None or not guard_passes(self.guard, self.drops, values,
+                                              stamp_to_ns(msg.header.stamp), time.time_ns()):
             return
         if self.interface == "forward":
             out: Any = Float64MultiArray(data=[float(v) for v in values])
@@ -256,14 +243,11 @@ class Ros2ControlBridgeNode(Node):
 
     def values(self) -> dict[str, Any]:
         return {"states_published": self.states, "commands_forwarded": self.commands,
-                "command_interface": self.interface, "dropped_bad_msgs": self.drops.total,
-                **{f"dropped {k}": v for k, v in self.drops.by_key().items()}}
+                "command_interface": self.interface, **self.drops.values()}
 
-    def _publish_diagnostics(self) -> None:
+    def _report(self) -> Report:
         level, message = (1, self.drops.last_reason) if self.drops.total else (0, "ok")
-        self.diag_pub.publish(diag_array(self, [diag_status(
-            "edgerl: ros2_control_bridge_node", self.interface, self.values(), level,
-            message)]))
+        return self.interface, self.values(), level, message
 
 
 def main(args: list[str] | None = None) -> int:

@@ -39,33 +39,25 @@ import time
 from typing import Any
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
 from edgerl_ros.common import (
     COMMAND_QOS,
-    DIAG_QOS,
     STATE_QOS,
     TOPICS,
     ParamSpec,
     declare_with_bundle,
-    diag_array,
-    diag_status,
     refuse_unless_live,
-    replace_timer,
     run_node,
 )
-from edgerl_ros.composition import in_process_command, subscribe_commands
 from edgerl_ros.messages import (
     COMMAND_FIELDS,
-    BadMessage,
-    joint_state_values,
     make_joint_state,
-    stamp_to_ns,
 )
-from edgerl_ros.sources import PublisherFilter
+from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
+from edgerl_ros.robot_commands import ComposableCommands, guard_passes
 from edgerl_ros.stats import AnswerLatency, DropCounter
 
 __all__ = ["PARAMS", "SerialBridgeNode", "main"]
@@ -86,7 +78,7 @@ PARAMS = [
 ]
 
 
-class SerialBridgeNode(Node):
+class SerialBridgeNode(ComposableCommands, Node):
     """See the module docstring. Connects at construction; :meth:`shutdown` closes the port."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -109,16 +101,14 @@ class SerialBridgeNode(Node):
         #: In-process edit node (composed): gets each state before it is published.
         self.link: Any = None
         self.state_pub = self.create_publisher(JointState, TOPICS["state"], STATE_QOS)
-        self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
         self.transport = SerialTransport(SerialConfig(port=p["port"], baudrate=p["baudrate"]),
                                          on_state=self._on_fw_state)
         self.hello = self.transport.connect()
         # the edit node's commands count in the e2e latency (anyone may publish on the topic)
-        self._edit_source = PublisherFilter(self, TOPICS["command"], "edit_policy_node")
-        self._command_sub = subscribe_commands(self, self._on_command, COMMAND_QOS)
+        self._subscribe_commands(COMMAND_QOS)
         self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, 10)
-        self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
-                                             self._publish_diagnostics)
+        self.diagnostics = NodeDiagnostics(self, "edgerl: serial_bridge_node",
+                                           p["diagnostics_period_s"], self._report)
         self.get_logger().info(f"serial bridge: {p['port']} linked ({self.hello})")
 
     def _apply_params(self, changed: dict[str, Any]) -> str | None:
@@ -127,9 +117,7 @@ class SerialBridgeNode(Node):
             if "command_field" in changed:
                 self.command_field = changed["command_field"]
             if "diagnostics_period_s" in changed:
-                self._diag_timer = replace_timer(self, self._diag_timer,
-                                                 changed["diagnostics_period_s"],
-                                                 self._publish_diagnostics)
+                self.diagnostics.set_period(changed["diagnostics_period_s"])
         return reason
 
     def _on_fw_state(self, sample: Any) -> None:
@@ -152,19 +140,6 @@ class SerialBridgeNode(Node):
         self.state_pub.publish(make_joint_state(self.obs_names, state, stamp))
         self.states_published += 1
 
-    def _on_command(self, msg: JointState, info: Any) -> None:
-        if in_process_command(msg):
-            return  # a composed edit node's command: sent in its own process
-        from_edit = self._edit_source.accept(info)
-        if from_edit and self.link is not None:
-            return  # the composed edit node's command: already sent in process
-        try:
-            values = joint_state_values(msg, self.action_names, self.command_field)
-        except BadMessage as exc:
-            self.drops.drop(TOPICS["command"], str(exc))
-            return
-        self.accept_command(values, stamp_to_ns(msg.header.stamp), from_edit=from_edit)
-
     def accept_command(self, values: np.ndarray, stamp_ns: int, now_ns: int | None = None,
                        from_edit: bool = True) -> bool:
         """Send ``values`` (``(A,)``, the bundle's action order), computed from the state
@@ -172,11 +147,8 @@ class SerialBridgeNode(Node):
         called by :meth:`_on_command` and by a composed edit node. Returns whether it was
         sent (refusals and link errors are counted under their reason)."""
         now_ns = time.time_ns() if now_ns is None else now_ns
-        reason = self.guard.check_command(values, stamp_ns * 1e-9 if stamp_ns > 0 else None,
-                                          now_ns * 1e-9)
-        if reason is not None:  # never sent: the firmware watchdog stops instead
-            self.drops.drop(TOPICS["command"], reason)
-            return False
+        if not guard_passes(self.guard, self.drops, values, stamp_ns, now_ns):
+            return False  # never sent: the firmware watchdog stops instead
         try:
             seq = self.transport.send_setpoint(values)
         except (OSError, ValueError, TypeError) as exc:
@@ -203,18 +175,16 @@ class SerialBridgeNode(Node):
                 "states_repeated": self.states_repeated,
                 "e2e_latency_p50_us": self.latency.percentile(50) * 1e6,
                 "e2e_latency_p99_us": self.latency.percentile(99) * 1e6,
-                "dropped_bad_msgs": self.drops.total,
-                **{f"dropped {k}": v for k, v in self.drops.by_key().items()}}
+                **self.drops.values()}
 
-    def _publish_diagnostics(self) -> None:
+    def _report(self) -> Report:
         vals = self.values()
         level, message = 0, "ok"
         if not vals["connected"]:
             level, message = 2, "serial link down"
         elif self.drops.total:
             level, message = 1, self.drops.last_reason
-        self.diag_pub.publish(diag_array(self, [diag_status(
-            "edgerl: serial_bridge_node", self.transport.cfg.port, vals, level, message)]))
+        return self.transport.cfg.port, vals, level, message
 
     def shutdown(self) -> None:
         self.transport.close()

@@ -48,7 +48,6 @@ import time
 from typing import Any
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
@@ -60,31 +59,24 @@ from edgerl.runtime.input_guard import GuardBounds, InputGuard
 from edgerl_ros.common import (
     CHUNK_QOS,
     COMMAND_QOS,
-    DIAG_QOS,
     EPISODE_QOS,
     STATE_QOS,
     TOPICS,
     ParamSpec,
     RealtimeThreads,
     declare_validated,
-    diag_array,
-    diag_status,
     refuse_unless_live,
-    replace_timer,
     run_node,
 )
-from edgerl_ros.composition import in_process_command, subscribe_commands
 from edgerl_ros.messages import (
     COMMAND_FIELDS,
-    BadMessage,
     TimeBase,
     chunk_to_trajectory,
-    joint_state_values,
     make_joint_state,
     ns_to_stamp,
-    stamp_to_ns,
 )
-from edgerl_ros.sources import PublisherFilter
+from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
+from edgerl_ros.robot_commands import ComposableCommands, guard_passes
 from edgerl_ros.stats import AnswerLatency, DropCounter, IntervalMeter
 
 __all__ = ["LIVE_PARAMS", "PARAMS", "SimRobotNode", "main"]
@@ -120,7 +112,7 @@ LIVE_PARAMS = frozenset({"rate_hz", "command_timeout_s", "command_max_age_s", "c
                          "wait_for_command", "diagnostics_period_s"})
 
 
-class SimRobotNode(Node):
+class SimRobotNode(ComposableCommands, Node):
     """See the module docstring. Stepping starts at construction; :meth:`shutdown` stops it."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -172,14 +164,12 @@ class SimRobotNode(Node):
 
         self.state_pub = self.create_publisher(JointState, TOPICS["state"], STATE_QOS)
         self.expert_pub = self.create_publisher(JointTrajectory, TOPICS["expert"], CHUNK_QOS)
-        self.diag_pub = self.create_publisher(DiagnosticArray, TOPICS["diagnostics"], DIAG_QOS)
         self.episode_pub = (self.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
                             if self.announce_resets else None)
         # e2e latency counts only the edit node's commands (anyone may publish on the topic)
-        self._edit_source = PublisherFilter(self, TOPICS["command"], "edit_policy_node")
-        self._command_sub = subscribe_commands(self, self._on_command, COMMAND_QOS)
-        self._diag_timer = self.create_timer(float(p["diagnostics_period_s"]),
-                                             self._publish_diagnostics)
+        self._subscribe_commands(COMMAND_QOS)
+        self.diagnostics = NodeDiagnostics(self, "edgerl: sim_robot_node",
+                                           p["diagnostics_period_s"], self._report)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sim_robot", daemon=True)
         with RealtimeThreads(int(p["rt_priority"])) as rt:
@@ -216,8 +206,7 @@ class SimRobotNode(Node):
             elif name == "command_max_age_s":
                 self.guard.bounds.command_max_age_s = float(value)
             elif name == "diagnostics_period_s":
-                self._diag_timer = replace_timer(self, self._diag_timer, value,
-                                                 self._publish_diagnostics)
+                self.diagnostics.set_period(value)
             elif name in ("command_timeout_s",):
                 self.command_timeout_s = float(value)
             elif name == "expert_horizon":
@@ -230,21 +219,6 @@ class SimRobotNode(Node):
         return None
 
     # --- commands in -------------------------------------------------------------------
-    def _on_command(self, msg: JointState, info: Any) -> None:
-        """A command (``info``: rclpy ``MessageInfo``, its publisher GID)."""
-        if in_process_command(msg):
-            return  # a composed edit node's command: applied in its own process
-        now_ns = time.time_ns()
-        from_edit = self._edit_source.accept(info)
-        if from_edit and self.link is not None:
-            return  # the composed edit node's command: already applied in process
-        try:
-            values = joint_state_values(msg, self.spec.action_names, self.command_field)
-        except BadMessage as exc:
-            self.drops.drop(TOPICS["command"], str(exc))
-            return
-        self.accept_command(values, stamp_to_ns(msg.header.stamp), now_ns, from_edit=from_edit)
-
     def accept_command(self, values: np.ndarray, stamp_ns: int, now_ns: int | None = None,
                        from_edit: bool = True) -> bool:
         """Apply ``values`` (``(action_dim,)``, the task's action order) computed from the
@@ -253,10 +227,7 @@ class SimRobotNode(Node):
         latency. Called by :meth:`_on_command` and by a composed edit node. Returns whether it
         was applied (a refusal is counted under its reason)."""
         now_ns = time.time_ns() if now_ns is None else now_ns
-        reason = self.guard.check_command(values, stamp_ns * 1e-9 if stamp_ns > 0 else None,
-                                          now_ns * 1e-9)
-        if reason is not None:  # old, unstamped, ahead or out of limits: never executed
-            self.drops.drop(TOPICS["command"], reason)
+        if not guard_passes(self.guard, self.drops, values, stamp_ns, now_ns):
             return False
         if from_edit:
             self.latency.answer(stamp_ns, now_ns)
@@ -374,15 +345,13 @@ class SimRobotNode(Node):
             "resyncs": self.resyncs,
             "e2e_latency_p50_us": self.latency.percentile(50) * 1e6,
             "e2e_latency_p99_us": self.latency.percentile(99) * 1e6,
-            "dropped_bad_msgs": self.drops.total,
-            **{f"dropped {k}": v for k, v in self.drops.by_key().items()},
+            **self.drops.values(),
         }
 
-    def _publish_diagnostics(self) -> None:
+    def _report(self) -> Report:
         level = 1 if self.drops.total else 0
         msg = self.drops.last_reason if self.drops.total else "ok"
-        self.diag_pub.publish(diag_array(self, [diag_status(
-            "edgerl: sim_robot_node", self.spec.name, self.values(), level, msg)]))
+        return self.spec.name, self.values(), level, msg
 
     def shutdown(self) -> None:
         self._stop.set()

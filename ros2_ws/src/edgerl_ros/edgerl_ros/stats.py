@@ -122,6 +122,12 @@ class DropCounter:
         with self._lock:
             return sum(self._counts.values())
 
+    def values(self) -> dict[str, int]:
+        """The ``/diagnostics`` entries: ``dropped_bad_msgs`` (the total) and
+        ``"dropped <topic> <reason kind>"`` per :meth:`by_key`."""
+        return {"dropped_bad_msgs": self.total,
+                **{f"dropped {k}": v for k, v in self.by_key().items()}}
+
     def by_key(self) -> dict[str, int]:
         """``{"<topic> <reason kind>": count}`` (kind = text before the first ':')."""
         out: Counter[str] = Counter()

@@ -102,7 +102,7 @@ def test_killed_planner_process_loop_keeps_rate_goes_stale_and_recovers(rt_prior
     spec = make_spec(method="planner", control_hz=rate, horizon=horizon, chunk_dt=dt)
     buf = ChunkBuffer()
     states = []
-    # SCHED_FIFO as deployed (CI and the dev machine run as root); other helpers' tests load
+    # SCHED_FIFO as deployed (CI and the dev machine run as root); other jobs may load
     # both cores, so without it only a loose bound holds.
     rt = rt_priority > 0
     # stale_policy hold: this test is about the client's restart and the loop's recovery;

@@ -1,0 +1,84 @@
+"""``robot/command`` on the robot side: the intake the sim robot, the serial bridge and the
+ros2_control bridge share.
+
+A command is read in the bundle's action order (:func:`command_values`) and checked by the
+:class:`~edgerl.runtime.input_guard.InputGuard` (age against its state stamp, stamps ahead,
+limits: :func:`guard_passes`) before the node applies it; each refusal is counted under
+``robot/command`` with its reason. Robots that host a composed edit node
+(:class:`ComposableCommands`) take that node's commands by call, so its topic copies are
+skipped, and count only the edit node's commands in their e2e latency.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from edgerl_ros.common import TOPICS
+from edgerl_ros.composition import in_process_command, subscribe_commands
+from edgerl_ros.messages import BadMessage, joint_state_values, stamp_to_ns
+from edgerl_ros.sources import PublisherFilter
+from edgerl_ros.stats import DropCounter
+
+__all__ = ["ComposableCommands", "command_values", "guard_passes"]
+
+
+def command_values(msg: Any, names: Sequence[str], field: str,
+                   drops: DropCounter) -> np.ndarray | None:
+    """``(A,)`` float32 values of a command ``JointState`` in ``names`` order, read from
+    ``field``; None for a bad message (counted in ``drops`` under its reason)."""
+    try:
+        return joint_state_values(msg, names, field)
+    except BadMessage as exc:
+        drops.drop(TOPICS["command"], str(exc))
+        return None
+
+
+def guard_passes(guard: Any, drops: DropCounter, values: np.ndarray, stamp_ns: int,
+                 now_ns: int) -> bool:
+    """Whether ``values``, computed from the state stamped ``stamp_ns`` (ns, wall clock; 0 =
+    unstamped) and received at ``now_ns``, pass ``guard``'s command checks; a refusal (old,
+    unstamped, ahead or out of limits: never executed) is counted in ``drops``."""
+    reason = guard.check_command(values, stamp_ns * 1e-9 if stamp_ns > 0 else None,
+                                 now_ns * 1e-9)
+    if reason is not None:
+        drops.drop(TOPICS["command"], reason)
+        return False
+    return True
+
+
+class ComposableCommands:
+    """The ``robot/command`` subscription of a robot node that may host a composed edit node
+    (a mixin of the rclpy node).
+
+    The node provides ``action_names``, ``command_field``, ``drops``, ``link`` (the composed
+    edit node's :class:`~edgerl_ros.composition.ComposedLink`, or None) and
+    ``accept_command(values, stamp_ns, now_ns, from_edit=...)``, which applies a command.
+    """
+
+    action_names: Any
+    command_field: str
+    drops: DropCounter
+    link: Any
+
+    def _subscribe_commands(self, qos: Any) -> None:
+        """Subscribe to ``robot/command`` (without a composed edit node's marked copies) and
+        tell the edit node's commands from other publishers'."""
+        self._edit_source = PublisherFilter(self, TOPICS["command"], "edit_policy_node")
+        self._command_sub = subscribe_commands(self, self._on_command, qos)
+
+    def _on_command(self, msg: Any, info: Any) -> None:
+        """A command (``info``: rclpy ``MessageInfo``, its publisher GID)."""
+        if in_process_command(msg):
+            return  # a composed edit node's command: handed over in its own process
+        now_ns = time.time_ns()
+        from_edit = self._edit_source.accept(info)
+        if from_edit and self.link is not None:
+            return  # the composed edit node's command: already handed over by call
+        values = command_values(msg, self.action_names, self.command_field, self.drops)
+        if values is not None:
+            self.accept_command(values, stamp_to_ns(msg.header.stamp), now_ns,
+                                from_edit=from_edit)
