@@ -20,6 +20,7 @@ from edgerl.contract.timing import (
     sampling_delay_steps,
 )
 from edgerl.policies.distill import DistillConfig
+from edgerl.policies.guard import GuardConfig
 
 __all__ = ["CONFIG_NAME", "PLANNER_NAME",
     "EDIT_INPUTS",
@@ -154,6 +155,11 @@ class TrainConfig:
             beside each chunk), which the edit policy reads with the chunk; 0 = none.
         distill: The edit actor's warm start as the student of the planner without delay
             (:mod:`edgerl.policies.distill`); ``rounds`` 0 = none.
+        guard: The choice of the deployed edit actor on validation episodes, the planner
+            alone among the candidates (:mod:`edgerl.policies.guard`); ``episodes`` 0 = none.
+        planner_prefix: ``edit``: the BC planner is trained with, and asked with, the
+            committed prefix (the chunk rows the robot executes while it thinks), as ``rtc``'s
+            is: training-time real-time chunking under the edit.
     """
 
     task: str
@@ -183,6 +189,8 @@ class TrainConfig:
     trigger: str = field(default="state", metadata={"choices": TRIGGERS})
     intent_dim: int = 0
     distill: DistillConfig = field(default_factory=DistillConfig)
+    guard: GuardConfig = field(default_factory=GuardConfig)
+    planner_prefix: bool = False
 
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
@@ -239,6 +247,13 @@ class TrainConfig:
     def uses_planner(self) -> bool:
         """Whether the method runs a chunk planner (``edit_zero_chunks`` runs none)."""
         return self.method_info.uses_planner
+
+    @property
+    def prefix_conditioned(self) -> bool:
+        """Whether the planner reads the committed prefix (``rtc``, or an edit with
+        ``planner_prefix``)."""
+        return self.method_info.conditions_on_prefix or (self.planner_prefix
+                                                         and self.method_info.residual)
 
     @property
     def is_edit(self) -> bool:

@@ -70,7 +70,7 @@ def build_planner(cfg: TrainConfig, show_progress: bool = True
     labels = chunk_labels(demos.actions, demos.dones, horizon)
     inputs = demos.obs
     cond_dim = 0
-    if cfg.method_info.conditions_on_prefix:  # the committed prefix (real-time chunking)
+    if cfg.prefix_conditioned:  # the committed prefix (real-time chunking)
         prefix = prefix_inputs(demos.executed, demos.dones, cfg.delay_steps)
         inputs = torch.cat([inputs, prefix], dim=-1)
         cond_dim = prefix.shape[-1]
@@ -115,7 +115,8 @@ def latency_cfg(cfg: TrainConfig, spec: Any, seed: int) -> LatencyCfg:
                       n_committed=cfg.n_committed,
                       edit_bound=cfg.resolved_residual_bound(spec.action_low, spec.action_high),
                       seed=seed, edit_inputs=cfg.edit_inputs, privileged=cfg.privileged,
-                      intent_dim=cfg.intent_dim if cfg.is_edit or cfg.uses_planner else 0)
+                      intent_dim=cfg.intent_dim if cfg.is_edit or cfg.uses_planner else 0,
+                      prefix_planner=cfg.planner_prefix and cfg.is_edit)
 
 
 def make_method_env(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | None = None,
@@ -134,8 +135,7 @@ def planner_callable(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | 
     the BC network when given, a planner service for ``remote:HOST:PORT``, else the task's
     ``expert_chunk`` rollout. ``rtc`` needs a planner that reads the committed prefix: a
     prefix-conditioned BC network."""
-    if cfg.method_info.conditions_on_prefix and (planner_net is None
-                                                 or planner_net.cond_dim == 0):
+    if cfg.prefix_conditioned and (planner_net is None or planner_net.cond_dim == 0):
         raise ValueError(f"method {cfg.method!r} needs a planner that reads the committed "
                          "prefix: use --planner bc (the scripted expert cannot continue a "
                          "given prefix)")

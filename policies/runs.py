@@ -234,9 +234,13 @@ def build_spec(cfg: TrainConfig, document: dict[str, Any], actor: PolicyActor | 
 
 
 def default_checkpoint(run_dir: str | Path) -> Path:
-    """``model_best.pt`` when training wrote one, else the newest ``model_{it}.pt``."""
-    best = Path(run_dir) / "model_best.pt"
-    return best if best.is_file() else latest_checkpoint(run_dir)
+    """``model_deploy.pt`` when the edit's validation chose one (:mod:`edgerl.policies.guard`),
+    else ``model_best.pt`` when training wrote one, else the newest ``model_{it}.pt``."""
+    for name in ("model_deploy.pt", "model_best.pt"):
+        path = Path(run_dir) / name
+        if path.is_file():
+            return path
+    return latest_checkpoint(run_dir)
 
 
 def load_policy(run_dir: str | Path, device: str = "cpu",

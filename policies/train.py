@@ -13,6 +13,7 @@ Run directory layout (``runs/{task}__{method}__d{D}__s{S}__{YYYYmmdd-HHMMSS}/``)
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -106,14 +107,18 @@ def _rank_config(cfg: TrainConfig, local_rank: int) -> TrainConfig:
 def _warm_start(env: Any, runner: Any, cfg: TrainConfig, planner_net: Any,
                 show_progress: bool) -> dict[str, Any]:
     """DAgger warm start of the edit actor from the planner without delay (the BC planner's
-    fresh chunk, else the task's expert action); returns what ``config.json`` records."""
+    fresh chunk; the task's expert action for the scripted planner and for a planner that
+    reads the committed prefix, whose first rows continue the prefix rather than act on the
+    state); returns what ``config.json`` records."""
     from edgerl.policies.distill import distill_actor, planner_teacher
 
-    if planner_net is not None:
+    if planner_net is not None and not cfg.prefix_conditioned:
         teacher = planner_teacher(planner_net.plan)
+        source = "bc planner, no delay"
     else:
         def teacher(wrapped: Any) -> torch.Tensor:
             return wrapped.unwrapped.expert_action()
+        source = "task expert"
     t0 = time.perf_counter()
     actor = runner.alg.get_policy()
     losses = distill_actor(env, actor, teacher, cfg.distill, seed=cfg.seed,
@@ -124,8 +129,35 @@ def _warm_start(env: Any, runner: Any, cfg: TrainConfig, planner_net: Any,
             dist.log_std_param.fill_(math.log(cfg.distill.init_std))
         else:
             dist.std_param.fill_(cfg.distill.init_std)
-    return {"teacher": "bc planner, no delay" if planner_net is not None else "task expert",
+    return {"teacher": source,
             "losses": losses, "wall_s": round(time.perf_counter() - t0, 3)}
+
+
+def _guard(cfg: TrainConfig, runner: Any, planner_net: Any, warm_state: dict | None,
+           run_dir: Path) -> dict[str, Any]:
+    """Choose the deployed edit actor on validation episodes (:mod:`edgerl.policies.guard`):
+    the final, the best-training, the warm-start and the zero-residual (planner alone)
+    actors."""
+    from edgerl.policies.guard import select_deployed, zero_residual
+    from edgerl.policies.methods import make_base_env, make_method_env
+    from edgerl.policies.ppo_runner import BEST_NAME
+
+    actor = runner.alg.get_policy()
+    final = copy.deepcopy(actor.state_dict())
+    candidates = {"final": final, "planner": zero_residual(final)}
+    best = run_dir / BEST_NAME
+    if best.is_file():
+        candidates["best"] = torch.load(best, map_location=cfg.device,
+                                        weights_only=False)["actor_state_dict"]
+    if warm_state is not None:
+        candidates["warm"] = warm_state
+    seed = cfg.seed + cfg.guard.seed_offset
+    env = make_method_env(make_base_env(cfg, cfg.num_envs, seed=seed), cfg, planner_net,
+                          seed=seed)
+    try:
+        return select_deployed(env, actor, candidates, cfg.guard, run_dir)
+    finally:
+        env.close()
 
 
 def train(cfg: TrainConfig, out: str | Path | None = None, root: str | Path = "runs",
@@ -184,12 +216,13 @@ def train(cfg: TrainConfig, out: str | Path | None = None, root: str | Path = "r
                                 total_iterations=cfg.iterations, show_progress=show_progress,
                                 stop_at_success=cfg.stop_at_success)
             scale_output_layer(runner.alg.get_policy().mlp, float(cfg.actor.output_scale))
-            warmup = 0
+            warmup, warm_state = 0, None
             if cfg.is_edit and cfg.distill.rounds:
                 document["distill"] = _warm_start(env, runner, cfg, planner_net, show_progress)
                 if lead:
                     (run_dir / CONFIG_NAME).write_text(json.dumps(document, indent=2) + "\n")
                 warmup = min(cfg.distill.critic_warmup, cfg.iterations)
+                warm_state = copy.deepcopy(runner.alg.get_policy().state_dict())
             if warmup:
                 actor_params = list(runner.alg.get_policy().parameters())
                 for p in actor_params:
@@ -198,6 +231,9 @@ def train(cfg: TrainConfig, out: str | Path | None = None, root: str | Path = "r
                 for p in actor_params:
                     p.requires_grad_(True)
             runner.learn(cfg.iterations - warmup)
+            if cfg.is_edit and cfg.guard.episodes and lead:
+                document["guard"] = _guard(cfg, runner, planner_net, warm_state, run_dir)
+                (run_dir / CONFIG_NAME).write_text(json.dumps(document, indent=2) + "\n")
             result.history = runner.history
             result.env_steps = runner.logger.tot_timesteps
             result.policy = runner.get_inference_policy(cfg.device)

@@ -83,7 +83,9 @@ class LatencyWrapper(VecEnvWrapper):
             raise ValueError(f"the planner exports an intent of {planner_intent} elements, the "
                              f"latency config expects {cfg.intent_dim} (LatencyCfg.intent_dim)")
         self.planner = self._zero_plan if self.zero_chunks else planner
-        if cfg.method == "rtc":
+        #: The planner reads the committed prefix (``rtc``; an edit with ``prefix_planner``).
+        self.prefixed = cfg.method == "rtc" or (cfg.prefix_planner and not self.zero_chunks)
+        if self.prefixed:
             self._rtc_planner, self.planner = planner, self._prefixed_plan
         self.generator = torch.Generator(device="cpu").manual_seed(int(cfg.seed))
         n, a, dev = self.num_envs, self.num_actions, self.device
@@ -165,10 +167,14 @@ class LatencyWrapper(VecEnvWrapper):
             return int(self.env.get_observations()[self._privileged_group].shape[-1])
         return self.obs_dim
 
-    def _prefixed_plan(self, obs: torch.Tensor, env_ids: torch.Tensor) -> torch.Tensor:
-        """``rtc``: ask the planner with the committed prefix (n, D, A): the rows the current
-        chunk gives the next D steps (zeros where there is none), which the robot executes
-        while the planner thinks."""
+    def _prefixed_plan(self, obs: torch.Tensor, env_ids: torch.Tensor) -> Any:
+        """``rtc`` (and an edit with ``prefix_planner``): the planner asked with the committed
+        prefix."""
+        return self.plan_with_prefix(self._rtc_planner, obs, env_ids)
+
+    def committed_prefix(self, env_ids: torch.Tensor) -> torch.Tensor:
+        """(n, D, A): the rows the current chunk gives the next D steps of ``env_ids`` (zeros
+        where there is none), which the robot executes while the planner thinks."""
         s = self.scheduler
         d = self.latency_cfg.latency.planner_delay_steps
         # the chunk the robot runs from now on: the current one, or one arriving this very step
@@ -183,7 +189,12 @@ class LatencyWrapper(VecEnvWrapper):
             valid = valid | newer
         index = torch.where(valid, t - step0, torch.zeros_like(t))
         prefix = select_chunk_rows(chunk, index, max(d, 1))[:, :d]
-        return self._rtc_planner(obs, env_ids, prefix * valid[:, None, None].to(prefix.dtype))
+        return prefix * valid[:, None, None].to(prefix.dtype)
+
+    def plan_with_prefix(self, planner: Any, obs: torch.Tensor, env_ids: torch.Tensor) -> Any:
+        """``planner(obs, env_ids, committed prefix)``: a prefix-conditioned planner's chunks
+        for ``env_ids`` (real-time chunking, trained with the prefix as input)."""
+        return planner(obs, env_ids, self.committed_prefix(env_ids))
 
     def _zero_plan(self, obs: torch.Tensor, env_ids: torch.Tensor) -> Any:
         """``edit_zero_chunks``' planner: an all-zero (n, H, A) chunk (and an all-zero intent
@@ -353,4 +364,4 @@ class LatencyWrapper(VecEnvWrapper):
             super().close()
 
     def _planner_to_close(self) -> Any:
-        return self._rtc_planner if self.method == "rtc" else self.planner
+        return self._rtc_planner if self.prefixed else self.planner

@@ -68,6 +68,8 @@ class LatencyCfg:
             group (the upper bound of the result tables).
         intent_dim: Size I of the planner's intent vector, which the edit observation carries
             after the chunk (0 = none; ``edit_zero_chunks`` reads zeros of the same size).
+        prefix_planner: ``edit``: the planner is asked with the committed prefix, as for
+            ``rtc`` (a planner trained with it: training-time real-time chunking).
     """
 
     method: str = "edit"
@@ -90,6 +92,7 @@ class LatencyCfg:
     edit_inputs: str = "fast"
     privileged: bool = False
     intent_dim: int = 0
+    prefix_planner: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

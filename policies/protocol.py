@@ -1,0 +1,280 @@
+"""The new-task protocol: does the slow planner matter on a task, with every control, per seed.
+
+For one registered task (edgerl's own, ``gym:``, ``dmc:``, ``mjlab:``...) with a declared split
+(the observation elements only the planner sees), a planner delay and several seeds, it trains
+and evaluates, with one configuration for every method (:class:`ProtocolConfig`):
+
+==================  ===============================================================  =======
+cell                what                                                              budget
+==================  ===============================================================  =======
+``nodelay``         privileged upper bound: reads every observation, no delay; on a      ``B_e``
+                    foreign task it is also the expert the planner learns from
+``edit``            BC planner chunks (and intent) D steps late + the edit policy        ``B``
+``edit_zero_chunks``the same network and budget, every chunk zero (best of with and      ``B``
+                    without the warm start: the stronger control)
+``planner``         the same BC planner's chunks, open loop, D steps late                 --
+``planner@0``       the same planner's chunks without delay (what the chunks carry)       --
+==================  ===============================================================  =======
+
+``B`` counts the edit's warm-start samples with its PPO steps; ``B_e >= B``. Each cell is
+evaluated on episodes of seeds no training run saw. The summary per seed gives the normalized
+planner gain ``g = (edit - zero) / (nodelay - zero)`` (1: the edit recovers everything the
+delay cost; 0: the planner adds nothing) and ``edit - planner``, and their mean and standard
+error over seeds (the trained unit); beside every score the command's mean |du| per tick.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CELLS", "ProtocolCell", "ProtocolConfig", "cell_config", "protocol_cells",
+           "run_cell", "run_protocol", "summarize"]
+
+log = logging.getLogger(__name__)
+
+#: The cells of one seed, in the order they run (the expert first: the others learn from it).
+CELLS = ("nodelay", "edit", "edit_zero_chunks", "edit_zero_chunks_cold", "planner",
+         "planner@0")
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    """One protocol run: the task, its split, the delay, the seeds and the shared budget.
+
+    Attributes:
+        task: A registered task name.
+        planner_only: The split, as the task factory's ``planner_only`` argument (element
+            names, indices or observation keys); empty = the task's own declared split.
+        delay_ms: Planner delay (rounded up to whole control steps).
+        seeds: Training seeds; evaluation uses seed + 1000.
+        iterations: PPO iterations of the edit policies (each ``num_envs`` x
+            ``steps_per_env`` env steps).
+        expert_iterations: PPO iterations of the privileged ``nodelay`` cell (>= the edit's
+            budget; 0 = ``iterations`` plus the warm start's share).
+        num_envs: Parallel envs of every training run.
+        steps_per_env: Rollout length per PPO iteration.
+        episodes: Evaluation episodes per cell.
+        planner: ``bc`` (the planner learns from the expert's demonstrations) or ``expert``
+            (the task's scripted expert plans; only tasks with one).
+        expert_run: An existing ``nodelay`` run to use as the expert (skips that cell's
+            training; it is still evaluated as the upper bound).
+        train: Extra :class:`~edgerl.policies.config.TrainConfig` fields for every learned
+            cell (the one configuration; e.g. ``{"intent_dim": 8}``).
+        task_kwargs: Extra task factory arguments.
+        jobs: Cells trained at once (processes).
+    """
+
+    task: str
+    planner_only: list[Any] = field(default_factory=list)
+    delay_ms: float = 200.0
+    seeds: tuple[int, ...] = (0, 1, 2)
+    iterations: int = 300
+    expert_iterations: int = 0
+    num_envs: int = 32
+    steps_per_env: int = 32
+    episodes: int = 50
+    planner: str = "bc"
+    expert_run: str = ""
+    train: dict[str, Any] = field(default_factory=dict)
+    task_kwargs: dict[str, Any] = field(default_factory=dict)
+    jobs: int = 1
+
+    def __post_init__(self) -> None:
+        if self.delay_ms < 0 or self.iterations < 1 or self.episodes < 1 or self.jobs < 1:
+            raise ValueError("delay_ms must be >= 0, iterations, episodes and jobs >= 1")
+        if not self.seeds:
+            raise ValueError("the protocol needs at least one seed")
+        if self.planner not in ("bc", "expert"):
+            raise ValueError(f"planner must be 'bc' or 'expert', got {self.planner!r}")
+
+
+@dataclass(frozen=True)
+class ProtocolCell:
+    """One training (or baseline set-up) and its evaluation."""
+
+    name: str
+    seed: int
+
+    @property
+    def method(self) -> str:
+        return {"edit_zero_chunks_cold": "edit_zero_chunks", "planner@0": "planner"}.get(
+            self.name, self.name)
+
+    def run_dir(self, root: Path) -> Path:
+        return root / f"{self.name.replace('@', '_d')}__s{self.seed}"
+
+
+def protocol_cells(cfg: ProtocolConfig) -> list[ProtocolCell]:
+    """Every cell, seed by seed (experts first; see :data:`CELLS`)."""
+    return [ProtocolCell(name, seed) for seed in cfg.seeds for name in CELLS]
+
+
+def needs_expert_run(task: str) -> bool:
+    """Whether ``task`` comes from a task family without a scripted expert (``gym:``,
+    ``dmc:``, ``mjlab:``, ...): its planner learns from the protocol's own ``nodelay`` run."""
+    return ":" in task
+
+
+def delay_steps(cfg: ProtocolConfig, control_hz: float) -> int:
+    """``delay_ms`` in whole control steps, rounded up."""
+    return math.ceil(cfg.delay_ms / 1000.0 * control_hz - 1e-9)
+
+
+def cell_config(cfg: ProtocolConfig, cell: ProtocolCell, control_hz: float,
+                expert_run: str | None) -> Any:
+    """The :class:`~edgerl.policies.config.TrainConfig` of ``cell``."""
+    from dataclasses import replace
+
+    from edgerl.policies.config import TrainConfig
+
+    kwargs = dict(cfg.task_kwargs)
+    if cfg.planner_only:
+        kwargs["planner_only"] = list(cfg.planner_only)
+    if expert_run and cell.name != "nodelay":
+        kwargs["expert_run"] = expert_run
+    d = delay_steps(cfg, control_hz)
+    common = {"task": cfg.task, "seed": cell.seed, "num_envs": cfg.num_envs,
+              "num_steps_per_env": cfg.steps_per_env, "task_kwargs": kwargs}
+    if cell.name == "nodelay":
+        iters = cfg.expert_iterations or cfg.iterations + _warm_iterations(cfg)
+        return TrainConfig(method="nodelay", privileged=True, iterations=iters, **common)
+    train = dict(cfg.train)
+    base = TrainConfig(method=cell.method, planner=cfg.planner, iterations=cfg.iterations,
+                       delay_steps=0 if cell.name == "planner@0" else d, **common,
+                       **{k: v for k, v in train.items() if k not in ("distill", "bc", "ppo")})
+    nested = {k: replace(getattr(base, k), **train[k]) for k in ("distill", "bc", "ppo")
+              if k in train}
+    if cell.name == "edit_zero_chunks_cold":
+        nested["distill"] = replace(nested.get("distill", base.distill), rounds=0)
+    return replace(base, **nested) if nested else base
+
+
+def _warm_iterations(cfg: ProtocolConfig) -> int:
+    """The edit's warm-start samples in PPO iterations (rounded up), so the expert's budget
+    covers them."""
+    distill = cfg.train.get("distill", {})
+    samples = int(distill.get("rounds", 0)) * int(distill.get("steps", 64)) * cfg.num_envs
+    return math.ceil(samples / (cfg.num_envs * cfg.steps_per_env))
+
+
+def run_cell(cfg: ProtocolConfig, cell: ProtocolCell, root: Path, control_hz: float,
+             expert_run: str | None) -> dict[str, Any]:
+    """Train (or set up) and evaluate one cell; its row."""
+    import shutil
+
+    import torch
+
+    from edgerl.policies.evaluate import evaluate_run
+    from edgerl.policies.train import train
+
+    torch.set_num_threads(1)
+    out = cell.run_dir(root)
+    if cell.name == "nodelay" and cfg.expert_run:
+        out, wall, env_steps, distill_samples = Path(cfg.expert_run), 0.0, 0, 0
+    else:
+        if out.exists():
+            shutil.rmtree(out)
+        tc = cell_config(cfg, cell, control_hz, expert_run)
+        res = train(tc, out=out, show_progress=False)
+        wall, env_steps = res.wall_s, res.env_steps
+        distill_samples = 0
+        if tc.is_edit and tc.distill.rounds:
+            distill_samples = tc.distill.rounds * tc.distill.steps * tc.num_envs
+    ev = evaluate_run(str(out), cfg.episodes, seed=cell.seed + 1000, show_progress=False)
+    return {"cell": cell.name, "method": cell.method, "seed": cell.seed,
+            "return_mean": ev["return_mean"], "return_std": ev["return_std"],
+            "success_rate": ev["success_rate"], "action_rate": ev["action_rate"],
+            "episodes": ev["episodes"], "delay_ms": ev["delay_ms"],
+            "delay_steps": ev["delay_steps"], "budget_env_steps": env_steps + distill_samples,
+            "train_wall_s": round(wall, 2), "run": str(out)}
+
+
+def run_protocol(cfg: ProtocolConfig, root: str | Path,
+                 on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Run every cell of ``cfg`` under ``root`` (``cfg.jobs`` at once); the rows."""
+    from edgerl.sim.registry import get_task_info
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    hz = float(get_task_info(cfg.task).control_hz)
+    rows: list[dict[str, Any]] = []
+
+    def done(row: dict[str, Any]) -> None:
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+
+    cells = protocol_cells(cfg)
+    experts = [c for c in cells if c.name == "nodelay"]
+    rest = [c for c in cells if c.name != "nodelay"]
+    expert_of: dict[int, str | None] = {}
+    with ProcessPoolExecutor(max_workers=cfg.jobs) as pool:
+        futures = [pool.submit(run_cell, cfg, c, root, hz, None) for c in experts]
+        for c, fut in zip(experts, futures):
+            row = fut.result()
+            done(row)
+            expert_of[c.seed] = row["run"] if needs_expert_run(cfg.task) else None
+        futures = [pool.submit(run_cell, cfg, c, root, hz, expert_of[c.seed]) for c in rest]
+        for fut in futures:
+            done(fut.result())
+    return rows
+
+
+# --- the summary ---------------------------------------------------------------------------
+def _mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error (sample std / sqrt(n); 0 for one value)."""
+    vals = [v for v in values if v == v]
+    if not vals:
+        return float("nan"), float("nan")
+    mean = statistics.fmean(vals)
+    se = statistics.stdev(vals) / math.sqrt(len(vals)) if len(vals) > 1 else 0.0
+    return mean, se
+
+
+def summarize(rows: list[dict[str, Any]], metric: str = "return_mean") -> dict[str, Any]:
+    """Per cell: mean +- SE over seeds of ``metric`` and of the action rate; per seed the
+    planner gain ``g`` (the control is the better ``edit_zero_chunks`` of the two) and
+    ``edit - planner``, with their mean +- SE over seeds."""
+    by = {(r["cell"], r["seed"]): r for r in rows}
+    seeds = sorted({r["seed"] for r in rows})
+    cells: dict[str, Any] = {}
+    for name in CELLS:
+        vals = [by[(name, s)][metric] for s in seeds if (name, s) in by]
+        rates = [by[(name, s)]["action_rate"] for s in seeds if (name, s) in by]
+        if vals:
+            m, se = _mean_se(vals)
+            rm, rse = _mean_se(rates)
+            cells[name] = {"mean": m, "se": se, "n": len(vals), "action_rate": rm,
+                           "action_rate_se": rse, "per_seed": vals}
+    gains, margins, zeros = [], [], []
+    for s in seeds:
+        need = [(n, s) in by for n in ("nodelay", "edit", "planner")]
+        zero_cells = [by[(n, s)][metric] for n in ("edit_zero_chunks", "edit_zero_chunks_cold")
+                      if (n, s) in by]
+        if not all(need) or not zero_cells:
+            continue
+        zero = max(zero_cells)
+        zeros.append(zero)
+        edit, top = by[("edit", s)][metric], by[("nodelay", s)][metric]
+        gains.append((edit - zero) / (top - zero) if top != zero else float("nan"))
+        margins.append(edit - by[("planner", s)][metric])
+    g, g_se = _mean_se(gains)
+    m, m_se = _mean_se(margins)
+    z, z_se = _mean_se(zeros)
+    return {"metric": metric, "cells": cells, "seeds": seeds,
+            "zero_control": {"mean": z, "se": z_se, "per_seed": zeros},
+            "g": {"mean": g, "se": g_se, "per_seed": gains},
+            "edit_minus_planner": {"mean": m, "se": m_se, "per_seed": margins}}
+
+
+def write_rows(path: str | Path, cfg: ProtocolConfig, rows: list[dict[str, Any]]) -> None:
+    """``rows`` and the configuration as JSON (the caller adds provenance)."""
+    Path(path).write_text(json.dumps({"config": asdict(cfg), "rows": rows}, indent=1) + "\n")
