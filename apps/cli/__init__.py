@@ -17,8 +17,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from edgerl.apps.cli.errors import CliError
 from edgerl.contract._version import __version__
-from edgerl.contract.errors import UserError
 from edgerl.contract.logs import LEVELS, setup_logging
 
 __all__ = ["VERBS", "CliError", "main"]
@@ -47,11 +47,6 @@ VERBS: dict[str, str] = {
     "demo": "edgerl.apps.cli.demo",
     "gate": "edgerl.apps.cli.gate",
 }
-
-
-#: A user-facing error, printed as ``edgerl VERB: error: ...`` with exit status 1. The same
-#: class as :class:`edgerl.contract.errors.UserError`, which the layers below the CLI raise.
-CliError = UserError
 
 
 def build_parser() -> argparse.ArgumentParser:

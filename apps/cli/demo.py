@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     import logging
     from pathlib import Path
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.apps.cli.output import print_json
     from edgerl.apps.demo.config import DemoConfig, DemoError
     from edgerl.apps.demo.pipeline import run_demo

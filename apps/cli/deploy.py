@@ -12,7 +12,7 @@ import signal
 import tempfile
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = "run the ROS 2 node graph (robot + planner + edit policy) as processes and measure it"
 

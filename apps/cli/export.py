@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
 
     if args.recorded + args.random < 1000:
         raise CliError("--recorded + --random must give >= 1000 parity observations")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = ("fine-tune a bundle's edit policy off-policy on recorded operator interventions "
         "(RLIF, or the BC baseline) and export a new bundle")

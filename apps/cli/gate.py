@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.apps.cli.output import print_json, print_table
     from edgerl.policies.gate.policy import (
         ROADS,
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     import torch
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.apps.cli.output import print_json, print_table
     from edgerl.contract.bundle_errors import BundleError
     from edgerl.export.gate import export_gate

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = ("hardware-in-the-loop: real firmware (host build or Cortex-M4 in QEMU) <-> simulated "
         "plant, with fault injection")

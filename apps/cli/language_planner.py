@@ -8,7 +8,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = ("train the language planner (MiniLM + chunk head) by BC, evaluate on held-out "
         "paraphrases, export an ONNX bundle")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = ("record a running edgerl graph's topics (incl. operator interventions) to a ROS 2 "
         "MCAP, for a duration or until Ctrl-C")

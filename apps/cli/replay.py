@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = "summarise and plot an MCAP recording made by `edgerl deploy --record`"
 

@@ -11,7 +11,7 @@ import argparse
 import importlib
 import logging
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = "serve a language planner bundle (or a Planner factory) to RemotePlanner clients over TCP"
 

@@ -7,7 +7,7 @@ import argparse
 import signal
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = ("soak test: deploy graph at 500 Hz + serial HIL under planner kills, bad messages, "
         "corruption and unplugs; counts unsafe commands and crashes")

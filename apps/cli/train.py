@@ -59,7 +59,7 @@ def parse_task_args(items: list[str]) -> dict:
     """``["k=v", ...]`` -> ``{"k": json-or-string v}`` (CliError on a malformed item)."""
     import json
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
 
     out: dict = {}
     for item in items:
@@ -77,7 +77,7 @@ def check_device(device: str) -> None:
     """CliError for an unparsable device or CUDA asked for on a machine without it."""
     import torch
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
 
     try:
         dev = torch.device(device)
@@ -92,8 +92,8 @@ def config_from_args(args: argparse.Namespace):
     """The :class:`TrainConfig` the flags describe (errors become CliError): the generated
     flags' values, the task's defaults for those left unset, the measured latency model and
     the ``--task-arg`` items."""
-    from edgerl.apps.cli import CliError
     from edgerl.apps.cli.config_flags import dataclass_flags, flag_values, replace_paths
+    from edgerl.apps.cli.errors import CliError
     from edgerl.contract.serde import SchemaError
     from edgerl.policies.config import TrainConfig
     from edgerl.policies.task_defaults import apply_task_defaults
@@ -122,7 +122,7 @@ def config_from_args(args: argparse.Namespace):
 def measured_latency(path: Path, task: str, period_steps: int):
     """The ``LatencyModel`` in ``path`` (latency model JSON or a deploy MCAP recording),
     in control steps of ``task``; CliError when unreadable or measured at another rate."""
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.contract.serde import SchemaError
     from edgerl.contract.timing import resolve_period
     from edgerl.runtime.planners.latency_record import (
@@ -161,7 +161,7 @@ def measured_latency(path: Path, task: str, period_steps: int):
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.apps.cli.output import print_json, print_table
     from edgerl.policies.train import train
     from edgerl.sim.registry import get_task_info

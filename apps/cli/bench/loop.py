@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = "edit-loop timing (tick compute, wake-up jitter, deadline misses) beside a planner"
 KEYS = ("rate_hz", "ticks", "tick_compute_p50_us", "tick_compute_p99_us", "jitter_p50_us",

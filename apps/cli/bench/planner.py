@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = "planner latency: encoder + head locally and over loopback TCP (p50/p99, throughput)"
 

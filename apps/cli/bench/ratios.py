@@ -340,7 +340,7 @@ def plot_trend(history: Path, png: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.apps.cli.output import print_json, print_table
 
     if min(args.sim_envs, args.sim_steps, args.sim_repeats, args.train_envs,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = "serial link: command round-trip over the pty (p50/p99) and watchdog safe-entry latency"
 

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli.errors import CliError
 
 HELP = "bare sleep+spin loop timing (the machine's limit); with --bundle the edit loop as ratios"
 

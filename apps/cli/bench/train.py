@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.apps.cli.output import print_json, print_table
     from edgerl.apps.cli.train import check_device
     from edgerl.bench.train.throughput import ThroughputCfg, compare_tasks
