@@ -12,12 +12,12 @@ also uses 2 for bad arguments), 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
 
 from edgerl.apps.cli.errors import CliError
+from edgerl.apps.cli.registry import add_module_parsers
 from edgerl.contract._version import __version__
 from edgerl.contract.logs import LEVELS, setup_logging
 
@@ -59,12 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"edgerl {__version__}")
     parser.add_argument("--log-level", default="INFO", choices=LEVELS, type=str.upper,
                         help="logging verbosity (default INFO)")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for verb, module_name in VERBS.items():
-        module = importlib.import_module(module_name)
-        p = sub.add_parser(verb, help=module.HELP, description=module.HELP)
-        module.add_arguments(p)
-        p.set_defaults(_run=module.run)
+    add_module_parsers(parser, VERBS, dest="verb", metavar="VERB", run_attr="_run")
     return parser
 
 
