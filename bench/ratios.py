@@ -75,16 +75,16 @@ class RatiosConfig:
         train_iterations: PPO iterations per block.
         train_repeats: (ours, bare) pairs.
         bundle: Edit bundle of the loop and ros2 rows (``None`` skips them).
-        loop_rate: Loop rate of the loop rows (Hz).
-        loop_seconds: Seconds per loop block.
-        loop_pairs: (bare, loop) pairs (0 skips the loop rows).
         loop_cpus: CPUs of both loops' threads (``""`` = not pinned).
         planner_cpus: CPUs of the edit loop's planner (``""`` = not pinned).
         planner_process: The loop rows' burn planner in its own process (else a thread).
-        rt_priority: SCHED_FIFO priority of both loops (0 = normal scheduling).
+        loop_rate: Loop rate of the loop rows (Hz).
+        loop_seconds: Seconds per loop block.
+        loop_pairs: (bare, loop) pairs (0 skips the loop rows).
         miss_alpha: Level of the one-sided miss-rate test.
-        hil_runs: (paced bench serial, bench serial, hil) sets of the hil row (0 skips it).
+        rt_priority: SCHED_FIFO priority of both loops (0 = normal scheduling).
         hil_target: Firmware build of the hil row: ``host`` or ``qemu-m4``.
+        hil_runs: (paced bench serial, bench serial, hil) sets of the hil row (0 skips it).
         hil_rt_priority: SCHED_FIFO priority of the hil row's processes (firmware +1).
         hil_episodes: Hil episodes per set.
         hil_max_steps: Hil steps per episode.
@@ -104,16 +104,16 @@ class RatiosConfig:
     train_iterations: int = 3
     train_repeats: int = 3
     bundle: Path | None = None
-    loop_rate: float = 1000.0
-    loop_seconds: float = 10.0
-    loop_pairs: int = 1
     loop_cpus: str = ""
     planner_cpus: str = ""
     planner_process: bool = False
-    rt_priority: int = 0
+    loop_rate: float = 1000.0
+    loop_seconds: float = 10.0
+    loop_pairs: int = 1
     miss_alpha: float = 0.05
-    hil_runs: int = 1
+    rt_priority: int = 0
     hil_target: str = "host"
+    hil_runs: int = 1
     hil_rt_priority: int = 10
     hil_episodes: int = 2
     hil_max_steps: int = 250
@@ -175,11 +175,12 @@ def loop_ratios(cfg: RatiosConfig) -> dict[str, dict[str, Any]]:
     if cfg.bundle is None or cfg.loop_pairs == 0:
         return {}
     from edgerl.bench.loop.spin import SpinConfig, compare
+    from edgerl.bench.loop.timing import LoopTiming
 
-    r = compare(SpinConfig(rate_hz=cfg.loop_rate, seconds=cfg.loop_seconds, warmup_s=0.5,
-                           spin_us=300.0, switch_interval_us=200.0,
-                           spin_switch_interval_us=5000.0, prewarm_us=150.0,
-                           rt_priority=cfg.rt_priority, work_us=0.0, bundle=cfg.bundle,
+    timing = LoopTiming(rate_hz=cfg.loop_rate, seconds=cfg.loop_seconds, warmup_s=0.5,
+                        spin_us=300.0, switch_interval_us=200.0, spin_switch_interval_us=5000.0,
+                        prewarm_us=150.0, rt_priority=cfg.rt_priority)
+    r = compare(SpinConfig(timing=timing, work_us=0.0, bundle=cfg.bundle,
                            pairs=cfg.loop_pairs, planner_latency_ms=70.0,
                            planner_period_ms=100.0, planner_process=cfg.planner_process,
                            loop_cpus=cfg.loop_cpus, planner_cpus=cfg.planner_cpus))

@@ -30,22 +30,22 @@ class SerialBenchConfig:
     Attributes:
         count: Timed round trips.
         warmup: Round trips not counted.
-        watchdog_ms: Firmware watchdog (ms).
-        watchdog_trials: Freeze trials (the host goes silent, the firmware must go SAFE).
         pace_hz: One round trip per tick of this grid (Hz); 0 = back to back.
         rt_priority: SCHED_FIFO priority of this process, the firmware one higher (0 = off).
-        target: Firmware: ``host`` build on a pty, or ``qemu-m4`` in QEMU.
         show_progress: A progress bar on a terminal.
+        target: Firmware: ``host`` build on a pty, or ``qemu-m4`` in QEMU.
+        watchdog_ms: Firmware watchdog (ms).
+        watchdog_trials: Freeze trials (the host goes silent, the firmware must go SAFE).
     """
 
     count: int = 5000
     warmup: int = 200
-    watchdog_ms: int = 50
-    watchdog_trials: int = 10
     pace_hz: float = 0.0
     rt_priority: int = 0
-    target: str = "host"
     show_progress: bool = False
+    target: str = "host"
+    watchdog_ms: int = 50
+    watchdog_trials: int = 10
 
 
 def measure_serial(cfg: SerialBenchConfig) -> dict[str, Any]:

@@ -79,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
 
     try:
         from edgerl_ros.graph import (
@@ -140,12 +140,11 @@ def run(args: argparse.Namespace) -> int:
         if tmp is not None:
             tmp.cleanup()
     if args.write_latency_model is not None:
-        result["latency_model"] = write_latency_model(args.bundle, record,
-                                                      args.write_latency_model)
-    if args.json:
-        print_json(result)
-    else:
-        print_table([{k: result.get(k) for k in SUMMARY_KEYS}], title="edgerl deploy")
+        result["latency_model"] = _recorded_latency_model(args.bundle, record,
+                                                          args.write_latency_model)
+    print_result(result, as_json=args.json, title="edgerl deploy",
+                 rows=[{k: result.get(k) for k in SUMMARY_KEYS}])
+    if not args.json:
         if record:
             print(f"recorded {record}")
         if args.record_transitions:
@@ -187,28 +186,19 @@ def override_params(params: Path, out_dir: Path, trigger: str | None,
     return path
 
 
-def write_latency_model(bundle: Path, recording: Path, out: Path) -> dict:
+def _recorded_latency_model(bundle: Path, recording: Path, out: Path) -> dict:
     """Measure chunk stamp -> arrival in ``recording`` at the bundle's control rate and write
     the latency model file ``out``; returns its summary."""
     from edgerl_ros.recording import read_recording
 
-    from edgerl.contract.spec import load_bundle_manifest
-    from edgerl.runtime.planners.latency_record import (
-        chunk_latencies_from_recording,
-        measure_latency,
-        save_latency_file,
-    )
+    from edgerl.apps.cli.latency_model import write_latency_model
+    from edgerl.runtime.planners.latency_record import chunk_latencies_from_recording
 
-    spec = load_bundle_manifest(bundle)
     try:
-        lat = chunk_latencies_from_recording(read_recording(recording))
-        measured = measure_latency(lat, spec.control_hz, spec.timing.period_steps, "deploy")
+        latencies_s = chunk_latencies_from_recording(read_recording(recording))
     except ValueError as exc:
         raise CliError(f"--write-latency-model: {exc}") from exc
-    save_latency_file(measured, out)
-    return {"file": str(out), "samples": measured.samples, "p50_ms": measured.p50_ms,
-            "p99_ms": measured.p99_ms,
-            "delay_distribution": measured.latency.delay_distribution}
+    return write_latency_model(bundle, latencies_s, "deploy", out)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

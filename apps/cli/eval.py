@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from edgerl.apps.cli.errors import CliError
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
     from edgerl.policies.evaluate import evaluate_run
     from edgerl.policies.runs import RunError
 
@@ -40,8 +40,5 @@ def run(args: argparse.Namespace) -> int:
                            args.device, show_progress=not args.no_progress)
     except RunError as exc:
         raise CliError(str(exc)) from exc
-    if args.json:
-        print_json(out)
-    else:
-        print_table([{"key": k, "value": v} for k, v in out.items()], title="edgerl eval")
+    print_result(out, as_json=args.json, key="key", title="edgerl eval")
     return 0

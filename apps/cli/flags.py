@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["add_bundle_flags", "add_compute_flags", "add_episode_flags", "add_firmware_flags",
-           "add_loop_flags", "add_output_flags", "add_planner_flags", "add_rt_flags"]
+           "add_loop_flags", "add_output_flags", "add_planner_flags", "add_rt_flags",
+           "loop_timing"]
 
 Group = Any  # argparse's argument group (a private class)
 Flag = tuple[Any, str]  # (default, help) of a flag whose default and wording vary by verb
@@ -73,6 +74,17 @@ def add_loop_flags(p: argparse.ArgumentParser, *, rate: float | None, seconds: f
     return g
 
 
+def loop_timing(args: argparse.Namespace):
+    """The :class:`~edgerl.bench.loop.timing.LoopTiming` that :func:`add_loop_flags`' and
+    :func:`add_rt_flags`' flags parsed into ``args`` say."""
+    from edgerl.bench.loop.timing import LoopTiming
+
+    return LoopTiming(rate_hz=args.rate, seconds=args.seconds, warmup_s=args.warmup,
+                      spin_us=args.spin_us, switch_interval_us=args.switch_interval_us,
+                      spin_switch_interval_us=args.spin_switch_interval_us,
+                      prewarm_us=args.prewarm_us, rt_priority=args.rt_priority)
+
+
 def add_planner_flags(p: argparse.ArgumentParser, *, scope: str = "", choice: bool = False,
                       burn: bool = True, period_ms: float | None = None,
                       process_help: str = "run the planner in a separate process (spawn)"
@@ -100,24 +112,25 @@ def add_planner_flags(p: argparse.ArgumentParser, *, scope: str = "", choice: bo
 
 
 def add_rt_flags(p: argparse.ArgumentParser, who: str, *, top: int = 99,
-                 loop_cpus: str | None = None,
-                 planner_cpus: str | None = None, planner_scope: str = "",
-                 default_cpus: str | None = "", metavar: str | None = None) -> Group:
-    """Real-time scheduling: ``--rt-priority`` (SCHED_FIFO priority 1..``top`` of ``who``, 0 =
-    normal);
-    with ``loop_cpus`` / ``planner_cpus`` (whose threads) ``--loop-cpus`` / ``--planner-cpus``
-    CPU lists such as ``1`` or ``2-3`` (default ``default_cpus``: not pinned), the latter's
-    help prefixed with ``planner_scope``."""
+                 loop_cpus: str | None = None, planner_cpus: str | None = None,
+                 planner_scope: str = "", unpinned: str | None = "",
+                 unpinned_text: str = "default: not pinned", metavar: str | None = None
+                 ) -> Group:
+    """Real-time scheduling: ``--rt-priority`` (SCHED_FIFO priority 1..``top`` of ``who``;
+    0 = normal scheduling); with ``loop_cpus`` / ``planner_cpus`` (whose threads)
+    ``--loop-cpus`` / ``--planner-cpus``, CPU lists such as ``1`` or ``2-3`` whose default
+    ``unpinned`` is explained by ``unpinned_text`` (the planner's help prefixed with
+    ``planner_scope``)."""
     g = _group(p, "real-time")
     g.add_argument("--rt-priority", type=int, default=0, metavar=metavar,
                    help=f"SCHED_FIFO priority (1-{top}) of {who}; 0 = normal scheduling")
     if loop_cpus is not None:
-        g.add_argument("--loop-cpus", default=default_cpus, metavar="CPUS",
-                       help=f"CPUs for {loop_cpus}, e.g. 1 or 2-3 (default: not pinned)")
+        g.add_argument("--loop-cpus", default=unpinned, metavar="CPUS",
+                       help=f"CPUs for {loop_cpus}, e.g. 1 or 2-3 ({unpinned_text})")
     if planner_cpus is not None:
-        g.add_argument("--planner-cpus", default=default_cpus, metavar="CPUS",
-                       help=f"{planner_scope}CPUs for {planner_cpus}, e.g. 0 (default: not "
-                            "pinned); keep them off --loop-cpus")
+        g.add_argument("--planner-cpus", default=unpinned, metavar="CPUS",
+                       help=f"{planner_scope}CPUs for {planner_cpus}, e.g. 0 ({unpinned_text}); "
+                            "keep them off --loop-cpus")
     return g
 
 
@@ -164,14 +177,16 @@ def add_episode_flags(p: argparse.ArgumentParser, *, episodes: Flag | None = Non
 
 
 def add_output_flags(p: argparse.ArgumentParser, *, json: str = "JSON instead of a table",
-                     png: str | None = None, save_json: str | None = None) -> Group:
+                     png: str | None = None, save_json: str | None = None,
+                     latency_model: str | None = None) -> Group:
     """What a verb writes: ``--json`` (print ``json`` instead of the table), and with their
-    help ``--png FILE`` (a plot) and ``--save-json FILE`` (the full result). Verbs add their
-    own ``--out`` to the returned group."""
+    help ``--png FILE`` (a plot), ``--save-json FILE`` (the full result) and
+    ``--write-latency-model FILE`` (a measured planner delay for ``edgerl train
+    --latency-model``). Verbs add their own ``--out`` to the returned group."""
     g = _group(p, "output")
     g.add_argument("--json", action="store_true", help=f"print {json}")
-    if png is not None:
-        g.add_argument("--png", type=Path, default=None, metavar="FILE", help=png)
-    if save_json is not None:
-        g.add_argument("--save-json", type=Path, default=None, metavar="FILE", help=save_json)
+    for flag, text in (("--png", png), ("--save-json", save_json),
+                       ("--write-latency-model", latency_model)):
+        if text is not None:
+            g.add_argument(flag, type=Path, default=None, metavar="FILE", help=text)
     return g

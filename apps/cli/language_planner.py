@@ -54,7 +54,7 @@ def _measure_latency_s(bundle: Path, n: int = 50) -> float:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
     from edgerl.export.encoder_onnx import export_language_bundle
     from edgerl.policies.language.config import LanguagePlannerConfig
     from edgerl.policies.language.evaluate import evaluate_language_planner
@@ -101,9 +101,5 @@ def run(args: argparse.Namespace) -> int:
                    spec.extra["language"]["parity"]["encoder"]["max_cosine_distance"],
                "head_max_abs_error": spec.extra["language"]["parity"]["head"]["max_abs_error"],
                "expected_latency_ms": 1e3 * spec.chunk.expected_latency_s}
-    if args.json:
-        print_json(summary)
-    else:
-        print_table([{"key": k, "value": v} for k, v in summary.items()],
-                    title="edgerl language-planner")
+    print_result(summary, as_json=args.json, key="key", title="edgerl language-planner")
     return 0

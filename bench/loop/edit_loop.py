@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgerl.bench.loop.timing import LoopTiming
 from edgerl.contract.errors import UserError
 
 __all__ = ["KEYS", "EditLoopBenchConfig", "measure_edit_loop"]
@@ -38,9 +39,9 @@ class EditLoopBenchConfig:
 
     Attributes:
         bundle: Bundle directory.
-        rate_hz: Loop rate (Hz); ``None`` = the manifest's control_hz.
-        seconds: Measured duration (s).
-        warmup_s: Seconds run before measuring.
+        timing: Rate (``None`` = the manifest's control_hz), measured seconds, warm-up, spin,
+            switch intervals, prewarm and the loop thread's SCHED_FIFO priority (the planner
+            client runs 2 below it, the sensor 1 below, the main thread 3 below).
         planner: ``auto`` (the bundle's planner.onnx if present, else ``burn``), ``burn``,
             ``onnx`` or ``none``.
         planner_process: Run the planner in a separate process (spawn).
@@ -50,13 +51,6 @@ class EditLoopBenchConfig:
         planner_gil: Burn stand-in: burn with the GIL ``release``-d (like a model) or ``hold``.
         backend: ``onnx`` or ``numpy``.
         device: onnxruntime device: auto, cpu, cuda or tensorrt.
-        spin_us: Busy-wait this long before each deadline (us).
-        prewarm_us: Re-run the network this long before each deadline (us); 0 = off.
-        switch_interval_us: ``sys.setswitchinterval`` while running (us); 0 leaves it.
-        spin_switch_interval_us: ``sys.setswitchinterval`` from each spin's start to the
-            tick's end (us); 0 leaves it.
-        rt_priority: SCHED_FIFO priority of the loop thread (0 = normal scheduling; the
-            planner client runs 2 below it, the sensor 1 below, the main thread 3 below).
         loop_cpus: CPUs of the loop thread (empty = not pinned).
         planner_cpus: CPUs of the planner client thread and the process it spawns.
         gc_freeze: ``gc.freeze()`` at start.
@@ -69,9 +63,7 @@ class EditLoopBenchConfig:
     """
 
     bundle: Path
-    rate_hz: float | None = None
-    seconds: float = 10.0
-    warmup_s: float = 1.0
+    timing: LoopTiming = LoopTiming()
     planner: str = "auto"
     planner_process: bool = False
     planner_latency_ms: float = 70.0
@@ -79,11 +71,6 @@ class EditLoopBenchConfig:
     planner_gil: str = "release"
     backend: str = "onnx"
     device: str = "auto"
-    spin_us: float = 300.0
-    prewarm_us: float = 150.0
-    switch_interval_us: float = 200.0
-    spin_switch_interval_us: float = 5000.0
-    rt_priority: int = 0
     loop_cpus: tuple[int, ...] = ()
     planner_cpus: tuple[int, ...] = ()
     gc_freeze: bool = True
@@ -154,14 +141,13 @@ def _deployment(cfg: EditLoopBenchConfig):
     from edgerl.runtime.edit_loop import LoopConfig
     from edgerl.runtime.inference import InferenceError
 
-    loop_cfg = LoopConfig(rate_hz=cfg.rate_hz or None, spin_s=cfg.spin_us * 1e-6,
+    t = cfg.timing
+    loop_cfg = LoopConfig(rate_hz=t.rate_hz or None, spin_s=t.spin_us * 1e-6,
                           cpus=cfg.loop_cpus, gc_freeze=cfg.gc_freeze,
-                          rt_priority=cfg.rt_priority, prewarm_s=cfg.prewarm_us * 1e-6,
+                          rt_priority=t.rt_priority, prewarm_s=t.prewarm_us * 1e-6,
                           trigger=cfg.trigger,
-                          switch_interval_s=(cfg.switch_interval_us * 1e-6
-                                             if cfg.switch_interval_us > 0 else None),
-                          spin_switch_interval_s=(cfg.spin_switch_interval_us * 1e-6
-                                                  if cfg.spin_switch_interval_us > 0 else None))
+                          switch_interval_s=t.interval_s(t.switch_interval_us),
+                          spin_switch_interval_s=t.interval_s(t.spin_switch_interval_us))
     try:  # buffer (merge) and loop (stale rule, trigger) as the manifest's timing says
         return Deployment.from_bundle(cfg.bundle, loop_cfg=loop_cfg, planner="none",
                                       backend=cfg.backend, device=cfg.device)
@@ -189,7 +175,7 @@ def _planner_client(cfg: EditLoopBenchConfig, choice: str, spec, buffer, loop):
                   "gil": cfg.planner_gil, "low": spec.action.low, "high": spec.action.high}
     return PlannerClient(factory, buffer, loop.obs, PlannerClientConfig(
         mode=cfg.planner_mode, period_s=period, factory_kwargs=kwargs,
-        rt_priority=max(0, cfg.rt_priority - 2), cpus=cfg.planner_cpus),
+        rt_priority=max(0, cfg.timing.rt_priority - 2), cpus=cfg.planner_cpus),
         metrics=loop.metrics)
 
 
@@ -214,7 +200,7 @@ def measure_edit_loop(cfg: EditLoopBenchConfig) -> dict[str, Any]:
     elif cfg.sensor_hz > 0:
         sensor = threading.Thread(target=_sensor, args=(loop.obs, spec.observation.dim,
                                                         cfg.sensor_hz, stop_sensor,
-                                                        cfg.rt_priority),
+                                                        cfg.timing.rt_priority),
                                   name="edgerl-bench-sensor", daemon=True)
     try:
         if sensor is not None:
@@ -222,15 +208,15 @@ def measure_edit_loop(cfg: EditLoopBenchConfig) -> dict[str, Any]:
         if client is not None:
             client.start()
             _wait_first_chunk(buffer, client, timeout=60.0)
-        if cfg.rt_priority:  # the main thread shares the GIL too (see _wait_measured)
+        if cfg.timing.rt_priority:  # the main thread shares the GIL too (see _wait_measured)
             from edgerl.runtime.loop_scheduler import set_fifo
 
-            set_fifo(max(1, cfg.rt_priority - 3))
+            set_fifo(max(1, cfg.timing.rt_priority - 3))
         loop.start()
-        time.sleep(cfg.warmup_s)
+        time.sleep(cfg.timing.warmup_s)
         loop.metrics.reset()
         loop.safety.reset_counts()
-        _wait_measured(cfg.seconds, rate, progress)
+        _wait_measured(cfg.timing.seconds, rate, progress)
         loop.stop()
     finally:
         if loop.running:
@@ -244,7 +230,7 @@ def measure_edit_loop(cfg: EditLoopBenchConfig) -> dict[str, Any]:
     out: dict[str, Any] = {"rate_hz": rate}
     out.update({k: summary[k] for k in KEYS if k != "rate_hz"})
     out.update({
-        "seconds": cfg.seconds, "deadline_miss_pct": summary["deadline_miss_pct"],
+        "seconds": cfg.timing.seconds, "deadline_miss_pct": summary["deadline_miss_pct"],
         "tick_compute_max_us": summary["tick_compute_max_us"],
         "skipped_ticks": summary["skipped_ticks"], "miss_bursts": summary["miss_bursts"],
         "backend": net.name if net else "none",

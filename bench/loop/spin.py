@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgerl.bench.loop.timing import LoopTiming
 from edgerl.contract.errors import UserError
 
 __all__ = ["SpinConfig", "bare", "compare", "edit_loop"]
@@ -30,38 +31,24 @@ class SpinConfig:
     """The bare loop's blocks and, with a bundle, the edit loop's beside them.
 
     Attributes:
-        rate_hz: Loop rate (Hz).
-        seconds: Measured seconds per block.
-        warmup_s: Seconds run before measuring.
-        spin_us: Busy-wait this long before each deadline (us).
-        switch_interval_us: ``sys.setswitchinterval`` while running (us); 0 leaves it.
-        spin_switch_interval_us: The edit loop's switch interval inside its spin+tick window
-            (us); 0 leaves it.
-        prewarm_us: The edit loop's prewarm budget before the spin (us); 0 = off.
-        rt_priority: SCHED_FIFO priority of the loop thread (0 = normal scheduling).
-        work_us: Bare loop: busy work per tick (us), a stand-in for a tick's compute.
-        loop_cpus: CPUs of both loops' threads, e.g. ``"1"`` (``""`` = not pinned).
-        planner_cpus: CPUs of the edit loop's planner (client thread and process).
         bundle: The edit loop's bundle (``None``: bare blocks only).
         pairs: (bare, edit loop) pairs.
+        loop_cpus: CPUs of both loops' threads, e.g. ``"1"`` (``""`` = not pinned).
+        planner_cpus: CPUs of the edit loop's planner (client thread and process).
+        timing: Both loops' rate, seconds per block, warm-up, spin, switch intervals and
+            priority (the spin switch interval and prewarm are the edit loop's alone).
+        work_us: Bare loop: busy work per tick (us), a stand-in for a tick's compute.
         planner_latency_ms: Burn planner CPU time per call (ms).
         planner_period_ms: Time between planner calls (ms).
         planner_process: Run the planner in a separate process.
     """
 
-    rate_hz: float = 1000.0
-    seconds: float = 5.0
-    warmup_s: float = 0.5
-    spin_us: float = 300.0
-    switch_interval_us: float = 200.0
-    spin_switch_interval_us: float = 5000.0
-    prewarm_us: float = 150.0
-    rt_priority: int = 0
-    work_us: float = 0.0
-    loop_cpus: str = ""
-    planner_cpus: str = ""
     bundle: Path | None = None
     pairs: int = 1
+    loop_cpus: str = ""
+    planner_cpus: str = ""
+    timing: LoopTiming = LoopTiming(rate_hz=1000.0, seconds=5.0, warmup_s=0.5)
+    work_us: float = 0.0
     planner_latency_ms: float = 70.0
     planner_period_ms: float = 100.0
     planner_process: bool = False
@@ -72,12 +59,11 @@ def bare(cfg: SpinConfig) -> dict[str, Any]:
     from edgerl.bench.loop.bare_loop import BareLoopConfig, run_bare_loop
     from edgerl.runtime.cpu_affinity import parse_cpus
 
+    t = cfg.timing
     try:
-        loop_cfg = BareLoopConfig(rate_hz=cfg.rate_hz, seconds=cfg.seconds,
-                                  warmup_s=cfg.warmup_s, spin_s=cfg.spin_us * 1e-6,
-                                  rt_priority=cfg.rt_priority,
-                                  switch_interval_s=(cfg.switch_interval_us * 1e-6
-                                                     if cfg.switch_interval_us > 0 else None),
+        loop_cfg = BareLoopConfig(rate_hz=t.rate_hz, seconds=t.seconds, warmup_s=t.warmup_s,
+                                  spin_s=t.spin_us * 1e-6, rt_priority=t.rt_priority,
+                                  switch_interval_s=t.interval_s(t.switch_interval_us),
                                   work_us=cfg.work_us, cpus=parse_cpus(cfg.loop_cpus))
     except ValueError as exc:
         raise UserError(str(exc)) from exc
@@ -86,14 +72,8 @@ def bare(cfg: SpinConfig) -> dict[str, Any]:
 
 def edit_loop_argv(cfg: SpinConfig) -> list[str]:
     """``edgerl bench loop`` arguments with ``cfg``'s timing settings and burn planner."""
-    argv = ["bench", "loop", "--bundle", str(cfg.bundle), "--rate", f"{cfg.rate_hz:g}",
-            "--seconds", f"{cfg.seconds:g}", "--warmup", f"{cfg.warmup_s:g}",
-            "--spin-us", f"{cfg.spin_us:g}",
-            "--switch-interval-us", f"{cfg.switch_interval_us:g}",
-            "--spin-switch-interval-us", f"{cfg.spin_switch_interval_us:g}",
-            "--prewarm-us", f"{cfg.prewarm_us:g}",
-            "--rt-priority", str(cfg.rt_priority), "--planner", "burn",
-            "--planner-latency-ms", f"{cfg.planner_latency_ms:g}",
+    argv = ["bench", "loop", "--bundle", str(cfg.bundle), *cfg.timing.argv(),
+            "--planner", "burn", "--planner-latency-ms", f"{cfg.planner_latency_ms:g}",
             "--planner-period-ms", f"{cfg.planner_period_ms:g}",
             "--loop-cpus", cfg.loop_cpus, "--planner-cpus", cfg.planner_cpus, "--json"]
     return argv + (["--planner-process"] if cfg.planner_process else [])
@@ -104,7 +84,7 @@ def edit_loop(cfg: SpinConfig) -> dict[str, Any]:
     ``UserError`` with the end of its stderr when it fails."""
     res = subprocess.run([sys.executable, "-m", "edgerl.apps", *edit_loop_argv(cfg)],
                          capture_output=True, text=True,
-                         timeout=120 + 2 * (cfg.seconds + cfg.warmup_s))
+                         timeout=120 + 2 * (cfg.timing.seconds + cfg.timing.warmup_s))
     if res.returncode != 0:
         tail = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise UserError(f"edgerl bench loop failed (exit {res.returncode}): {tail}")
@@ -128,8 +108,8 @@ def compare(cfg: SpinConfig) -> dict[str, Any]:
     def total(side: str, *keys: str) -> int:
         return sum(int(p[side].get(k, 0)) for p in pairs for k in keys)
 
-    return {"rate_hz": cfg.rate_hz, "seconds": cfg.seconds, "pairs": len(pairs),
-            "rt_priority": cfg.rt_priority, "planner_mode":
+    return {"rate_hz": cfg.timing.rate_hz, "seconds": cfg.timing.seconds, "pairs": len(pairs),
+            "rt_priority": cfg.timing.rt_priority, "planner_mode":
                 "process" if cfg.planner_process else "thread",
             "bare_jitter_p99_us": med("bare", "jitter_p99_us"),
             "loop_jitter_p99_us": med("loop", "jitter_p99_us"),

@@ -54,28 +54,22 @@ def config(args: argparse.Namespace):
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     return EditLoopBenchConfig(
-        bundle=args.bundle, rate_hz=args.rate, seconds=args.seconds, warmup_s=args.warmup,
-        planner=args.planner, planner_process=args.planner_process,
-        planner_latency_ms=args.planner_latency_ms, planner_period_ms=args.planner_period_ms,
-        planner_gil=args.planner_gil, backend=args.backend, device=args.device,
-        spin_us=args.spin_us, prewarm_us=args.prewarm_us,
-        switch_interval_us=args.switch_interval_us,
-        spin_switch_interval_us=args.spin_switch_interval_us, rt_priority=args.rt_priority,
-        loop_cpus=loop_cpus, planner_cpus=planner_cpus, gc_freeze=not args.no_gc_freeze,
-        sensor=args.sensor, sensor_hz=args.sensor_hz, trigger=args.trigger,
-        save_json=args.save_json, png=args.png)
+        bundle=args.bundle, timing=flags.loop_timing(args), planner=args.planner,
+        planner_process=args.planner_process, planner_latency_ms=args.planner_latency_ms,
+        planner_period_ms=args.planner_period_ms, planner_gil=args.planner_gil,
+        backend=args.backend, device=args.device, loop_cpus=loop_cpus,
+        planner_cpus=planner_cpus, gc_freeze=not args.no_gc_freeze, sensor=args.sensor,
+        sensor_hz=args.sensor_hz, trigger=args.trigger, save_json=args.save_json, png=args.png)
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
     from edgerl.bench.loop.edit_loop import KEYS, measure_edit_loop
 
     out = measure_edit_loop(config(args))
-    if args.json:
-        print_json(out)
-        return 0
     rows = [{"metric": k, "value": out[k]}
             for k in (*KEYS, "deadline_miss_pct", "tick_compute_max_us", "planner_latency_p50_ms")]
-    print_table(rows, title=f"bench loop {out['rate_hz']:g} Hz, {out['method']}, planner "
-                            f"{out['planner']}/{out['planner_mode']}")
+    print_result(out, as_json=args.json, rows=rows,
+                 title=f"bench loop {out['rate_hz']:g} Hz, {out['method']}, planner "
+                       f"{out['planner']}/{out['planner_mode']}")
     return 0

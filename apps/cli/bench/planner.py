@@ -48,9 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                       help="--load-sweep offered loads, requests/s (comma separated)")
     load.add_argument("--point-s", type=float, default=5.0,
                       help="--load-sweep seconds per point and mode (default 5)")
-    out = flags.add_output_flags(p, json="JSON for machines")
-    out.add_argument("--write-latency-model", metavar="FILE", default=None,
-                     help="write the loopback latency as a LatencyModel JSON for the sim")
+    out = flags.add_output_flags(p, json="JSON for machines", latency_model="write the loopback "
+                                 "latency as a LatencyModel JSON for the sim")
     out.add_argument("--plot", metavar="PNG", default=None, help="--load-sweep: write the plot")
 
 
@@ -99,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--requests must be >= 10 for percentiles, got {args.requests}")
     out = measure_planner_latency(PlannerLatencyConfig(
         bundle=args.bundle, requests=args.requests, warmup=args.warmup, threads=args.threads,
-        control_hz=args.control_hz, write_latency_model=args.write_latency_model))
+        control_hz=args.control_hz,
+        write_latency_model=str(args.write_latency_model) if args.write_latency_model else None))
     if args.json:
         print_json(out)
         return 0

@@ -96,16 +96,13 @@ def config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
     from edgerl.bench.ratios import bounds, measure_ratios, target_text
 
     line = measure_ratios(config(args))
-    if args.json:
-        print_json(line)
-        return 0
     rows = [{"ratio": name, "value": r["ratio"], "ours": r["ours"], "reference": r["reference"],
              "unit": r["unit"], "target": target_text(name), "bounds": bounds(r),
              "met": "-" if r["met"] is None else r["met"]} for name, r in line["ratios"].items()]
-    print_table(rows, title=f"edgerl bench ratios (load {line['load_before']} -> "
-                            f"{line['load_after']})")
+    print_result(line, as_json=args.json, rows=rows,
+                 title=f"edgerl bench ratios (load {line['load_before']} -> {line['load_after']})")
     return 0

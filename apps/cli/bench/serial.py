@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
     from edgerl.bench.serial import SerialBenchConfig, measure_serial
 
     if args.count < 1 or args.warmup < 0 or args.watchdog_trials < 0:
@@ -46,9 +46,5 @@ def run(args: argparse.Namespace) -> int:
         watchdog_trials=args.watchdog_trials, pace_hz=args.pace_hz,
         rt_priority=args.rt_priority, target=args.target,
         show_progress=not args.json and sys.stderr.isatty()))
-    if args.json:
-        print_json(out)
-    else:
-        print_table([{"metric": k, "value": v} for k, v in out.items()],
-                    title="edgerl bench serial")
+    print_result(out, as_json=args.json, title="edgerl bench serial")
     return 0

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
     from edgerl.bench.sim.throughput import measure
 
     if args.num_envs < 1 or args.steps < 1 or args.warmup < 0 or args.repeats < 1:
@@ -52,10 +52,5 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc.args[0])) from None
     except NotImplementedError as exc:
         raise CliError(str(exc)) from None
-    if args.json:
-        print_json(result)
-    else:
-        # one result: a metric per row reads at any terminal width
-        print_table([{"metric": k, "value": v} for k, v in result.items()],
-                    title=f"edgerl bench sim: {args.task}")
+    print_result(result, as_json=args.json, title=f"edgerl bench sim: {args.task}")
     return 0

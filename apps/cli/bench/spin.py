@@ -37,19 +37,15 @@ def config(args: argparse.Namespace):
     """The :class:`~edgerl.bench.loop.spin.SpinConfig` of the parsed flags."""
     from edgerl.bench.loop.spin import SpinConfig
 
-    return SpinConfig(rate_hz=args.rate, seconds=args.seconds, warmup_s=args.warmup,
-                      spin_us=args.spin_us, switch_interval_us=args.switch_interval_us,
-                      spin_switch_interval_us=args.spin_switch_interval_us,
-                      prewarm_us=args.prewarm_us, rt_priority=args.rt_priority,
-                      work_us=args.work_us, loop_cpus=args.loop_cpus,
-                      planner_cpus=args.planner_cpus, bundle=args.bundle, pairs=args.pairs,
-                      planner_latency_ms=args.planner_latency_ms,
+    return SpinConfig(bundle=args.bundle, pairs=args.pairs, loop_cpus=args.loop_cpus,
+                      planner_cpus=args.planner_cpus, timing=flags.loop_timing(args),
+                      work_us=args.work_us, planner_latency_ms=args.planner_latency_ms,
                       planner_period_ms=args.planner_period_ms,
                       planner_process=args.planner_process)
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
     from edgerl.bench.loop.spin import bare, compare
 
     if not args.seconds > 0 or args.warmup < 0 or args.pairs < 1:
@@ -58,9 +54,6 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--bundle {args.bundle}: no manifest.json (not a bundle)")
     cfg = config(args)
     out = bare(cfg) if args.bundle is None else compare(cfg)
-    if args.json:
-        print_json(out)
-    else:
-        rows = [{"metric": k, "value": v} for k, v in out.items() if k != "blocks"]
-        print_table(rows, title=f"bench spin {args.rate:g} Hz")
+    rows = [{"metric": k, "value": v} for k, v in out.items() if k != "blocks"]
+    print_result(out, as_json=args.json, title=f"bench spin {args.rate:g} Hz", rows=rows)
     return 0

@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
     from edgerl.apps.cli.train import check_device
     from edgerl.bench.train.throughput import ThroughputCfg, compare_tasks
     from edgerl.sim.registry import get_task_info
@@ -53,9 +53,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     rows = compare_tasks(tasks, base)
-    if args.json:
-        print_json(rows)
-    else:
-        print_table([{k: v for k, v in r.items() if k != "pairs"} for r in rows],
-                    title="edgerl bench train: our trainer / rsl-rl-lib OnPolicyRunner")
+    print_result(rows, as_json=args.json,
+                 rows=[{k: v for k, v in r.items() if k != "pairs"} for r in rows],
+                 title="edgerl bench train: our trainer / rsl-rl-lib OnPolicyRunner")
     return 0
