@@ -113,14 +113,14 @@ def add_planner_flags(p: argparse.ArgumentParser, *, scope: str = "", choice: bo
 
 def add_rt_flags(p: argparse.ArgumentParser, who: str, *, top: int = 99,
                  loop_cpus: str | None = None, planner_cpus: str | None = None,
-                 planner_scope: str = "", unpinned: str | None = "",
+                 planner_scope: str = "", planner_note: str = "", unpinned: str | None = "",
                  unpinned_text: str = "default: not pinned", metavar: str | None = None
                  ) -> Group:
     """Real-time scheduling: ``--rt-priority`` (SCHED_FIFO priority 1..``top`` of ``who``;
     0 = normal scheduling); with ``loop_cpus`` / ``planner_cpus`` (whose threads)
     ``--loop-cpus`` / ``--planner-cpus``, CPU lists such as ``1`` or ``2-3`` whose default
     ``unpinned`` is explained by ``unpinned_text`` (the planner's help prefixed with
-    ``planner_scope``)."""
+    ``planner_scope``, followed by ``planner_note``)."""
     g = _group(p, "real-time")
     g.add_argument("--rt-priority", type=int, default=0, metavar=metavar,
                    help=f"SCHED_FIFO priority (1-{top}) of {who}; 0 = normal scheduling")
@@ -129,8 +129,8 @@ def add_rt_flags(p: argparse.ArgumentParser, who: str, *, top: int = 99,
                        help=f"CPUs for {loop_cpus}, e.g. 1 or 2-3 ({unpinned_text})")
     if planner_cpus is not None:
         g.add_argument("--planner-cpus", default=unpinned, metavar="CPUS",
-                       help=f"{planner_scope}CPUs for {planner_cpus}, e.g. 0 ({unpinned_text}); "
-                            "keep them off --loop-cpus")
+                       help=f"{planner_scope}CPUs for {planner_cpus}, e.g. 0 ({unpinned_text})"
+                            f"{planner_note}")
     return g
 
 

@@ -14,7 +14,8 @@ HELP = "write an ed25519 key pair for signing bundles (edgerl sign / export --si
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, required=True, help="directory for the two key files")
+    p.add_argument_group("output").add_argument(
+        "--out", type=Path, required=True, help="directory for the two key files")
 
 
 def run(args: argparse.Namespace) -> int:

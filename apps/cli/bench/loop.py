@@ -22,7 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          warmup=1.0)
     flags.add_planner_flags(p, choice=True)
     flags.add_rt_flags(p, "the loop thread", loop_cpus="the loop thread",
-                       planner_cpus="the planner client thread and the planner process it spawns")
+                       planner_cpus="the planner client thread and the planner process it spawns",
+                       planner_note="; keep them off --loop-cpus")
     p.add_argument("--no-gc-freeze", action="store_true", help="do not gc.freeze() at start")
     sensor = p.add_argument_group("observations")
     sensor.add_argument("--sensor", choices=("sink", "thread"), default="sink",
