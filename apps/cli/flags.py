@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from edgerl.bench.loop.timing import LoopTiming
 
 __all__ = ["add_bundle_flags", "add_compute_flags", "add_episode_flags", "add_firmware_flags",
            "add_loop_flags", "add_output_flags", "add_planner_flags", "add_rt_flags",
@@ -74,7 +77,7 @@ def add_loop_flags(p: argparse.ArgumentParser, *, rate: float | None, seconds: f
     return g
 
 
-def loop_timing(args: argparse.Namespace):
+def loop_timing(args: argparse.Namespace) -> LoopTiming:
     """The :class:`~edgerl.bench.loop.timing.LoopTiming` that :func:`add_loop_flags`' and
     :func:`add_rt_flags`' flags parsed into ``args`` say."""
     from edgerl.bench.loop.timing import LoopTiming

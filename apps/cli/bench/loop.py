@@ -9,9 +9,13 @@ planner beside the loop, warm-up, then ``--seconds`` measured) and prints the su
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from edgerl.apps.cli import flags
 from edgerl.apps.cli.errors import CliError
+
+if TYPE_CHECKING:
+    from edgerl.bench.loop.edit_loop import EditLoopBenchConfig
 
 HELP = "edit-loop timing (tick compute, wake-up jitter, deadline misses) beside a planner"
 
@@ -38,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                            save_json="write summary + histograms to this file")
 
 
-def config(args: argparse.Namespace):
+def config(args: argparse.Namespace) -> EditLoopBenchConfig:
     """The :class:`~edgerl.bench.loop.edit_loop.EditLoopBenchConfig` of the parsed flags
     (``CliError`` for values that cannot work together)."""
     from edgerl.bench.loop.edit_loop import EditLoopBenchConfig

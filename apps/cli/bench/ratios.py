@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edgerl.apps.cli import flags
 from edgerl.apps.cli.errors import CliError
+
+if TYPE_CHECKING:
+    from edgerl.bench.ratios import RatiosConfig
 
 HELP = "ratio of each path to its limit measured in the same run; appends a history line"
 
@@ -71,7 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="append one JSON line here ('' = do not)")
 
 
-def config(args: argparse.Namespace):
+def config(args: argparse.Namespace) -> RatiosConfig:
     """The :class:`~edgerl.bench.ratios.RatiosConfig` of the parsed flags (``CliError`` for
     sizes out of range)."""
     from edgerl.bench.ratios import RatiosConfig

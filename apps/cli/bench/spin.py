@@ -11,9 +11,13 @@ priority, and prints the edit loop's jitter p99 and miss rate as ratios to the b
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from edgerl.apps.cli import flags
 from edgerl.apps.cli.errors import CliError
+
+if TYPE_CHECKING:
+    from edgerl.bench.loop.spin import SpinConfig
 
 HELP = "bare sleep+spin loop timing (the machine's limit); with --bundle the edit loop as ratios"
 
@@ -33,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     flags.add_output_flags(p)
 
 
-def config(args: argparse.Namespace):
+def config(args: argparse.Namespace) -> SpinConfig:
     """The :class:`~edgerl.bench.loop.spin.SpinConfig` of the parsed flags."""
     from edgerl.bench.loop.spin import SpinConfig
 
