@@ -6,6 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.edgerl-installed
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
 .PHONY: demo test lint bench firmware venv clean help test-mjlab test-runtime310
 
@@ -13,7 +14,8 @@ help:
 	@echo "make demo   - set up .venv and run the main job (edgerl demo --fast)"
 	@echo "make test   - set up .venv and run the test suite"
 	@echo "make lint   - ruff"
-	@echo "make bench  - the benchmarks quoted in docs/benchmarks.md"
+	@echo "make bench  - the benchmarks quoted in docs/benchmarks.md (edgerl bench all;"
+	@echo "              BENCH_ARGS=--quick for short runs)"
 	@echo "make test-runtime310 - Python 3.10 runtime-only venv: its tests + aarch64 wheel check"
 	@echo "make test-mjlab - mjlab cartpole through edgerl in a separate .venv-mjlab (CPU)"
 
@@ -41,7 +43,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 bench: $(STAMP) firmware
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/edgerl bench all $(BENCH_ARGS)
 
 test-runtime310: firmware  ## the edge install (Python 3.10, constraints-runtime.txt; CI runs it)
 	bash tools/ci_runtime_py310.sh

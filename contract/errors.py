@@ -1,6 +1,6 @@
 """User-facing errors shared by every layer.
 
-A library module below the CLI (``edgerl.bench.sim.throughput``, a demo stage, ...) that refuses the
+A library module below the CLI (``edgerl.bench.loop.edit_loop``, a demo stage, ...) that refuses the
 user's input raises :class:`UserError`; it may not import ``edgerl.apps.cli`` (see the import
 contract in ``tests/test_architecture.py``). ``edgerl.apps.cli.CliError`` is this same class, so
 the CLI prints any of them as one ``edgerl VERB: error: ...`` line with exit status 1.

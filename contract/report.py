@@ -1,7 +1,7 @@
 """Printing results: strict JSON for machines, a table for people.
 
-Below every layer so library entry points (``edgerl.bench.sim.throughput``, the demo) print like the
-CLI does without importing it; ``edgerl.apps.cli.output`` re-exports these.
+Below every layer so library entry points (``edgerl.bench.sim.mujoco_backends``, the demo) print
+like the CLI does without importing it; ``edgerl.apps.cli.output`` re-exports these.
 """
 
 from __future__ import annotations

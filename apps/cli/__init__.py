@@ -12,13 +12,13 @@ also uses 2 for bad arguments), 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
 
+from edgerl.apps.cli.errors import CliError
+from edgerl.apps.cli.registry import add_module_parsers
 from edgerl.contract._version import __version__
-from edgerl.contract.errors import UserError
 from edgerl.contract.logs import LEVELS, setup_logging
 
 __all__ = ["VERBS", "CliError", "main"]
@@ -50,11 +50,6 @@ VERBS: dict[str, str] = {
 }
 
 
-#: A user-facing error, printed as ``edgerl VERB: error: ...`` with exit status 1. The same
-#: class as :class:`edgerl.contract.errors.UserError`, which the layers below the CLI raise.
-CliError = UserError
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The full parser with every verb's sub-parser."""
     parser = argparse.ArgumentParser(
@@ -65,12 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"edgerl {__version__}")
     parser.add_argument("--log-level", default="INFO", choices=LEVELS, type=str.upper,
                         help="logging verbosity (default INFO)")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for verb, module_name in VERBS.items():
-        module = importlib.import_module(module_name)
-        p = sub.add_parser(verb, help=module.HELP, description=module.HELP)
-        module.add_arguments(p)
-        p.set_defaults(_run=module.run)
+    add_module_parsers(parser, VERBS, dest="verb", metavar="VERB", run_attr="_run")
     return parser
 
 

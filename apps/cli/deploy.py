@@ -12,7 +12,8 @@ import signal
 import tempfile
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli import flags
+from edgerl.apps.cli.errors import CliError
 
 HELP = "run the ROS 2 node graph (robot + planner + edit policy) as processes and measure it"
 
@@ -22,64 +23,69 @@ SUMMARY_KEYS = ("success", "successes_of", "success_rate", "cmd_rate_hz", "confi
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bundle", required=True, type=Path, help="bundle directory")
-    p.add_argument("--robot", default="sim", choices=("sim", "serial", "ros2_control", "ros"),
-                   help="robot to drive: sim = sim_robot_node running the bundle's task; "
-                        "serial = the edgerl firmware on --port; ros2_control = "
-                        "ros2_control_bridge_node (/joint_states + a controller, mapped in "
-                        "--params); ros = the robot's own ROS driver speaks edgerl's topics "
-                        "(only planner + edit policy start)")
-    p.add_argument("--port", default="", help="serial device for --robot serial")
-    p.add_argument("--baud", type=int, default=1_000_000,
-                   help="UART baud rate for --robot serial (default 1000000)")
-    p.add_argument("--device", default=None, choices=("auto", "cpu", "cuda", "tensorrt"),
-                   help="onnxruntime device of the planner and edit policy (default: the "
-                        "parameter file's, auto)")
-    p.add_argument("--duration", type=float, default=10.0,
+    flags.add_bundle_flags(p, required=True)
+    robot = p.add_argument_group("robot")
+    robot.add_argument("--robot", default="sim", choices=("sim", "serial", "ros2_control", "ros"),
+                       help="robot to drive: sim = sim_robot_node running the bundle's task; "
+                            "serial = the edgerl firmware on --port; ros2_control = "
+                            "ros2_control_bridge_node (/joint_states + a controller, mapped in "
+                            "--params); ros = the robot's own ROS driver speaks edgerl's topics "
+                            "(only planner + edit policy start)")
+    robot.add_argument("--port", default="", help="serial device for --robot serial")
+    robot.add_argument("--baud", type=int, default=1_000_000,
+                       help="UART baud rate for --robot serial (default 1000000)")
+    robot.add_argument("--min-success", type=float, default=1.0, metavar="FRACTION",
+                       help="--robot sim: fraction of the completed episodes that must reach the "
+                            "task's success for the run to count as ok (default 1.0: all; the "
+                            "report gives successes_of 'k/n' and success_rate either way)")
+    _graph_flags(p)
+    flags.add_compute_flags(p, device=(None, "onnxruntime device of the planner and edit "
+                                             "policy (default: the parameter file's, auto)"),
+                            device_choices=("auto", "cpu", "cuda", "tensorrt"))
+    flags.add_rt_flags(p, "the state -> command nodes (robot side, edit policy; needs "
+                          "CAP_SYS_NICE or an rtprio limit; refused priorities are reported, "
+                          "the nodes then run normally)", metavar="N",
+                       loop_cpus="the edit node's loop thread", unpinned=None,
+                       unpinned_text="default: the params file's loop_cpus; keep other nodes "
+                                     "off them")
+    out = flags.add_output_flags(p, json="the summary as JSON", latency_model=(
+        "write the measured planner delay (chunk stamp -> arrival, from the recording) as a "
+        "latency model for `edgerl train --latency-model`; records to FILE.mcap when --record "
+        "is not given"))
+    out.add_argument("--record", type=Path, default=None, help="write the topics to this MCAP")
+    out.add_argument("--record-transitions", type=Path, default=None, metavar="FILE",
+                     help="the edit node records its loop's transitions and the operator "
+                          "interventions it accepts (operator/intervention) to this MCAP, the "
+                          "input of `edgerl finetune --interventions`")
+    out.add_argument("--log-dir", type=Path, default=None, help="keep node logs here")
+
+
+def _graph_flags(p: argparse.ArgumentParser) -> None:
+    """The node graph: how long it runs, its parameters and the edit node's timing."""
+    g = p.add_argument_group("node graph")
+    g.add_argument("--duration", type=float, default=10.0,
                    help="seconds to run after the first command (default 10)")
-    p.add_argument("--params", type=Path, default=None,
+    g.add_argument("--params", type=Path, default=None,
                    help="ROS 2 parameter YAML (default: edgerl_ros/config/edgerl.yaml)")
-    p.add_argument("--record", type=Path, default=None, help="write the topics to this MCAP")
-    p.add_argument("--record-transitions", type=Path, default=None, metavar="FILE",
-                   help="the edit node records its loop's transitions and the operator "
-                        "interventions it accepts (operator/intervention) to this MCAP, the "
-                        "input of `edgerl finetune --interventions`")
-    p.add_argument("--trigger", choices=("manifest", "state", "clock"), default=None,
+    g.add_argument("--trigger", choices=("manifest", "state", "clock"), default=None,
                    help="edit node tick trigger (overrides the params file): state = tick on "
                         "each state message, clock = own grid, manifest = as trained")
-    p.add_argument("--rate-hz", type=float, default=None,
+    g.add_argument("--rate-hz", type=float, default=None,
                    help="run the robot and the edit loop at this rate instead of the "
                         "manifest's control_hz (timing measurements)")
-    p.add_argument("--loop-cpus", default=None, metavar="CPUS",
-                   help="pin the edit node's loop thread to these CPUs, e.g. 3 or 2-3 "
-                        "(overrides the params file's loop_cpus; keep other nodes off them)")
-    p.add_argument("--write-latency-model", type=Path, default=None, metavar="FILE",
-                   help="write the measured planner delay (chunk stamp -> arrival, from the "
-                        "recording) as a latency model for `edgerl train --latency-model`; "
-                        "records to FILE.mcap when --record is not given")
-    p.add_argument("--domain-id", type=int, default=None,
+    g.add_argument("--domain-id", type=int, default=None,
                    help="ROS_DOMAIN_ID (default: random in 1..200)")
-    p.add_argument("--instruction", default="", help="instruction for the planner")
-    p.add_argument("--inject-bad-hz", type=float, default=0.0,
+    g.add_argument("--instruction", default="", help="instruction for the planner")
+    g.add_argument("--inject-bad-hz", type=float, default=0.0,
                    help="publish malformed state/chunk messages at this rate (robustness check)")
-    p.add_argument("--log-dir", type=Path, default=None, help="keep node logs here")
-    p.add_argument("--rt-priority", type=int, default=0, metavar="N",
-                   help="run the state -> command nodes (robot side, edit policy) SCHED_FIFO "
-                        "at priority N (1-99; needs CAP_SYS_NICE or an rtprio limit; refused "
-                        "priorities are reported, the nodes then run normally). 0 = normal")
-    p.add_argument("--min-success", type=float, default=1.0, metavar="FRACTION",
-                   help="--robot sim: fraction of the completed episodes that must reach the "
-                        "task's success for the run to count as ok (default 1.0: all; the "
-                        "report gives successes_of 'k/n' and success_rate either way)")
-    p.add_argument("--compose", action="store_true",
+    g.add_argument("--compose", action="store_true",
                    help="--robot sim|serial: run the robot node and the edit node in one "
                         "process (edgerl_ros.container): states and commands pass by call "
                         "instead of crossing the middleware; topics are still published")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
 
     try:
         from edgerl_ros.graph import (
@@ -140,12 +146,11 @@ def run(args: argparse.Namespace) -> int:
         if tmp is not None:
             tmp.cleanup()
     if args.write_latency_model is not None:
-        result["latency_model"] = write_latency_model(args.bundle, record,
-                                                      args.write_latency_model)
-    if args.json:
-        print_json(result)
-    else:
-        print_table([{k: result.get(k) for k in SUMMARY_KEYS}], title="edgerl deploy")
+        result["latency_model"] = _recorded_latency_model(args.bundle, record,
+                                                          args.write_latency_model)
+    print_result(result, as_json=args.json, title="edgerl deploy",
+                 rows=[{k: result.get(k) for k in SUMMARY_KEYS}])
+    if not args.json:
         if record:
             print(f"recorded {record}")
         if args.record_transitions:
@@ -187,28 +192,19 @@ def override_params(params: Path, out_dir: Path, trigger: str | None,
     return path
 
 
-def write_latency_model(bundle: Path, recording: Path, out: Path) -> dict:
+def _recorded_latency_model(bundle: Path, recording: Path, out: Path) -> dict:
     """Measure chunk stamp -> arrival in ``recording`` at the bundle's control rate and write
     the latency model file ``out``; returns its summary."""
     from edgerl_ros.recording import read_recording
 
-    from edgerl.contract.spec import load_bundle_manifest
-    from edgerl.runtime.planners.latency_record import (
-        chunk_latencies_from_recording,
-        measure_latency,
-        save_latency_file,
-    )
+    from edgerl.apps.cli.latency_model import write_latency_model
+    from edgerl.runtime.planners.latency_record import chunk_latencies_from_recording
 
-    spec = load_bundle_manifest(bundle)
     try:
-        lat = chunk_latencies_from_recording(read_recording(recording))
-        measured = measure_latency(lat, spec.control_hz, spec.timing.period_steps, "deploy")
+        latencies_s = chunk_latencies_from_recording(read_recording(recording))
     except ValueError as exc:
         raise CliError(f"--write-latency-model: {exc}") from exc
-    save_latency_file(measured, out)
-    return {"file": str(out), "samples": measured.samples, "p50_ms": measured.p50_ms,
-            "p99_ms": measured.p99_ms,
-            "delay_distribution": measured.latency.delay_distribution}
+    return write_latency_model(bundle, latencies_s, "deploy", out)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

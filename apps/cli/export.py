@@ -5,39 +5,42 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from edgerl.apps.cli import flags
+
 HELP = "export a training run to a bundle (policy.onnx, manifest.json, parity.json, ...)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", type=Path, help="training run directory (runs/<task>__<method>__...)")
-    p.add_argument("--out", type=Path, required=True, help="bundle directory to write")
-    p.add_argument("--opset", type=int, default=17, help="ONNX opset, 13-20 (default 17)")
-    p.add_argument("--fp16", action="store_true",
-                   help="also write policy_fp16.onnx (fp16 compute) and build the TensorRT "
-                        "engine in fp16")
-    p.add_argument("--trt", action="store_true",
-                   help="build a TensorRT engine and check it against onnxruntime (needs "
-                        "tensorrt and a CUDA GPU)")
-    p.add_argument("--c-header", action="store_true",
-                   help="write policy.h (plain C99 MLP forward pass) and check it with gcc")
-    p.add_argument("--exporter", choices=("torchscript", "dynamo"), default="torchscript",
-                   help="torch.onnx exporter (default torchscript: minimal op set)")
     p.add_argument("--checkpoint", type=Path, default=None,
                    help="checkpoint file in the run (default: the newest)")
-    p.add_argument("--recorded", type=int, default=1000,
-                   help="parity observations recorded from the task (default 1000)")
-    p.add_argument("--random", type=int, default=1000,
-                   help="extra random parity observations (default 1000)")
-    p.add_argument("--num-envs", type=int, default=8, help="envs used for recording")
-    p.add_argument("--seed", type=int, default=0, help="seed for recording and random inputs")
-    p.add_argument("--sign-key", type=Path, default=None,
-                   help="ed25519 private key (PEM, from `edgerl keygen`): also write "
-                        "manifest.sig (needs the 'sign' extra)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    onnx = p.add_argument_group("ONNX and other formats")
+    onnx.add_argument("--opset", type=int, default=17, help="ONNX opset, 13-20 (default 17)")
+    onnx.add_argument("--exporter", choices=("torchscript", "dynamo"), default="torchscript",
+                      help="torch.onnx exporter (default torchscript: minimal op set)")
+    onnx.add_argument("--fp16", action="store_true",
+                      help="also write policy_fp16.onnx (fp16 compute) and build the TensorRT "
+                           "engine in fp16")
+    onnx.add_argument("--trt", action="store_true",
+                      help="build a TensorRT engine and check it against onnxruntime (needs "
+                           "tensorrt and a CUDA GPU)")
+    onnx.add_argument("--c-header", action="store_true",
+                      help="write policy.h (plain C99 MLP forward pass) and check it with gcc")
+    parity = flags.add_episode_flags(p, num_envs=(8, "envs used for recording"),
+                                     seed=(0, "seed for recording and random inputs"))
+    parity.add_argument("--recorded", type=int, default=1000,
+                        help="parity observations recorded from the task (default 1000)")
+    parity.add_argument("--random", type=int, default=1000,
+                        help="extra random parity observations (default 1000)")
+    out = flags.add_output_flags(p, json="the report as JSON")
+    out.add_argument("--out", type=Path, required=True, help="bundle directory to write")
+    out.add_argument("--sign-key", type=Path, default=None,
+                     help="ed25519 private key (PEM, from `edgerl keygen`): also write "
+                          "manifest.sig (needs the 'sign' extra)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
 
     if args.recorded + args.random < 1000:
         raise CliError("--recorded + --random must give >= 1000 parity observations")

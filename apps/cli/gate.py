@@ -15,46 +15,54 @@ from __future__ import annotations
 
 import argparse
 
+from edgerl.apps.cli import flags
+
 HELP = "planning-budget gate: train it (PPO, sim) or compare it with fixed budgets/heuristics"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="gate_cmd", metavar="CMD", required=True)
     train = sub.add_parser("train", help="train a gate with PPO into --out")
-    train.add_argument("--out", required=True, help="run directory (created)")
-    train.add_argument("--iterations", type=int, default=40, help="PPO iterations (default 40)")
-    train.add_argument("--num-envs", type=int, default=32, help="parallel envs (default 32)")
-    train.add_argument("--steps-per-env", type=int, default=32,
-                       help="decisions per env per iteration (default 32)")
-    train.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    train.add_argument("--road", default="curves",
-                       choices=("curves", "straights", "chicanes", "calm_kicks"),
-                       help="driving road / scenario (edgerl.policies.gate.policy.ROADS and "
-                            "ROAD_GATES; default curves)")
-    train.add_argument("--head", default="categorical", choices=("categorical", "gaussian"),
-                       help="the gate's output distribution: categorical (PPO samples a budget "
-                            "from softmax(logits), the greedy gate runs the mode) or gaussian "
-                            "(argmax of Gaussian scores); default categorical")
-    train.add_argument("--budget-latency", action="append", default=[], metavar="NAME=FILE",
-                       help="take budget NAME's delay from a LatencyModel JSON (`edgerl bench "
-                            "planner --write-latency-model FILE`); repeatable")
+    _train_flags(train)
     ev = sub.add_parser("eval", help="compare a trained gate with the baselines")
     ev.add_argument("run", help="run directory written by `edgerl gate train`")
+    for q in (train, ev):
+        flags.add_episode_flags(q, episodes=(32, "episodes per compared policy (default 32; "
+                                                 "train: 0 = no eval)"),
+                                eval_envs=(16, "parallel eval envs"))
+        flags.add_compute_flags(q, threads=(1, "torch CPU threads (default 1)"))
+        flags.add_output_flags(q, json="a JSON list of rows")
     ex = sub.add_parser("export", help="write the trained gate as gate.onnx into a bundle")
     ex.add_argument("run", help="run directory written by `edgerl gate train`")
     where = ex.add_mutually_exclusive_group(required=True)
     where.add_argument("--bundle", help="add the gate to this existing bundle (same task)")
     where.add_argument("--out", help="write a new gate-only planner bundle here")
-    ex.add_argument("--parity", type=int, default=256,
-                    help="recorded (and as many random) parity observations (default 256)")
-    ex.add_argument("--seed", type=int, default=0, help="seed of the parity observations")
-    ex.add_argument("--json", action="store_true", help="print the result as JSON")
-    for q in (train, ev):
-        q.add_argument("--episodes", type=int, default=32,
-                       help="episodes per compared policy (default 32; train: 0 = no eval)")
-        q.add_argument("--eval-envs", type=int, default=16, help="parallel eval envs")
-        q.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-        q.add_argument("--json", action="store_true", help="print a JSON list of rows")
+    parity = flags.add_episode_flags(ex, seed=(0, "seed of the parity observations"))
+    parity.add_argument("--parity", type=int, default=256,
+                        help="recorded (and as many random) parity observations (default 256)")
+    flags.add_output_flags(ex, json="the result as JSON")
+
+
+def _train_flags(train: argparse.ArgumentParser) -> None:
+    """``edgerl gate train``'s own flags: the run, PPO's size, the scenario and the budgets."""
+    train.add_argument("--out", required=True, help="run directory (created)")
+    ppo = flags.add_episode_flags(train, num_envs=(32, "parallel envs (default 32)"),
+                                  seed=(0, "seed (default 0)"))
+    ppo.add_argument("--iterations", type=int, default=40, help="PPO iterations (default 40)")
+    ppo.add_argument("--steps-per-env", type=int, default=32,
+                     help="decisions per env per iteration (default 32)")
+    scenario = train.add_argument_group("scenario")
+    scenario.add_argument("--budget-latency", action="append", default=[], metavar="NAME=FILE",
+                          help="take budget NAME's delay from a LatencyModel JSON (`edgerl bench "
+                               "planner --write-latency-model FILE`); repeatable")
+    scenario.add_argument("--road", default="curves",
+                          choices=("curves", "straights", "chicanes", "calm_kicks"),
+                          help="driving road / scenario (edgerl.policies.gate.policy.ROADS and "
+                               "ROAD_GATES; default curves)")
+    scenario.add_argument("--head", default="categorical", choices=("categorical", "gaussian"),
+                          help="the gate's output distribution: categorical (PPO samples a "
+                               "budget from softmax(logits), the greedy gate runs the mode) or "
+                               "gaussian (argmax of Gaussian scores); default categorical")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.apps.cli.output import print_json, print_table
     from edgerl.policies.gate.policy import (
         ROADS,
@@ -113,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     import torch
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.apps.cli.output import print_json, print_table
     from edgerl.contract.bundle_errors import BundleError
     from edgerl.export.gate import export_gate

@@ -6,81 +6,84 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli import flags
+from edgerl.apps.cli.errors import CliError
 
 HELP = ("hardware-in-the-loop: real firmware (host build or Cortex-M4 in QEMU) <-> simulated "
         "plant, with fault injection")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bundle", type=Path, default=None,
-                   help="exported bundle for the host side (default: the task's LQR expert)")
-    p.add_argument("--task", default=None, help="plant task (default: cartpole)")
-    p.add_argument("--episodes", type=int, default=1, help="episodes (default 1)")
-    p.add_argument("--max-steps", type=int, default=None, help="cap control steps per episode")
-    p.add_argument("--faults", default="",
-                   help="e.g. 'corrupt=0.01,drop=0.001,garbage=2,freeze=1.0:0.5,"
-                        "unplug=2.0:0.3,seed=0'")
-    p.add_argument("--watchdog-ms", type=int, default=100, help="firmware watchdog (ms)")
-    p.add_argument("--safe", choices=("zero", "hold"), default="zero",
-                   help="firmware safe action on watchdog")
-    p.add_argument("--no-estop-check", action="store_true", help="skip the e-stop self-test")
-    p.add_argument("--planner-latency-ms", type=float, default=0.0,
+    flags.add_bundle_flags(p, help="exported bundle for the host side (default: the task's LQR "
+                                   "expert)")
+    plant = flags.add_episode_flags(p, episodes=(1, "episodes (default 1)"),
+                                    seed=(0, "seed (default 0)"))
+    plant.add_argument("--task", default=None, help="plant task (default: cartpole)")
+    plant.add_argument("--max-steps", type=int, default=None,
+                       help="cap control steps per episode")
+    fw = flags.add_firmware_flags(p, watchdog_ms=100)
+    fw.add_argument("--mode", choices=("host-loop", "fast-loop"), default="host-loop",
+                    help="host-loop: the host runs the edit loop and sends setpoints (default); "
+                         "fast-loop: the host streams chunks and the firmware runs the bundle's "
+                         "edit policy at its own rate (needs an edit --bundle)")
+    fw.add_argument("--safe", choices=("zero", "hold"), default="zero",
+                    help="firmware safe action on watchdog")
+    fw.add_argument("--no-estop-check", action="store_true", help="skip the e-stop self-test")
+    fw.add_argument("--link-probe", type=int, default=300,
+                    help="ping-pong round trips on the same link after the episodes, the floor "
+                         "cmd_rtt_p99_us is compared with (rtt_p99_vs_link; 0: off)")
+    fw.add_argument("--faults", default="", help="injected faults, e.g. 'corrupt=0.01,drop=0.001,"
+                    "garbage=2,freeze=1.0:0.5,unplug=2.0:0.3,seed=0'")
+    flags.add_rt_flags(p, "the harness and the firmware, with a frozen GC; where SCHED_FIFO is "
+                          "refused (no root / CAP_SYS_NICE) the run goes on without it: "
+                          "rt_granted false")
+    _planner_flags(p)
+    noise = p.add_argument_group("disturbances")
+    noise.add_argument("--action-noise", type=float, default=0.0,
+                       help="Gaussian noise std (action units) on the command the plant applies "
+                            "(the gated scenario trains with 0.1)")
+    noise.add_argument("--kicks", default=None, metavar="SPEC",
+                       help="rare large kicks on the applied command, after --action-noise (the "
+                            "calm_kicks gate trains with 'rate=0.004,size=0.8,steps=6,dims=1'); "
+                            "keys rate, size, steps, dims (indices joined by +), seed (default: "
+                            "--seed + 2)")
+    noise.add_argument("--operator", default=None, metavar="SPEC",
+                       help="a scripted suboptimal operator overrides the host loop near failure, "
+                            "e.g. 'theta=0.2,x=1.5,hold=15,gain=0.6,noise=0.2,seed=0' ('' = "
+                            "defaults; also damping=, bias= (added to its command), bangbang=1 "
+                            "(full-scale sign of it); edgerl.hil.operator; host-loop with a "
+                            "--bundle)")
+    noise.add_argument("--explore-std", type=float, default=0.0, metavar="S",
+                       help="Gaussian noise std on the edit policy's residual (policy units, "
+                            "before its bound) while the policy, not the operator, is in control; "
+                            "the recording keeps the noisy command executed (host-loop with an "
+                            "edit --bundle; default 0 = off)")
+    noise.add_argument("--explore-seed", type=int, default=None,
+                       help="seed of the exploration noise (default: --seed)")
+    out = flags.add_output_flags(p, json="one JSON object", latency_model=(
+        "write the measured planner delay (observation -> chunk, host side) as a latency model "
+        "for `edgerl train --latency-model` (bundle mode)"))
+    out.add_argument("--record", type=Path, default=None, metavar="FILE",
+                     help="record the loop's transitions and the operator's interventions to "
+                          "this MCAP file (for `edgerl finetune --interventions`)")
+
+
+def _planner_flags(p: argparse.ArgumentParser) -> None:
+    """The host side's planner: its added latency and, with a gated bundle, the gate."""
+    g = p.add_argument_group("planner")
+    g.add_argument("--planner-latency-ms", type=float, default=0.0,
                    help="added to every planner call (emulate a slow foundation model; "
                         "bundle mode)")
-    p.add_argument("--write-latency-model", type=Path, default=None, metavar="FILE",
-                   help="write the measured planner delay (observation -> chunk, host side) "
-                        "as a latency model for `edgerl train --latency-model` (bundle mode)")
-    p.add_argument("--target", choices=("host", "qemu-m4"), default="host",
-                   help="firmware target: host (POSIX build on a pty, default) or qemu-m4 "
-                        "(Cortex-M4 build in qemu-system-arm -M mps2-an386)")
-    p.add_argument("--mode", choices=("host-loop", "fast-loop"), default="host-loop",
-                   help="host-loop: the host runs the edit loop and sends setpoints (default); "
-                        "fast-loop: the host streams chunks and the firmware runs the bundle's "
-                        "edit policy at its own rate (needs an edit --bundle)")
-    p.add_argument("--rt-priority", type=int, default=0,
-                   help="SCHED_FIFO priority 1..99 for the harness and the firmware, with a "
-                        "frozen GC (0: off). Where SCHED_FIFO is refused (no root / "
-                        "CAP_SYS_NICE) the run goes on without it: rt_granted false")
-    p.add_argument("--link-probe", type=int, default=300,
-                   help="ping-pong round trips on the same link after the episodes, the floor "
-                        "cmd_rtt_p99_us is compared with (rtt_p99_vs_link; 0: off)")
-    p.add_argument("--gate-policy", default="gate",
+    g.add_argument("--gate-policy", default="gate",
                    help="bundle with a gate: who picks the planning budget at each decision: "
                         "gate (the bundle's gate.onnx, its argmax; default), gate:sample (a "
                         "draw from a categorical gate's softmax, seeded by --seed: the policy "
                         "PPO trained), fixed:NAME or age:NAME:STEPS (baselines); the host plans "
                         "with the plant's expert per budget")
-    p.add_argument("--action-noise", type=float, default=0.0,
-                   help="Gaussian noise std (action units) on the command the plant applies "
-                        "(the gated scenario trains with 0.1)")
-    p.add_argument("--budget-workers", choices=("per-budget", "shared"), default="per-budget",
+    g.add_argument("--budget-workers", choices=("per-budget", "shared"), default="per-budget",
                    help="bundle with a gate: one expert process per budget, the gate deciding "
                         "while plans compute (default), or one shared process whose every "
                         "plan the next decision waits for")
-    p.add_argument("--kicks", default=None, metavar="SPEC",
-                   help="rare large kicks on the applied command, after --action-noise (the "
-                        "calm_kicks gate trains with 'rate=0.004,size=0.8,steps=6,dims=1'); "
-                        "keys rate, size, steps, dims (indices joined by +), seed (default: "
-                        "--seed + 2)")
-    p.add_argument("--operator", default=None, metavar="SPEC",
-                   help="a scripted suboptimal operator overrides the host loop near failure, "
-                        "e.g. 'theta=0.2,x=1.5,hold=15,gain=0.6,noise=0.2,seed=0' ('' = "
-                        "defaults; also damping=, bias= (added to its command), bangbang=1 "
-                        "(full-scale sign of it); edgerl.hil.operator; host-loop with a "
-                        "--bundle)")
-    p.add_argument("--record", type=Path, default=None, metavar="FILE",
-                   help="record the loop's transitions and the operator's interventions to "
-                        "this MCAP file (for `edgerl finetune --interventions`)")
-    p.add_argument("--explore-std", type=float, default=0.0, metavar="S",
-                   help="Gaussian noise std on the edit policy's residual (policy units, "
-                        "before its bound) while the policy, not the operator, is in control; "
-                        "the recording keeps the noisy command executed (host-loop with an "
-                        "edit --bundle; default 0 = off)")
-    p.add_argument("--explore-seed", type=int, default=None,
-                   help="seed of the exploration noise (default: --seed)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tqdm.auto import tqdm
 
+    from edgerl.apps.cli.latency_model import write_latency_model
     from edgerl.apps.cli.output import print_json, print_table
     from edgerl.hil.faults import FaultSpec
     from edgerl.hil.firmware import FirmwareConfig, FirmwareError
@@ -157,8 +161,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     out = result.as_dict()
     if args.write_latency_model is not None:
-        out["latency_model"] = _write_latency_model(args.bundle, result,
-                                                    args.write_latency_model)
+        out["latency_model"] = write_latency_model(args.bundle, result.planner_latencies_s,
+                                                   "hil", args.write_latency_model)
     if args.json:
         print_json(out)
     else:
@@ -182,20 +186,3 @@ def run(args: argparse.Namespace) -> int:
                          f"{u['link_down_ms']} ms"})
         print_table(rows, title="edgerl hil")
     return 0 if out["estop_ok"] is not False and out["corrupted_executed"] == 0 else 1
-
-
-def _write_latency_model(bundle: Path, result, path: Path) -> dict:
-    """Write the host-measured planner latencies of ``result`` as a latency model file."""
-    from edgerl.contract.spec import load_bundle_manifest
-    from edgerl.runtime.planners.latency_record import measure_latency, save_latency_file
-
-    spec = load_bundle_manifest(bundle)
-    try:
-        measured = measure_latency(result.planner_latencies_s, spec.control_hz,
-                                   spec.timing.period_steps, "hil")
-    except ValueError as exc:
-        raise CliError(f"--write-latency-model: {exc}") from None
-    save_latency_file(measured, path)
-    return {"file": str(path), "samples": measured.samples, "p50_ms": measured.p50_ms,
-            "p99_ms": measured.p99_ms,
-            "delay_distribution": measured.latency.delay_distribution}

@@ -16,6 +16,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from edgerl.apps.cli import flags
+
 HELP = "show a bundle's manifest, verify file hashes, parity and TensorRT compatibility"
 
 
@@ -24,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pubkey", type=Path, default=None,
                    help="ed25519 public key (PEM): require a valid manifest.sig (default: "
                         "$EDGERL_BUNDLE_PUBKEY if set, else no signature check)")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
+    flags.add_output_flags(p, json="one JSON document")
 
 
 def _summary(spec: Any) -> list[dict[str, Any]]:

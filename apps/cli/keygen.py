@@ -14,11 +14,12 @@ HELP = "write an ed25519 key pair for signing bundles (edgerl sign / export --si
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, required=True, help="directory for the two key files")
+    p.add_argument_group("output").add_argument(
+        "--out", type=Path, required=True, help="directory for the two key files")
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.contract.bundle_errors import BundleSignatureError
     from edgerl.runtime.bundle_sign import generate_keypair
 

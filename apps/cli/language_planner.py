@@ -8,7 +8,8 @@ import argparse
 import logging
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli import flags
+from edgerl.apps.cli.errors import CliError
 
 HELP = ("train the language planner (MiniLM + chunk head) by BC, evaluate on held-out "
         "paraphrases, export an ONNX bundle")
@@ -17,7 +18,6 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, help="bundle directory to write")
     p.add_argument("--task", default="arm_reach", help="language task (default arm_reach)")
     p.add_argument("--horizon", type=int, default=None, help="chunk rows H (default 8)")
     p.add_argument("--period", type=int, default=None,
@@ -25,10 +25,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo-steps", type=int, default=None, help="expert steps per env")
     p.add_argument("--epochs", type=int, default=None, help="BC epochs")
     p.add_argument("--eval-episodes", type=int, default=None, help="held-out episodes")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--torch-threads", type=int, default=1,
-                   help="torch CPU threads (default 1: fair on a shared machine)")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    flags.add_episode_flags(p, seed=(0, "seed (default 0)"))
+    p.add_argument_group("compute").add_argument(
+        "--torch-threads", type=int, default=1,
+        help="torch CPU threads (default 1: fair on a shared machine)")
+    out = flags.add_output_flags(p, json="the summary as JSON")
+    out.add_argument("--out", required=True, help="bundle directory to write")
 
 
 def _measure_latency_s(bundle: Path, n: int = 50) -> float:
@@ -54,7 +56,7 @@ def _measure_latency_s(bundle: Path, n: int = 50) -> float:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
     from edgerl.export.encoder_onnx import export_language_bundle
     from edgerl.policies.language.config import LanguagePlannerConfig
     from edgerl.policies.language.evaluate import evaluate_language_planner
@@ -101,9 +103,5 @@ def run(args: argparse.Namespace) -> int:
                    spec.extra["language"]["parity"]["encoder"]["max_cosine_distance"],
                "head_max_abs_error": spec.extra["language"]["parity"]["head"]["max_abs_error"],
                "expected_latency_ms": 1e3 * spec.chunk.expected_latency_s}
-    if args.json:
-        print_json(summary)
-    else:
-        print_table([{"key": k, "value": v} for k, v in summary.items()],
-                    title="edgerl language-planner")
+    print_result(summary, as_json=args.json, key="key", title="edgerl language-planner")
     return 0

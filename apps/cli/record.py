@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli import flags
+from edgerl.apps.cli.errors import CliError
 
 HELP = ("record a running edgerl graph's topics (incl. operator interventions) to a ROS 2 "
         "MCAP, for a duration or until Ctrl-C")
@@ -20,8 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domain-id", type=int, default=None,
                    help="ROS_DOMAIN_ID of the graph (default: the environment's, else 0; "
                         "`edgerl deploy` reports its ros_domain_id)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing file")
-    p.add_argument("--json", action="store_true", help="print the counts as JSON")
+    out = flags.add_output_flags(p, json="the counts as JSON")
+    out.add_argument("--force", action="store_true", help="overwrite an existing file")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli import flags
+from edgerl.apps.cli.errors import CliError
 
 HELP = "summarise and plot an MCAP recording made by `edgerl deploy --record`"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("recording", type=Path, help="the .mcap file")
-    p.add_argument("--out", type=Path, default=None,
-                   help="write a PNG plot here (default: REC with .png suffix)")
-    p.add_argument("--no-plot", action="store_true", help="only print the summary")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    out = flags.add_output_flags(p, json="the summary as JSON")
+    out.add_argument("--out", type=Path, default=None,
+                     help="write a PNG plot here (default: REC with .png suffix)")
+    out.add_argument("--no-plot", action="store_true", help="only print the summary")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.apps.cli.output import print_json, print_table
     from edgerl.apps.cli.train import parse_task_args
     from edgerl.contract.logs import progress

@@ -11,11 +11,26 @@ import argparse
 import importlib
 import logging
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli import flags
+from edgerl.apps.cli.errors import CliError
 
 HELP = "serve a language planner bundle (or a Planner factory) to RemotePlanner clients over TCP"
 
 log = logging.getLogger(__name__)
+
+#: The server's limits and timeouts: (flag, type, default, help).
+_LIMITS: tuple[tuple[str, type, float | None, str], ...] = (
+    ("--idle-timeout", float, 60.0, "close a connection silent for this long (s, default 60)"),
+    ("--read-timeout", float, 2.0, "a frame must be complete this long after its first byte (s)"),
+    ("--max-frame", int, 1 << 20, "largest accepted request in bytes (default 1 MiB)"),
+    ("--max-clients", int, 128, "connection limit (default 128)"),
+    ("--obs-dim", int, None, "refuse observations of another size (default: the bundle's)"),
+    ("--max-batch-rows", int, 256, "largest planner batch and plan_batch request (default 256)"),
+    ("--batch-window-ms", float, 2.0, "wait this long for requests to join a batch (default 2 "
+                                      "ms)"),
+    ("--rows-per-s", float, 100000.0, "work quota per client, observation rows per second "
+                                      "(default 100000)"),
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,41 +44,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="fit the behaviour-cloned chunk planner of TASK (as `edgerl train "
                           "TASK --planner bc` does, same --seed/--delay-steps/--horizon) and "
                           "serve it")
-    p.add_argument("--seed", type=int, default=0, help="--bc: seed (default 0)")
-    p.add_argument("--delay-steps", type=int, default=0, help="--bc: delay D (default 0)")
-    p.add_argument("--horizon", type=int, default=0, help="--bc: chunk rows (0 = automatic)")
-    p.add_argument("--method", default="edit", help="--bc: training method (default edit)")
-    p.add_argument("--secret-file", default=None,
-                   help="shared secret for HMAC frame tags (>= 16 bytes; default: "
-                        "EDGERL_PLANNER_SECRET, else none, allowed on loopback only)")
-    p.add_argument("--idle-timeout", type=float, default=60.0,
-                   help="close a connection silent for this long (s, default 60)")
-    p.add_argument("--read-timeout", type=float, default=2.0,
-                   help="a frame must be complete this long after its first byte (s)")
-    p.add_argument("--max-batch-rows", type=int, default=256,
-                   help="largest planner batch and plan_batch request (default 256)")
-    p.add_argument("--batch-window-ms", type=float, default=2.0,
-                   help="wait this long for requests to join a batch (default 2 ms)")
-    p.add_argument("--rows-per-s", type=float, default=100000.0,
-                   help="work quota per client, observation rows per second (default 100000)")
-    p.add_argument("--inline", action="store_true",
-                   help="run the planner on the I/O thread (sub-millisecond planners only: "
-                        "fewer thread hand-offs per request, no I/O while it computes)")
-    p.add_argument("--no-admission", action="store_true",
-                   help="accept work that cannot meet its deadline (for comparisons only)")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="interface to bind (default 127.0.0.1; 0.0.0.0 for all)")
-    p.add_argument("--port", type=int, default=7700, help="TCP port (default 7700; 0 = any)")
-    p.add_argument("--max-frame", type=int, default=1 << 20,
-                   help="largest accepted request in bytes (default 1 MiB)")
-    p.add_argument("--max-clients", type=int, default=128,
-                   help="connection limit (default 128)")
-    p.add_argument("--obs-dim", type=int, default=None,
-                   help="refuse observations of another size (default: the bundle's)")
-    p.add_argument("--threads", type=int, default=1, help="onnxruntime threads per session")
-    p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda", "tensorrt"),
-                   help="onnxruntime device of the language planner (auto: TensorRT EP, else "
-                        "CUDA EP, else CPU; default cpu)")
+    bc = flags.add_episode_flags(p, seed=(0, "--bc: seed (default 0)"))
+    bc.add_argument("--delay-steps", type=int, default=0, help="--bc: delay D (default 0)")
+    bc.add_argument("--horizon", type=int, default=0, help="--bc: chunk rows (0 = automatic)")
+    bc.add_argument("--method", default="edit", help="--bc: training method (default edit)")
+    net = p.add_argument_group("network")
+    net.add_argument("--host", default="127.0.0.1",
+                     help="interface to bind (default 127.0.0.1; 0.0.0.0 for all)")
+    net.add_argument("--port", type=int, default=7700, help="TCP port (default 7700; 0 = any)")
+    net.add_argument("--secret-file", default=None,
+                     help="shared secret for HMAC frame tags (>= 16 bytes; default: "
+                          "EDGERL_PLANNER_SECRET, else none, allowed on loopback only)")
+    limits = p.add_argument_group("limits")
+    for flag, kind, default, text in _LIMITS:
+        limits.add_argument(flag, type=kind, default=default, help=text)
+    limits.add_argument("--inline", action="store_true",
+                        help="run the planner on the I/O thread (sub-millisecond planners only: "
+                             "fewer thread hand-offs per request, no I/O while it computes)")
+    limits.add_argument("--no-admission", action="store_true",
+                        help="accept work that cannot meet its deadline (for comparisons only)")
+    flags.add_compute_flags(p, threads=(1, "onnxruntime threads per session"),
+                            device=("cpu", "onnxruntime device of the language planner (auto: "
+                                           "TensorRT EP, else CUDA EP, else CPU; default cpu)"),
+                            device_choices=("auto", "cpu", "cuda", "tensorrt"))
 
 
 def _load_factory(spec: str):  # -> Planner

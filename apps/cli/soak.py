@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import signal
-from pathlib import Path
 
-from edgerl.apps.cli import CliError
+from edgerl.apps.cli import flags
+from edgerl.apps.cli.errors import CliError
 
 HELP = ("soak test: deploy graph at 500 Hz + serial HIL under planner kills, bad messages, "
         "corruption and unplugs; counts unsafe commands and crashes")
@@ -34,9 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from edgerl.apps.cli.config_flags import add_dataclass_flags
     from edgerl.apps.soak.config import SoakConfig
 
-    p.add_argument("--bundle", required=True, type=Path, help="bundle directory to deploy")
+    flags.add_bundle_flags(p, required=True, help="bundle directory to deploy")
     add_dataclass_flags(p, SoakConfig, FLAG_FIELDS, names=FLAG_NAMES)
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    flags.add_output_flags(p, json="the report as JSON")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from edgerl.apps.cli import flags
+
 HELP = "list the simulation tasks (backend, observation/action sizes, control rate)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print a JSON list for machines")
+    flags.add_output_flags(p, json="a JSON list for machines")
 
 
 def run(args: argparse.Namespace) -> int:

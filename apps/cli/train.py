@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from edgerl.apps.cli import flags
 from edgerl.contract.methods import LEARNED_METHODS, OPEN_LOOP_METHODS
 
 HELP = (f"train a latency-aware policy ({'/'.join(LEARNED_METHODS)}) or set up a "
@@ -40,8 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("task", help="registered task name (see `edgerl tasks`)")
     add_dataclass_flags(p, **config_flag_specs())
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (default 1: small MLPs run fastest single-threaded)")
+    flags.add_compute_flags(p, threads=(1, "torch CPU threads (default 1: small MLPs run "
+                                           "fastest single-threaded)"))
     p.add_argument("--latency-model", type=Path, default=None, metavar="FILE",
                    help="train with a measured planner delay: a latency model file (from "
                         "`bench planner --write-latency-model`, `deploy/hil "
@@ -49,17 +50,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra task factory argument (repeatable; VALUE parsed as JSON when it "
                         "can be), e.g. --task-arg expert_run=runs/gym:Pendulum-v1__nodelay__...")
-    p.add_argument("--out", default=None, help="run directory (default runs/{task}__...)")
-    p.add_argument("--root", default="runs", help="parent of auto-named runs (default runs)")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    out = flags.add_output_flags(p, json="the summary as JSON")
+    out.add_argument("--out", default=None, help="run directory (default runs/{task}__...)")
+    out.add_argument("--root", default="runs", help="parent of auto-named runs (default runs)")
+    out.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
 def parse_task_args(items: list[str]) -> dict:
     """``["k=v", ...]`` -> ``{"k": json-or-string v}`` (CliError on a malformed item)."""
     import json
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
 
     out: dict = {}
     for item in items:
@@ -77,7 +78,7 @@ def check_device(device: str) -> None:
     """CliError for an unparsable device or CUDA asked for on a machine without it."""
     import torch
 
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
 
     try:
         dev = torch.device(device)
@@ -92,8 +93,8 @@ def config_from_args(args: argparse.Namespace):
     """The :class:`TrainConfig` the flags describe (errors become CliError): the generated
     flags' values, the task's defaults for those left unset, the measured latency model and
     the ``--task-arg`` items."""
-    from edgerl.apps.cli import CliError
     from edgerl.apps.cli.config_flags import dataclass_flags, flag_values, replace_paths
+    from edgerl.apps.cli.errors import CliError
     from edgerl.contract.serde import SchemaError
     from edgerl.policies.config import TrainConfig
     from edgerl.policies.task_defaults import apply_task_defaults
@@ -122,7 +123,7 @@ def config_from_args(args: argparse.Namespace):
 def measured_latency(path: Path, task: str, period_steps: int):
     """The ``LatencyModel`` in ``path`` (latency model JSON or a deploy MCAP recording),
     in control steps of ``task``; CliError when unreadable or measured at another rate."""
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.contract.serde import SchemaError
     from edgerl.contract.timing import resolve_period
     from edgerl.runtime.planners.latency_record import (
@@ -161,8 +162,8 @@ def measured_latency(path: Path, task: str, period_steps: int):
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from edgerl.apps.cli import CliError
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.errors import CliError
+    from edgerl.apps.cli.output import print_result
     from edgerl.policies.train import train
     from edgerl.sim.registry import get_task_info
 
@@ -193,9 +194,6 @@ def run(args: argparse.Namespace) -> int:
                "wall_s": round(result.wall_s, 2), "sps": final.get("sps"),
                "return_mean": final.get("return_mean"),
                "success_rate": final.get("success_rate")}
-    if args.json:
-        print_json(summary)
-    else:
-        print_table([{"key": k, "value": v} for k, v in summary.items()],
-                    title=f"edgerl train {cfg.task} {cfg.method}")
+    print_result(summary, as_json=args.json, key="key",
+                 title=f"edgerl train {cfg.task} {cfg.method}")
     return 0

@@ -1,5 +1,6 @@
 """Load generator for the planner server: well-behaved robots beside hostile clients (the load
-tests and ``edgerl bench planner``; the open-loop offered-load sweep is :mod:`.load_sweep`).
+tests and ``edgerl bench planner``; the open-loop offered-load sweep is :mod:`.load_sweep`, the
+frames both send are :mod:`.frames`).
 
 Everything is asyncio in the calling thread (one coroutine per simulated client), bounded in
 time (``duration_s``) and meant for loopback (127.0.0.1): it opens many connections.
@@ -19,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import itertools
 import json
 import os
@@ -31,15 +31,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack
 import numpy as np
 
-from edgerl.runtime.planners.protocol.framing import (
-    HEADER,
-    PROTOCOL_VERSION,
-    encode_array,
-    encode_frame,
-)
+from edgerl.bench.planner.frames import hostile_frame, plan_frame, read_frame
 
 __all__ = ["HOSTILE_KINDS", "LoadConfig", "LoadResult", "run_load"]
 
@@ -172,24 +166,6 @@ class LoadResult:
                 "hostile": dict(self.hostile), "wall_s": self.wall_s}
 
 
-async def _read_frame(reader: asyncio.StreamReader, timeout_s: float) -> dict[str, Any] | None:
-    """One reply map, or ``None`` when the server closed the connection."""
-    try:
-        header = await asyncio.wait_for(reader.readexactly(HEADER.size), timeout_s)
-        (size,) = HEADER.unpack(header)
-        body = await asyncio.wait_for(reader.readexactly(size), timeout_s)
-    except asyncio.IncompleteReadError:
-        return None
-    return msgpack.unpackb(body, raw=False)
-
-
-def _plan(req_id: int, obs_dim: int, now: float, deadline_s: float) -> bytes:
-    obs = np.full(obs_dim, 0.5, np.float32)
-    return encode_frame({"v": PROTOCOL_VERSION, "type": "plan", "id": req_id,
-                         "obs": encode_array(obs), "obs_time": now, "instruction": "",
-                         "deadline_s": deadline_s})
-
-
 async def _good_client(address: tuple[str, int], cfg: LoadConfig, end: float,
                        result: LoadResult, rng: random.Random) -> None:
     await asyncio.sleep(rng.uniform(0, cfg.period_s))
@@ -205,8 +181,8 @@ async def _good_client(address: tuple[str, int], cfg: LoadConfig, end: float,
             while time.monotonic() < end:
                 start = time.monotonic()
                 req_id = next(ids)
-                writer.write(_plan(req_id, cfg.obs_dim, start, cfg.deadline_s))
-                reply = await _read_frame(reader, cfg.reply_timeout_s)
+                writer.write(plan_frame(req_id, cfg.obs_dim, start, cfg.deadline_s))
+                reply = await read_frame(reader, cfg.reply_timeout_s)
                 if reply is None:
                     result.replies["disconnected"] += 1
                     break
@@ -224,33 +200,6 @@ async def _good_client(address: tuple[str, int], cfg: LoadConfig, end: float,
             result.replies["disconnected"] += 1
         finally:
             writer.close()
-
-
-_BAD_ARRAYS = (
-    {"dtype": ["float32"], "shape": [8], "data": b"\0" * 32},
-    {"dtype": {"x": 1}, "shape": [8], "data": b"\0" * 32},
-    {"dtype": "float32", "shape": [True], "data": b"\0" * 4},
-    {"dtype": "float32", "shape": [2 ** 32, 2 ** 32], "data": b""},
-    {"dtype": "float32", "shape": [2 ** 64 - 1], "data": b""},
-)
-
-
-@functools.lru_cache(maxsize=64)
-def _hostile_frame(kind: str, k: int, obs_dim: int) -> bytes:
-    """The ``k``-th thing a hostile client of ``kind`` sends (``k`` cycles; cached so the
-    attackers cost the load generator little)."""
-    if kind == "oversized":
-        if k % 2 == 0:
-            return HEADER.pack(100_000_000)
-        texts = [f"new instruction {k}-{i}" for i in range(4096)]
-        return encode_frame({"v": PROTOCOL_VERSION, "type": "plan_batch", "id": k,
-                             "obs": encode_array(np.zeros((4096, obs_dim), np.float32)),
-                             "instructions": texts, "obs_time": 0.0, "deadline_s": 0.0})
-    if k % 6 == 5:
-        junk = b"\xc1" * 16
-        return HEADER.pack(len(junk)) + junk
-    return encode_frame({"v": PROTOCOL_VERSION, "type": "plan", "id": k, "obs_time": 0.0,
-                         "obs": _BAD_ARRAYS[k % len(_BAD_ARRAYS)]})
 
 
 async def _hostile_client(kind: str, address: tuple[str, int], cfg: LoadConfig, end: float,
@@ -275,7 +224,7 @@ async def _hostile_client(kind: str, address: tuple[str, int], cfg: LoadConfig, 
                 if kind == "idle":
                     await asyncio.sleep(0.05)
                 elif kind == "slowloris":
-                    for byte in _plan(k, cfg.obs_dim, 0.0, 0.0):
+                    for byte in plan_frame(k, cfg.obs_dim, 0.0, 0.0):
                         if (time.monotonic() >= end or drain.done()
                                 or not cfg.hostile_active(time.monotonic())):
                             break
@@ -283,7 +232,7 @@ async def _hostile_client(kind: str, address: tuple[str, int], cfg: LoadConfig, 
                         await asyncio.sleep(cfg.slow_byte_s)
                     k += 1
                 else:
-                    writer.write(_hostile_frame(kind, k % 12, cfg.obs_dim))
+                    writer.write(hostile_frame(kind, k % 12, cfg.obs_dim))
                     k += 1
                     await asyncio.sleep(cfg.hostile_gap_s)
         except OSError:
@@ -299,7 +248,7 @@ async def _hostile_client(kind: str, address: tuple[str, int], cfg: LoadConfig, 
 async def _drain_replies(kind: str, reader: asyncio.StreamReader, result: LoadResult) -> None:
     """Count the server's answers to a hostile client until it closes the connection."""
     with contextlib.suppress(OSError, asyncio.TimeoutError, ValueError):
-        while (reply := await _read_frame(reader, 3600.0)) is not None:
+        while (reply := await read_frame(reader, 3600.0)) is not None:
             result.hostile[f"{kind}:{reply.get('code', reply.get('type'))}"] += 1
     result.hostile[f"{kind}:closed_by_server"] += 1
 

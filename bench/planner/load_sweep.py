@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from edgerl.bench.planner.load import _plan, _read_frame
+from edgerl.bench.planner.frames import plan_frame, read_frame
 
-__all__ = ["run_open_loop"]
+__all__ = ["plot_sweep", "run_open_loop", "sweep"]
 
 
 async def _open_loop_client(address: tuple[str, int], rate_hz: float, deadline_s: float,
@@ -34,7 +34,7 @@ async def _open_loop_client(address: tuple[str, int], rate_hz: float, deadline_s
 
     async def receive() -> None:
         with contextlib.suppress(OSError, asyncio.TimeoutError):
-            while (reply := await _read_frame(reader, deadline_s + 5.0)) is not None:
+            while (reply := await read_frame(reader, deadline_s + 5.0)) is not None:
                 t0 = sent.pop(reply.get("id"), None)
                 if t0 is None:
                     continue
@@ -54,7 +54,7 @@ async def _open_loop_client(address: tuple[str, int], rate_hz: float, deadline_s
         now = time.monotonic()
         sent[req_id] = now
         out["offered"] += 1
-        writer.write(_plan(req_id, obs_dim, now, deadline_s))
+        writer.write(plan_frame(req_id, obs_dim, now, deadline_s))
         await asyncio.sleep(rng.expovariate(rate_hz))
     await asyncio.sleep(min(2.0, deadline_s * 4 + 0.2))  # the last answers
     rx.cancel()
@@ -97,6 +97,58 @@ def run_open_loop(address: tuple[str, int], rate_hz: float, clients: int = 32,
     out["p99_ms"] = float(np.percentile(ran, 99)) if ran.size else float("nan")
     out["offered_hz"] = out["offered"] / duration_s
     return out
+
+
+def sweep(rates: list[float], point_s: float) -> dict[str, Any]:
+    """Offered load vs p99 and deadline-miss rate, with deadline-aware admission and without:
+    for each mode and each rate in ``rates`` (requests/s), a fresh :class:`PlannerServer`
+    (synthetic planner, 5 ms a request, no batching) on 127.0.0.1 and ``point_s`` seconds of
+    :func:`run_open_loop` from 32 robots with a 50 ms deadline."""
+    from edgerl.contract.logs import progress
+    from edgerl.runtime.planners.local.synthetic import SyntheticPlanner
+    from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig
+
+    points = []
+    for admission, rate in progress([(a, r) for a in (True, False) for r in rates],
+                                    total=2 * len(rates), desc="load sweep"):
+        server = PlannerServer(SyntheticPlanner(base_s=0.005, row_s=0.0, batch=False),
+                               ServerConfig(port=0, obs_dim=8, admission=admission))
+        try:
+            point = run_open_loop(server.start(), rate, clients=32, duration_s=point_s,
+                                  deadline_s=0.05)
+        finally:
+            server.stop()
+        points.append({"admission": admission, "rate_hz": rate, **point})
+    return {"planner_ms": 5.0, "deadline_ms": 50.0, "clients": 32, "points": points}
+
+
+def plot_sweep(result: dict[str, Any], path: str) -> None:
+    """Two panels of a :func:`sweep` result: p99 (ms) and deadline-miss rate against offered
+    load (requests/s), one line per admission mode; a PNG at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for admission, style in ((True, "o-"), (False, "s--")):
+        pts = [p for p in result["points"] if p["admission"] is admission]
+        label = "deadline-aware admission" if admission else "unbounded admission"
+        ax1.plot([p["offered_hz"] for p in pts], [p["p99_ms"] for p in pts], style, label=label)
+        ax2.plot([p["offered_hz"] for p in pts], [100 * p["miss_rate"] for p in pts], style,
+                 label=label)
+    ax1.axhline(result["deadline_ms"], color="grey", lw=0.8, ls=":", label="deadline")
+    ax1.set(xlabel="offered load (requests/s)", ylabel="p99 latency of requests run (ms)",
+            yscale="log", title=f"planner {result['planner_ms']:g} ms, capacity "
+                                f"{1000 / result['planner_ms']:.0f}/s")
+    ax2.set(xlabel="offered load (requests/s)", ylabel="deadline-miss rate (%)",
+            title=f"{result['clients']} robots, deadline {result['deadline_ms']:g} ms")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _main(argv: list[str]) -> int:

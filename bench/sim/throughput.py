@@ -1,7 +1,7 @@
-"""``edgerl bench sim``: env-steps/s of a task next to its raw physics backend.
+"""Env-steps/s of a task next to its raw physics backend (``edgerl bench sim``).
 
 ``steps_per_s`` times ``step()`` (auto-resets included) through the whole task (and the
-latency wrapper with ``--method``) with zero actions, or with ``--actions expert`` the task's
+latency wrapper with ``method``) with zero actions, or with ``actions="expert"`` the task's
 expert computed every step (closed loop, its cost included: a stand-in for a policy's
 inference); ``raw_physics_steps_per_s`` is the task's
 ``raw_physics_steps_per_s`` hook (dynamics kernel / ``mujoco.rollout`` with zero control, no
@@ -12,33 +12,14 @@ batch replaying the states the run stepped (``edgerl bench ratios``' reference).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import time
 from typing import Any
 
-HELP = "simulation throughput: env-steps/s of a task vs its raw physics backend"
+__all__ = ["measure"]
 
 log = logging.getLogger(__name__)
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", required=True, help="registered task name (see `edgerl tasks`)")
-    p.add_argument("--num-envs", type=int, default=1024, help="parallel envs (default 1024)")
-    p.add_argument("--device", default="cpu", help="torch device: cpu or cuda (default cpu)")
-    p.add_argument("--steps", type=int, default=200, help="timed control steps (default 200)")
-    p.add_argument("--warmup", type=int, default=10, help="untimed steps first (default 10)")
-    p.add_argument("--repeats", type=int, default=3,
-                   help="timed blocks of --steps steps; the best is reported (default 3)")
-    p.add_argument("--threads", type=int, default=0,
-                   help="torch intra-op threads (0 = torch's default)")
-    p.add_argument("--method", default="",
-                   help="also wrap in the latency wrapper with this method (expert planner)")
-    p.add_argument("--actions", choices=("zero", "expert"), default="zero",
-                   help="zero actions, or the task's expert every step (default zero)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def measure(task: str, num_envs: int, device: str = "cpu", steps: int = 200, warmup: int = 10,
@@ -125,31 +106,3 @@ def _same_state_raw(env: Any, stepper: Any, act: Any, steps: int, repeats: int) 
         best = min(best, replay.replay(env.substeps))
     return env.num_envs * replay.count / best
 
-
-def run(args: argparse.Namespace) -> int:
-    from edgerl.contract.errors import UserError
-    from edgerl.contract.report import print_json, print_table
-
-    if args.num_envs < 1 or args.steps < 1 or args.warmup < 0 or args.repeats < 1:
-        raise UserError("--num-envs, --steps and --repeats must be >= 1, --warmup >= 0")
-    import torch
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError("--device cuda: no CUDA device is available")
-    try:
-        result = measure(args.task, args.num_envs, args.device, args.steps, args.warmup,
-                         args.method, args.seed, show_progress=not args.json,
-                         actions=args.actions, repeats=args.repeats)
-    except KeyError as exc:
-        raise UserError(str(exc.args[0])) from None
-    except NotImplementedError as exc:
-        raise UserError(str(exc)) from None
-    if args.json:
-        print_json(result)
-    else:
-        # one result: a metric per row reads at any terminal width
-        print_table([{"metric": k, "value": v} for k, v in result.items()],
-                    title=f"edgerl bench sim: {args.task}")
-    return 0

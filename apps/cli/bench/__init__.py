@@ -1,35 +1,34 @@
 """``edgerl bench TARGET``: measurements quoted in the README and docs/benchmarks.md.
 
 Each target lives in its own module (listed in :data:`BENCHES`) with ``HELP``,
-``add_arguments`` and ``run``, like the top-level verbs.
+``add_arguments`` and ``run``, like the top-level verbs: it parses its flags, calls the
+measuring code in :mod:`edgerl.bench` and prints the result. ``all`` runs the headline set
+(``make bench``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+
+from edgerl.apps.cli.registry import add_module_parsers
 
 HELP = "run a benchmark (sim, loop, planner, ...) and print its numbers (--json for machines)"
 
 #: target -> module implementing it.
 BENCHES: dict[str, str] = {
-    "sim": "edgerl.bench.sim.throughput",
+    "sim": "edgerl.apps.cli.bench.sim",
     "planner": "edgerl.apps.cli.bench.planner",
     "loop": "edgerl.apps.cli.bench.loop",
     "serial": "edgerl.apps.cli.bench.serial",
     "spin": "edgerl.apps.cli.bench.spin",
     "train": "edgerl.apps.cli.bench.train",
     "ratios": "edgerl.apps.cli.bench.ratios",
+    "all": "edgerl.apps.cli.bench.suite",
 }
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="target", metavar="TARGET", required=True)
-    for target, module_name in BENCHES.items():
-        module = importlib.import_module(module_name)
-        q = sub.add_parser(target, help=module.HELP, description=module.HELP)
-        module.add_arguments(q)
-        q.set_defaults(_bench_run=module.run)
+    add_module_parsers(p, BENCHES, dest="target", metavar="TARGET", run_attr="_bench_run")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import argparse
 
+from edgerl.apps.cli import flags
+from edgerl.apps.cli.errors import CliError
+
 HELP = "PPO training throughput: edgerl's trainer vs rsl-rl-lib's bare OnPolicyRunner (ratio)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", default="cartpole,ball_balance",
                    help="comma-separated registered tasks (default cartpole,ball_balance)")
-    p.add_argument("--num-envs", type=int, default=64, help="parallel envs (default 64)")
+    flags.add_episode_flags(p, num_envs=(64, "parallel envs (default 64)"))
     p.add_argument("--steps-per-env", type=int, default=32,
                    help="rollout steps per env per iteration (default 32)")
     p.add_argument("--iterations", type=int, default=3,
@@ -20,16 +23,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=3,
                    help="interleaved (ours, bare) pairs; medians reported (default 3)")
     p.add_argument("--method", default="nodelay", help="our trainer's method (default nodelay)")
-    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    p.add_argument("--json", action="store_true", help="print a JSON list of rows")
+    flags.add_compute_flags(p, device=("cpu", "torch device (default cpu)"),
+                            threads=(1, "torch CPU threads (default 1)"))
+    flags.add_output_flags(p, json="a JSON list of rows")
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from edgerl.apps.cli import CliError
-    from edgerl.apps.cli.output import print_json, print_table
+    from edgerl.apps.cli.output import print_result
     from edgerl.apps.cli.train import check_device
     from edgerl.bench.train.throughput import ThroughputCfg, compare_tasks
     from edgerl.sim.registry import get_task_info
@@ -51,9 +53,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     rows = compare_tasks(tasks, base)
-    if args.json:
-        print_json(rows)
-    else:
-        print_table([{k: v for k, v in r.items() if k != "pairs"} for r in rows],
-                    title="edgerl bench train: our trainer / rsl-rl-lib OnPolicyRunner")
+    print_result(rows, as_json=args.json,
+                 rows=[{k: v for k, v in r.items() if k != "pairs"} for r in rows],
+                 title="edgerl bench train: our trainer / rsl-rl-lib OnPolicyRunner")
     return 0

@@ -1,0 +1,391 @@
+"""Every path against its own limit, measured in the same run (``edgerl bench ratios``).
+
+On a shared machine absolute figures say little (the same loop misses 10x more deadlines on
+another minute), so each figure here is a ratio to a reference measured beside it:
+
+============================  ====================================================  ========
+ratio                         ours / reference                                      target
+============================  ====================================================  ========
+``sim/<task>``                task ``step`` / raw physics of the same states (the    >= 0.75
+                              task's batch replaying them), best of interleaved
+                              blocks each (MuJoCo tasks); ``ratio_from_rest`` beside
+``train/<task>``              PPO env-steps/s of ``edgerl train`` / rsl-rl-lib's    >= 0.5
+                              bare ``OnPolicyRunner`` (same envs, network), pairs
+``loop/jitter_p99``           edit-loop wake-up jitter p99 / bare sleep+spin loop   <= 1.5
+``loop/miss_rate``            edit-loop deadline-miss rate / bare loop's, judged    <= 1.5
+                              on an exact test of the two counts (below)
+``hil/rtt_p99``               ``edgerl hil`` command round trip p99 / ``edgerl      <= 2
+                              bench serial --pace-hz`` p99 (the HIL's traffic, same
+                              firmware build and priority), median of the pairs
+``ros2/e2e_p99``              ``edgerl deploy --trigger state`` state -> command     none
+                              p99 / a bare rclpy ``JointState`` round trip p99
+                              between two processes, paced at the control rate
+``ros2/node_tick_p99``        the edit node's tick compute p99 in that deploy /      none
+                              ``edgerl bench loop``'s at the same rate, same bundle
+============================  ====================================================  ========
+
+The two ``ros2`` rows have no target; they are reported and plotted, and ``met`` is
+``null``.
+
+The miss rate is a count of 0-10 events per 10,000 ticks on this machine, so its ratio is
+not judged on the point value: :func:`edgerl.bench.count_ratio.rate_ratio_test` tests the pooled
+counts (misses, ticks) of both sides, and the row is met when the edit loop's rate is not
+significantly above 1.5x the bare loop's (one-sided exact conditional binomial test at
+``miss_alpha``); ``low`` / ``high`` are the one-sided confidence bounds of the ratio and
+``verdict`` says whether the counts show it below the target, above it, or neither.
+
+:func:`measure_ratios` returns one JSON line (UTC time, git revision, load averages before and
+after, every ratio and its raw numbers), appends it to ``history`` and, with ``png``, redraws
+the trend of every ratio over the history. ``make bench`` runs it (:mod:`edgerl.bench.suite`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edgerl.contract.errors import UserError
+
+__all__ = ["TARGETS", "RatiosConfig", "append_history", "bounds", "hil_row", "measure_ratios",
+           "meets", "miss_rate_row", "plot_trend", "ros2_rows", "target_text"]
+
+#: ratio name prefix -> (target, "min" if the ratio must be >= target else "max").
+TARGETS: dict[str, tuple[float | None, str]] = {
+    "sim": (0.75, "min"), "train": (0.5, "min"), "loop": (1.5, "max"), "hil": (2.0, "max"),
+    "ros2": (None, "max")}
+
+
+@dataclass(frozen=True)
+class RatiosConfig:
+    """What ``edgerl bench ratios`` measures (an empty task list or a zero count skips rows).
+
+    Attributes:
+        sim_tasks: MuJoCo tasks of the ``sim/<task>`` rows.
+        sim_envs: Envs per sim task.
+        sim_steps: Steps per sim block.
+        sim_repeats: Interleaved (task, raw) blocks; the best of each side is compared.
+        train_tasks: Tasks of the ``train/<task>`` rows.
+        train_envs: Envs per trainer.
+        train_steps_per_env: Rollout steps per env per PPO iteration.
+        train_iterations: PPO iterations per block.
+        train_repeats: (ours, bare) pairs.
+        bundle: Edit bundle of the loop and ros2 rows (``None`` skips them).
+        loop_cpus: CPUs of both loops' threads (``""`` = not pinned).
+        planner_cpus: CPUs of the edit loop's planner (``""`` = not pinned).
+        planner_process: The loop rows' burn planner in its own process (else a thread).
+        loop_rate: Loop rate of the loop rows (Hz).
+        loop_seconds: Seconds per loop block.
+        loop_pairs: (bare, loop) pairs (0 skips the loop rows).
+        miss_alpha: Level of the one-sided miss-rate test.
+        rt_priority: SCHED_FIFO priority of both loops (0 = normal scheduling).
+        hil_target: Firmware build of the hil row: ``host`` or ``qemu-m4``.
+        hil_runs: (paced bench serial, bench serial, hil) sets of the hil row (0 skips it).
+        hil_rt_priority: SCHED_FIFO priority of the hil row's processes (firmware +1).
+        hil_episodes: Hil episodes per set.
+        hil_max_steps: Hil steps per episode.
+        ros2_seconds: Seconds of the deploy and of the bench loop behind the ros2 rows (0
+            skips them).
+        history: Append the run's JSON line here (``None``: do not).
+        png: Redraw the trend plot of ``history`` here (``None``: do not).
+    """
+
+    sim_tasks: tuple[str, ...] = ("arm_reach", "arm_push", "ball_balance")
+    sim_envs: int = 256
+    sim_steps: int = 20
+    sim_repeats: int = 15
+    train_tasks: tuple[str, ...] = ("cartpole", "ball_balance")
+    train_envs: int = 64
+    train_steps_per_env: int = 32
+    train_iterations: int = 3
+    train_repeats: int = 3
+    bundle: Path | None = None
+    loop_cpus: str = ""
+    planner_cpus: str = ""
+    planner_process: bool = False
+    loop_rate: float = 1000.0
+    loop_seconds: float = 10.0
+    loop_pairs: int = 1
+    miss_alpha: float = 0.05
+    rt_priority: int = 0
+    hil_target: str = "host"
+    hil_runs: int = 1
+    hil_rt_priority: int = 10
+    hil_episodes: int = 2
+    hil_max_steps: int = 250
+    ros2_seconds: float = 10.0
+    history: Path | None = Path("docs/bench_history.jsonl")
+    png: Path | None = None
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _git_rev() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=5, cwd=Path(__file__).resolve().parents[1])
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def sim_ratios(cfg: RatiosConfig) -> dict[str, dict[str, Any]]:
+    """``sim/<task>``: task step / raw physics, best of interleaved blocks each
+    (:func:`edgerl.bench.sim.overhead.overhead_ratio`)."""
+    from edgerl.bench.sim.overhead import overhead_ratio
+
+    out = {}
+    for task in cfg.sim_tasks:
+        row = overhead_ratio(task, cfg.sim_envs, cfg.sim_steps, cfg.sim_repeats)
+        out[f"sim/{task}"] = {"ratio": row["ratio"], "ours": row["steps_per_s"],
+                              "reference": row["raw_physics_steps_per_s"],
+                              "median_pair_ratio": row["median_pair_ratio"],
+                              "ratio_from_rest": row["ratio_from_rest"],
+                              "unit": "env-steps/s", "num_envs": cfg.sim_envs}
+    return out
+
+
+def train_ratios(cfg: RatiosConfig) -> dict[str, dict[str, Any]]:
+    """``train/<task>``: our trainer's env-steps/s / rsl-rl-lib's bare runner's."""
+    import torch
+
+    from edgerl.bench.train.throughput import ThroughputCfg, compare
+
+    torch.set_num_threads(1)
+    out = {}
+    for task in cfg.train_tasks:
+        row = compare(ThroughputCfg(task=task, num_envs=cfg.train_envs,
+                                    steps_per_env=cfg.train_steps_per_env,
+                                    iterations=cfg.train_iterations,
+                                    repeats=cfg.train_repeats))
+        out[f"train/{task}"] = {"ratio": row["ratio"], "ours": row["ours_steps_per_s"],
+                                "reference": row["bare_steps_per_s"], "unit": "env-steps/s",
+                                "num_envs": cfg.train_envs}
+    return out
+
+
+def loop_ratios(cfg: RatiosConfig) -> dict[str, dict[str, Any]]:
+    """``loop/jitter_p99`` and ``loop/miss_rate``: edit loop / bare sleep+spin loop."""
+    if cfg.bundle is None or cfg.loop_pairs == 0:
+        return {}
+    from edgerl.bench.loop.spin import SpinConfig, compare
+    from edgerl.bench.loop.timing import LoopTiming
+
+    timing = LoopTiming(rate_hz=cfg.loop_rate, seconds=cfg.loop_seconds, warmup_s=0.5,
+                        spin_us=300.0, switch_interval_us=200.0, spin_switch_interval_us=5000.0,
+                        prewarm_us=150.0, rt_priority=cfg.rt_priority)
+    r = compare(SpinConfig(timing=timing, work_us=0.0, bundle=cfg.bundle,
+                           pairs=cfg.loop_pairs, planner_latency_ms=70.0,
+                           planner_period_ms=100.0, planner_process=cfg.planner_process,
+                           loop_cpus=cfg.loop_cpus, planner_cpus=cfg.planner_cpus))
+    pinned = {"loop_cpus": cfg.loop_cpus, "planner_cpus": cfg.planner_cpus,
+              "planner_mode": "process" if cfg.planner_process else "thread"}
+    return {"loop/jitter_p99": {"ratio": r["jitter_p99_ratio"], "ours": r["loop_jitter_p99_us"],
+                                "reference": r["bare_jitter_p99_us"], "unit": "us", **pinned},
+            "loop/miss_rate": {**miss_rate_row(r, cfg.miss_alpha), **pinned,
+                               # per pair, to see whether the misses cluster in one block
+                               "pair_misses": [[b["loop"]["deadline_misses"],
+                                                b["bare"]["deadline_misses"]]
+                                               for b in r["blocks"]],
+                               # bursts (misses within 100 ticks are one host event): the
+                               # test above counts ticks as independent, a burst is not
+                               "pair_bursts": [[b["loop"]["miss_bursts"],
+                                                b["bare"]["miss_bursts"]]
+                                               for b in r["blocks"]]}}
+
+
+def miss_rate_row(r: dict[str, Any], alpha: float = 0.05) -> dict[str, Any]:
+    """The ``loop/miss_rate`` row from pooled counts ``r`` (``loop_misses``, ``loop_ticks``,
+    ``bare_misses``, ``bare_ticks``: :func:`edgerl.bench.loop.spin.compare`): the corrected
+    rate ratio, its one-sided bounds and the test against the 1.5x target
+    (:func:`edgerl.bench.count_ratio.rate_ratio_test`); ``ours`` / ``reference`` are the rates in
+    %."""
+    from edgerl.bench.count_ratio import rate_ratio_test
+
+    t = rate_ratio_test(r["loop_misses"], r["loop_ticks"], r["bare_misses"], r["bare_ticks"],
+                        limit=TARGETS["loop"][0], alpha=alpha).as_dict()
+    return {"ratio": t.pop("ratio"), "ours": round(100.0 * t["k1"] / t["n1"], 4),
+            "reference": round(100.0 * t["k2"] / t["n2"], 4), "unit": "%", **t}
+
+
+def hil_ratios(cfg: RatiosConfig) -> dict[str, dict[str, Any]]:
+    """``hil/rtt_p99``: ``hil_runs`` sets of :func:`edgerl.bench.hil.rt_ratio.pair`."""
+    if cfg.hil_runs == 0:
+        return {}
+    from edgerl.bench.hil.rt_ratio import pair
+
+    sets = [pair(cfg.hil_rt_priority, 2000, cfg.hil_episodes, cfg.hil_target,
+                 cfg.hil_max_steps) for _ in range(cfg.hil_runs)]
+    return {"hil/rtt_p99": hil_row(sets)}
+
+
+def hil_row(sets: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``hil/rtt_p99`` row from :func:`edgerl.bench.hil.rt_ratio.pair` sets: the median of the
+    per-set ratios (hil p99 / paced bench serial p99), the medians of both p99s, and per set
+    the ratio, the back-to-back ratio and the other processes' RT threads seen."""
+    import statistics
+
+    from edgerl.bench.hil.rt_ratio import summarize
+
+    if not sets:
+        raise ValueError("hil_row needs at least one set")
+    s = summarize(sets)
+    return {"ratio": round(s["median_ratio"], 3),
+            "ours": statistics.median(r["hil_p99_us"] for r in sets),
+            "reference": statistics.median(r["bench_paced_p99_us"] for r in sets),
+            "unit": "us", "sets": s["runs"], "sets_met": s["met"], "set_ratios": s["ratios"],
+            "set_ratios_b2b": s["ratios_b2b"], "firmware_target": sets[0]["target"],
+            "rt_priority": sets[0]["rt_priority"], "rt_granted": [r["rt_granted"] for r in sets],
+            "other_rt": [len(r["other_rt"]) for r in sets]}
+
+
+def ros2_ratios(cfg: RatiosConfig) -> dict[str, dict[str, Any]]:
+    """``ros2/e2e_p99`` and ``ros2/node_tick_p99`` (:func:`ros2_rows`): an rclpy round trip
+    paced at the bundle's control rate, ``edgerl deploy --trigger state`` and ``edgerl bench
+    loop``, one after the other, ``ros2_seconds`` each. Skipped without a bundle, with
+    ``ros2_seconds=0``, or (logged) when rclpy is not installed."""
+    if cfg.bundle is None or cfg.ros2_seconds == 0:
+        return {}
+    import importlib.util
+    import logging
+
+    if importlib.util.find_spec("rclpy") is None:
+        logging.getLogger(__name__).warning("ros2 rows skipped: rclpy is not installed")
+        return {}
+    from edgerl_ros.roundtrip import measure
+
+    from edgerl.bench.child_json import edgerl_json
+    from edgerl.contract.spec import load_bundle_manifest
+
+    hz = float(load_bundle_manifest(cfg.bundle).control_hz)
+    rtt = measure(n=max(50, int(cfg.ros2_seconds * hz)), period_s=1.0 / hz)
+    deploy = edgerl_json(["deploy", "--bundle", str(cfg.bundle), "--trigger", "state",
+                           "--duration", str(cfg.ros2_seconds)], ok_codes=(0, 2))
+    loop = edgerl_json(["bench", "loop", "--bundle", str(cfg.bundle), "--rate", str(hz),
+                         "--seconds", str(cfg.ros2_seconds)])
+    return ros2_rows(rtt, deploy, loop)
+
+
+def ros2_rows(rtt: dict[str, Any], deploy: dict[str, Any],
+              loop: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The two ros2 rows from a round trip (:func:`edgerl_ros.roundtrip.measure`), an
+    ``edgerl deploy --json`` summary and an ``edgerl bench loop --json`` summary (all in us).
+    ``ValueError`` naming the field when one is missing or not positive."""
+    def value(src: dict[str, Any], key: str, what: str) -> float:
+        v = src.get(key)
+        if not isinstance(v, (int, float)) or not v > 0:
+            raise ValueError(f"ros2 rows: {what} has no positive {key} (got {v!r})")
+        return float(v)
+
+    e2e = value(deploy, "e2e_latency_p99_us", "edgerl deploy")
+    ref = value(rtt, "rtt_p99_us", "the rclpy round trip")
+    node = value(deploy, "edit_tick_compute_p99_us", "edgerl deploy")
+    bench = value(loop, "tick_compute_p99_us", "edgerl bench loop")
+    return {"ros2/e2e_p99": {"ratio": round(e2e / ref, 3), "ours": e2e, "reference": ref,
+                             "unit": "us", "ours_p50": deploy.get("e2e_latency_p50_us"),
+                             "reference_p50": rtt.get("rtt_p50_us"), "trigger": "state",
+                             "round_trips": rtt.get("n")},
+            "ros2/node_tick_p99": {"ratio": round(node / bench, 3), "ours": node,
+                                   "reference": bench, "unit": "us",
+                                   "ours_p50": deploy.get("edit_tick_compute_p50_us"),
+                                   "reference_p50": loop.get("tick_compute_p50_us")}}
+
+
+def meets(name: str, row: float | dict[str, Any]) -> bool | None:
+    """Whether a ratio (or a row with ``ratio``) meets its target (:data:`TARGETS` by name
+    prefix); a row that carries its own test verdict (``met``: the miss-rate row) keeps it;
+    ``None`` for a row without a target (``ros2``)."""
+    if isinstance(row, dict):
+        if "met" in row:
+            return row["met"] if row["met"] is None else bool(row["met"])
+        row = row["ratio"]
+    target, kind = TARGETS[name.split("/", 1)[0]]
+    if target is None:
+        return None
+    return row >= target if kind == "min" else row <= target
+
+
+def target_text(name: str) -> str:
+    target, kind = TARGETS[name.split("/", 1)[0]]
+    return "none" if target is None else f"{'>=' if kind == 'min' else '<='} {target}"
+
+
+def bounds(r: dict[str, Any]) -> str:
+    """``"low-high"`` of a row with confidence bounds (high ``None`` = unbounded), else ``""``."""
+    if "low" not in r:
+        return ""
+    return f"{r['low']:.3g}-" + ("inf" if r["high"] is None else f"{r['high']:.3g}")
+
+
+def append_history(path: Path, line: dict[str, Any]) -> None:
+    """Append ``line`` as one JSON line to ``path`` (parents created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fh.write(json.dumps(line, sort_keys=True) + "\n")
+
+
+def plot_trend(history: Path, png: Path) -> None:
+    """Each ratio over the history's runs (x = run index), target lines dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines = [json.loads(x) for x in history.read_text().splitlines() if x.strip()]
+    names = sorted({n for ln in lines for n in ln.get("ratios", {})})
+    fig, axes = plt.subplots(len(names) or 1, 1, figsize=(7, 1.6 * max(1, len(names))),
+                             sharex=True, squeeze=False)
+    for ax, name in zip(axes[:, 0], names):
+        xs = [i for i, ln in enumerate(lines) if name in ln.get("ratios", {})]
+        ax.plot(xs, [lines[i]["ratios"][name]["ratio"] for i in xs], "o-", ms=3)
+        target = TARGETS[name.split("/", 1)[0]][0]
+        if target is not None:
+            ax.axhline(target, ls="--", c="grey", lw=0.8)
+        ax.set_ylabel(name, rotation=0, ha="right", fontsize=8)
+    axes[-1, 0].set_xlabel("run (docs/bench_history.jsonl line)")
+    fig.suptitle("edgerl: ratio of each path to its limit, same run")
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=90)
+    plt.close(fig)
+
+
+def measure_ratios(cfg: RatiosConfig) -> dict[str, Any]:
+    """Every row ``cfg`` asks for, each with ``met`` (:func:`meets`), in one JSON line (UTC
+    time, git revision, seconds, load averages before and after, ``ratios``); appended to
+    ``cfg.history`` and plotted to ``cfg.png`` when set. A measurement that fails is a
+    ``UserError`` naming its row."""
+    load_before, t0 = _load(), time.time()
+    ratios: dict[str, dict[str, Any]] = {}
+    try:
+        ratios.update(sim_ratios(cfg))
+        ratios.update(train_ratios(cfg))
+    except KeyError as exc:
+        raise UserError(str(exc.args[0])) from None
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    ratios.update(loop_ratios(cfg))
+    try:
+        ratios.update(hil_ratios(cfg))
+    except RuntimeError as exc:  # an edgerl bench serial / hil subprocess failed
+        raise UserError(f"hil/rtt_p99: {exc}") from None
+    try:
+        ratios.update(ros2_ratios(cfg))
+    except (RuntimeError, ValueError) as exc:  # a deploy / bench loop / round trip failed
+        raise UserError(f"ros2 rows: {exc}") from None
+    for name, r in ratios.items():
+        r["met"] = meets(name, r)
+    line = {"utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)), "git": _git_rev(),
+            "seconds": round(time.time() - t0, 1), "load_before": load_before,
+            "load_after": _load(), "ratios": ratios}
+    if cfg.history is not None:
+        append_history(cfg.history, line)
+        if cfg.png is not None:
+            plot_trend(cfg.history, cfg.png)
+    return line
