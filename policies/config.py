@@ -19,8 +19,6 @@ from edgerl.contract.timing import (
     resolve_period,
     sampling_delay_steps,
 )
-from edgerl.policies.distill import DistillConfig
-from edgerl.policies.guard import GuardConfig
 
 __all__ = ["CONFIG_NAME", "PLANNER_NAME",
     "EDIT_INPUTS",
@@ -109,6 +107,57 @@ class BCConfig:
     hidden_dims: list[int] = field(default_factory=lambda: [256, 256])
     expert_noise: float = 0.1
     intent_stale_steps: int = 0
+
+
+@dataclass(frozen=True)
+class DistillConfig:
+    """The DAgger warm start of an edit actor.
+
+    Attributes:
+        rounds: DAgger rounds (0 = no warm start).
+        steps: Control steps rolled per round (each gives ``num_envs`` samples).
+        epochs: Passes over the aggregated data after each round.
+        batch_size: Minibatch size of the regression.
+        learning_rate: Adam's learning rate.
+        init_std: The actor's exploration std after the warm start (residual units): PPO
+            fine-tunes a good start, so it explores less than from scratch.
+        critic_warmup: PPO iterations with the distilled actor frozen, so the critic learns
+            the student's values before the first policy update.
+    """
+
+    rounds: int = 0
+    steps: int = 64
+    epochs: int = 10
+    batch_size: int = 1024
+    learning_rate: float = 1e-3
+    init_std: float = 0.1
+    critic_warmup: int = 0
+
+    def __post_init__(self) -> None:
+        for key in ("steps", "epochs", "batch_size"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"distill.{key}: must be >= 1, got {getattr(self, key)}")
+        if self.rounds < 0 or self.learning_rate <= 0:
+            raise ValueError("distill.rounds must be >= 0 and distill.learning_rate > 0")
+
+
+@dataclass(frozen=True)
+class GuardConfig:
+    """The validation that picks the deployed edit actor.
+
+    Attributes:
+        episodes: Validation episodes per candidate (0 = no selection: the best training
+            iteration is deployed, as for other methods).
+        seed_offset: Validation envs are seeded ``seed + seed_offset`` (evaluation uses
+            ``seed + 1000``, training ``seed``).
+    """
+
+    episodes: int = 0
+    seed_offset: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.episodes < 0:
+            raise ValueError(f"guard.episodes: must be >= 0, got {self.episodes}")
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from edgerl.contract.logs import progress
+from edgerl.policies.config import DistillConfig
 
 __all__ = ["DistillConfig", "distill_actor", "planner_teacher"]
 
@@ -36,38 +36,6 @@ log = logging.getLogger(__name__)
 
 #: ``teacher(env) -> (N, A)``: the action the teacher commands at the env's current step.
 Teacher = Callable[[Any], torch.Tensor]
-
-
-@dataclass(frozen=True)
-class DistillConfig:
-    """The DAgger warm start of an edit actor.
-
-    Attributes:
-        rounds: DAgger rounds (0 = no warm start).
-        steps: Control steps rolled per round (each gives ``num_envs`` samples).
-        epochs: Passes over the aggregated data after each round.
-        batch_size: Minibatch size of the regression.
-        learning_rate: Adam's learning rate.
-        init_std: The actor's exploration std after the warm start (residual units): PPO
-            fine-tunes a good start, so it explores less than from scratch.
-        critic_warmup: PPO iterations with the distilled actor frozen, so the critic learns
-            the student's values before the first policy update.
-    """
-
-    rounds: int = 0
-    steps: int = 64
-    epochs: int = 10
-    batch_size: int = 1024
-    learning_rate: float = 1e-3
-    init_std: float = 0.1
-    critic_warmup: int = 0
-
-    def __post_init__(self) -> None:
-        for key in ("steps", "epochs", "batch_size"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"distill.{key}: must be >= 1, got {getattr(self, key)}")
-        if self.rounds < 0 or self.learning_rate <= 0:
-            raise ValueError("distill.rounds must be >= 0 and distill.learning_rate > 0")
 
 
 def planner_teacher(planner: Any) -> Teacher:

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from edgerl.policies.config import GuardConfig
 
 __all__ = ["DEPLOY_NAME", "GuardConfig", "select_deployed", "zero_residual"]
 
@@ -33,25 +34,6 @@ log = logging.getLogger(__name__)
 
 #: The chosen actor, in rsl_rl's checkpoint format.
 DEPLOY_NAME = "model_deploy.pt"
-
-
-@dataclass(frozen=True)
-class GuardConfig:
-    """The validation that picks the deployed edit actor.
-
-    Attributes:
-        episodes: Validation episodes per candidate (0 = no selection: the best training
-            iteration is deployed, as for other methods).
-        seed_offset: Validation envs are seeded ``seed + seed_offset`` (evaluation uses
-            ``seed + 1000``, training ``seed``).
-    """
-
-    episodes: int = 0
-    seed_offset: int = 2000
-
-    def __post_init__(self) -> None:
-        if self.episodes < 0:
-            raise ValueError(f"guard.episodes: must be >= 0, got {self.episodes}")
 
 
 def zero_residual(actor_state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -55,7 +55,7 @@ def _items(text: str) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgerl.apps.cli import CliError
+    from edgerl.apps.cli.errors import CliError
     from edgerl.apps.cli.train import parse_task_args
     from edgerl.contract.report import print_json, print_table
     from edgerl.policies.protocol import ProtocolConfig, run_protocol, summarize, write_rows
