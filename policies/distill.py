@@ -109,7 +109,7 @@ def _fit(actor: Any, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tenso
             opt.zero_grad()
             loss.backward()
             opt.step()
-            loss_sum += float(loss) * idx.numel()
+            loss_sum += float(loss.detach()) * idx.numel()
             count += idx.numel()
         loss_sum /= max(count, 1)
     return loss_sum

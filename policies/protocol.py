@@ -147,11 +147,11 @@ def cell_config(cfg: ProtocolConfig, cell: ProtocolCell, control_hz: float,
         iters = cfg.expert_iterations or cfg.iterations + _warm_iterations(cfg)
         return TrainConfig(method="nodelay", privileged=True, iterations=iters, **common)
     train = dict(cfg.train)
+    sections = [k for k, v in train.items() if isinstance(v, dict)]  # nested dataclasses
     base = TrainConfig(method=cell.method, planner=cfg.planner, iterations=cfg.iterations,
                        delay_steps=0 if cell.name == "planner@0" else d, **common,
-                       **{k: v for k, v in train.items() if k not in ("distill", "bc", "ppo")})
-    nested = {k: replace(getattr(base, k), **train[k]) for k in ("distill", "bc", "ppo")
-              if k in train}
+                       **{k: v for k, v in train.items() if k not in sections})
+    nested = {k: replace(getattr(base, k), **train[k]) for k in sections}
     if cell.name == "edit_zero_chunks_cold":
         nested["distill"] = replace(nested.get("distill", base.distill), rounds=0)
     return replace(base, **nested) if nested else base

@@ -108,3 +108,57 @@ class TestCommittedPrefix:
         assert net.plan(obs, None, prefix).shape == (2, 6, 1)
         with pytest.raises(ValueError, match="expected 7"):
             net.plan(obs)
+
+
+class TestIntent:
+    def test_the_decoder_reads_the_intent_and_the_fast_observation_only(self):
+        torch.manual_seed(0)
+        net = BCChunkPlanner(4, 1, 3, [-1.0], [1.0], hidden_dims=[8], intent_dim=2,
+                             fast_indices=[0, 1])
+        x = torch.randn(5, 4)
+        chunks, intent = net.forward_intent(x)
+        assert chunks.shape == (5, 3, 1) and intent.shape == (5, 2)
+        assert intent.abs().max() <= 1.0  # tanh
+        # the planner-only elements (2, 3) reach the chunk only through the intent
+        other = x.clone()
+        other[:, 2:] = torch.randn(5, 2)
+        assert torch.equal(net.decode(other, intent), chunks)
+        assert not torch.equal(net.encode(other), intent)
+        # plan() returns both, for the sim wrappers; forward() the chunk alone
+        planned = net.plan(x)
+        assert isinstance(planned, tuple) and torch.equal(planned[0], net(x))
+        clone = BCChunkPlanner(**net.config())
+        clone.load_state_dict(net.state_dict())
+        assert torch.equal(clone(x), net(x)) and net.config()["fast_indices"] == [0, 1]
+
+    def test_bad_sizes_are_refused(self):
+        with pytest.raises(ValueError, match="fast_indices within"):
+            BCChunkPlanner(3, 1, 2, [-1.0], [1.0], intent_dim=2, fast_indices=[0, 5])
+
+    def test_stale_inputs_come_from_the_same_episode(self):
+        from edgerl.policies.bc_planner import stale_inputs
+
+        # 1 env, 6 steps, the episode ends after step 2; inputs = the step index
+        inputs = torch.arange(6, dtype=torch.float32).view(6, 1, 1)
+        dones = torch.zeros(6, 1, dtype=torch.bool)
+        dones[2] = True
+        gen = torch.Generator().manual_seed(0)
+        for _ in range(20):
+            out = stale_inputs(inputs, dones, 2, gen)[:, 0, 0]
+            for k, v in enumerate(out.tolist()):
+                start = 0 if k <= 2 else 3
+                assert max(start, k - 2) <= v <= k, (k, v)
+        assert torch.equal(stale_inputs(inputs, dones, 0, gen), inputs)
+
+    def test_fit_with_older_intent_inputs(self):
+        torch.manual_seed(0)
+        net = BCChunkPlanner(3, 1, 2, [-1.0], [1.0], hidden_dims=[16], intent_dim=2,
+                             fast_indices=[0])
+        x = torch.randn(256, 3)
+        targets = torch.tanh(x[:, 1:2] + x[:, 2:3])[:, None, :].expand(-1, 2, 1).clone()
+        losses = fit_bc(net, x, targets, epochs=40, batch_size=64, intent_inputs=x.clone(),
+                        show_progress=False)
+        assert losses[-1] < 0.5 * losses[0]
+        with pytest.raises(ValueError, match="intent_inputs need an intent planner"):
+            fit_bc(BCChunkPlanner(3, 1, 2, [-1.0], [1.0]), x, targets, intent_inputs=x,
+                   show_progress=False)

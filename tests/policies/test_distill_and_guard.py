@@ -1,0 +1,118 @@
+"""The edit actor's warm start (a DAgger student of the planner without delay) and the
+validation guard that deploys the best of final / best / warm-start / planner-alone."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from rsl_rl.models import MLPModel
+from tensordict import TensorDict
+
+from edgerl.contract.spec import LatencyModel
+from edgerl.policies.config import DistillConfig, GuardConfig
+from edgerl.policies.distill import distill_actor
+from edgerl.policies.guard import DEPLOY_NAME, select_deployed, zero_residual
+from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
+from edgerl.sim.wrappers import LatencyCfg, LatencyWrapper
+
+
+class Aim(EdgeVecEnv):
+    """obs = [step, 1]; reward = -|applied - aim|; 8-step episodes."""
+
+    def __init__(self, num_envs: int = 4, aim: float = 0.5) -> None:
+        self.num_envs, self.num_actions, self.device, self.cfg = num_envs, 1, "cpu", None
+        self.max_episode_length, self.aim = 8, aim
+        self.spec = TaskSpec("aim", ["t", "one"], ["", ""], ["a"], [""], [-1.0], [1.0], 50.0, 8)
+        self.episode_length_buf = torch.zeros(num_envs, dtype=torch.long)
+        self.applied: list[torch.Tensor] = []
+
+    def get_observations(self) -> TensorDict:
+        obs = torch.stack([self.episode_length_buf.float(), torch.ones(self.num_envs)], -1)
+        return TensorDict({"policy": obs}, batch_size=[self.num_envs])
+
+    def reset(self, env_ids=None) -> TensorDict:
+        self.episode_length_buf[slice(None) if env_ids is None else env_ids] = 0
+        return self.get_observations()
+
+    def _step(self, actions):
+        self.applied.append(actions.clone())
+        rew = -(actions[:, 0] - self.aim).abs()
+        self.episode_length_buf += 1
+        dones = self.episode_length_buf >= self.max_episode_length
+        self.episode_length_buf[dones] = 0
+        return self.get_observations(), rew, dones.long(), {"time_outs": dones}
+
+    def expert_action(self) -> torch.Tensor:
+        return torch.full((self.num_envs, 1), self.aim)
+
+
+def _edit_env(row: float, aim: float = 0.5) -> LatencyWrapper:
+    """An edit method whose planner's every row is ``row`` (no delay, bound 1)."""
+    def plan(obs, env_ids):
+        return torch.full((obs.shape[0], 4, 1), row)
+
+    cfg = LatencyCfg(method="edit", latency=LatencyModel(planner_delay_steps=0,
+                                                         planner_period_steps=1),
+                     horizon=4, edit_bound=1.0)
+    return LatencyWrapper(Aim(aim=aim), cfg, planner=plan)
+
+
+def _actor(env) -> MLPModel:
+    torch.manual_seed(0)
+    return MLPModel(env.get_observations(), {"actor": ["policy"]}, "actor", 1, hidden_dims=[16],
+                    obs_normalization=True,
+                    distribution_cfg={"class_name": "GaussianDistribution", "init_std": 0.3,
+                                      "std_type": "scalar"})
+
+
+def test_the_student_learns_the_teachers_residual_on_top_of_the_chunk_row():
+    env = _edit_env(row=-0.2)
+    actor = _actor(env)
+    losses = distill_actor(env, actor, lambda e: torch.full((e.num_envs, 1), 0.5),
+                           DistillConfig(rounds=2, steps=16, epochs=60, learning_rate=3e-3),
+                           show_progress=False)
+    assert len(losses) == 2 and losses[-1] < 0.01
+    # round 0 acted as the teacher: the env got the teacher's action (row + residual 0.7)
+    assert torch.allclose(env.unwrapped.applied[0], torch.full((4, 1), 0.5))
+    with torch.no_grad():
+        out = actor(env.get_observations())
+    assert torch.allclose(out, torch.full((4, 1), 0.7), atol=0.1)  # (0.5 - (-0.2)) / 1
+    assert distill_actor(env, actor, lambda e: e, DistillConfig(rounds=0)) == []
+
+
+def test_zero_residual_zeroes_only_the_output_layer():
+    actor = _actor(_edit_env(row=0.0))
+    state = zero_residual(actor.state_dict())
+    last = max((k for k in state if k.startswith("mlp.") and k.endswith(".weight")),
+               key=lambda k: int(k.split(".")[1]))
+    assert state[last].abs().sum() == 0 and state[last.replace("weight", "bias")].abs().sum() == 0
+    first = "mlp.0.weight"
+    assert torch.equal(state[first], actor.state_dict()[first])
+    assert actor.state_dict()[last].abs().sum() > 0  # the original is untouched
+
+
+@pytest.mark.parametrize(("row", "expected"), [(0.5, "planner"), (-0.5, "edit")])
+def test_the_guard_deploys_the_better_of_the_planner_alone_and_the_edit(tmp_path, row,
+                                                                         expected):
+    """A good planner (row = the aim) beats an edit that pushes it away; a bad one loses to
+    the edit that corrects it. Either way the deployed actor is the better one."""
+    env = _edit_env(row=row)
+    actor = _actor(env)
+    edit = zero_residual(actor.state_dict())
+    edit[max((k for k in edit if k.endswith(".bias") and k.startswith("mlp.")),
+             key=lambda k: int(k.split(".")[1]))].fill_(1.0)  # residual +1 everywhere
+    cands = {"edit": edit, "planner": zero_residual(actor.state_dict())}
+    out = select_deployed(env, actor, cands, GuardConfig(episodes=4), tmp_path)
+    assert out["deployed"] == expected, out["scores"]
+    saved = torch.load(tmp_path / DEPLOY_NAME, weights_only=False)
+    assert saved["infos"]["deployed"] == expected
+    assert all(torch.equal(saved["actor_state_dict"][k], cands[expected][k]) for k in edit)
+    assert out["scores"][expected]["return_mean"] > out["scores"][
+        "edit" if expected == "planner" else "planner"]["return_mean"]
+
+
+def test_config_bounds():
+    with pytest.raises(ValueError):
+        DistillConfig(steps=0)
+    with pytest.raises(ValueError):
+        GuardConfig(episodes=-1)

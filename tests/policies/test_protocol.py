@@ -1,0 +1,77 @@
+"""The new-task protocol: its cells and budgets, the planner gain and its standard error."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from edgerl.policies.protocol import (
+    CELLS,
+    ProtocolCell,
+    ProtocolConfig,
+    cell_config,
+    delay_steps,
+    needs_expert_run,
+    protocol_cells,
+    summarize,
+)
+
+
+def _cfg(**kw) -> ProtocolConfig:
+    base = {"task": "gym:Reacher-v5", "planner_only": [4, 5], "seeds": (0, 1), "iterations": 10,
+            "train": {"intent_dim": 4, "distill": {"rounds": 2, "steps": 16}}}
+    return ProtocolConfig(**{**base, **kw})
+
+
+def test_cells_and_delays():
+    cfg = _cfg()
+    cells = protocol_cells(cfg)
+    assert [c.name for c in cells] == list(CELLS) * 2 and [c.seed for c in cells[:6]] == [0] * 6
+    assert delay_steps(cfg, 50.0) == 10 and delay_steps(_cfg(delay_ms=210), 50.0) == 11
+    assert needs_expert_run("gym:Reacher-v5") and not needs_expert_run("cartpole_goal")
+    with pytest.raises(ValueError):
+        _cfg(seeds=())
+
+
+def test_each_cell_gets_the_one_configuration_and_its_budget():
+    cfg = _cfg()
+    edit = cell_config(cfg, ProtocolCell("edit", 1), 50.0, "runs/expert")
+    assert (edit.method, edit.delay_steps, edit.seed, edit.iterations) == ("edit", 10, 1, 10)
+    assert edit.intent_dim == 4 and edit.distill.rounds == 2 and edit.distill.steps == 16
+    assert edit.task_kwargs == {"planner_only": [4, 5], "expert_run": "runs/expert"}
+    cold = cell_config(cfg, ProtocolCell("edit_zero_chunks_cold", 1), 50.0, "runs/expert")
+    assert cold.method == "edit_zero_chunks" and cold.distill.rounds == 0
+    assert cell_config(cfg, ProtocolCell("planner@0", 0), 50.0, "x").delay_steps == 0
+    top = cell_config(cfg, ProtocolCell("nodelay", 0), 50.0, None)
+    assert top.method == "nodelay" and top.privileged and "expert_run" not in top.task_kwargs
+    # the expert's budget covers the edit's PPO steps and its warm-start samples
+    warm_iters = math.ceil(2 * 16 * cfg.num_envs / (cfg.num_envs * cfg.steps_per_env))
+    assert top.iterations == cfg.iterations + warm_iters
+
+
+def _rows(values: dict[str, list[float]]) -> list[dict]:
+    return [{"cell": name, "seed": s, "return_mean": v, "action_rate": 0.1 * (s + 1)}
+            for name, vs in values.items() for s, v in enumerate(vs)]
+
+
+def test_the_gain_uses_the_stronger_zero_chunk_control_per_seed():
+    rows = _rows({"nodelay": [10.0, 20.0], "edit": [8.0, 14.0], "edit_zero_chunks": [0.0, 4.0],
+                  "edit_zero_chunks_cold": [2.0, 2.0], "planner": [6.0, 10.0],
+                  "planner@0": [9.0, 19.0]})
+    s = summarize(rows)
+    # seed 0: zero = max(0, 2) = 2 -> g = 6 / 8; seed 1: zero = 4 -> g = 10 / 16
+    assert s["g"]["per_seed"] == [0.75, 0.625]
+    assert s["g"]["mean"] == pytest.approx(0.6875)
+    assert s["g"]["se"] == pytest.approx(0.0625)  # stdev(0.75, 0.625) / sqrt(2)
+    assert s["edit_minus_planner"]["per_seed"] == [2.0, 4.0]
+    assert s["zero_control"]["per_seed"] == [2.0, 4.0]
+    assert s["cells"]["edit"]["mean"] == 11.0 and s["cells"]["edit"]["se"] == pytest.approx(3.0)
+    assert s["cells"]["planner"]["action_rate"] == pytest.approx(0.15)
+
+
+def test_a_seed_missing_a_cell_is_left_out_of_the_gain():
+    rows = _rows({"nodelay": [10.0, 20.0], "edit": [8.0, 14.0], "edit_zero_chunks": [0.0, 4.0],
+                  "planner": [6.0]})
+    s = summarize(rows)
+    assert s["g"]["per_seed"] == [0.8] and s["g"]["se"] == 0.0
