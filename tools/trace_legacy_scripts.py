@@ -15,7 +15,14 @@ The normalised log (one step a line: ``edgerl ...``, ``cp ...``, ``weaken-region
 ``bc-targets ...``, ``git checkout ...``, ``python ...``) is what
 ``tests/apps/experiments/test_legacy_scripts.py`` compares a config's ``--dry-run`` with.
 
+Each experiment config that replaced a script names it in its ``[legacy]`` table (``script``
+or ``line``, and ``args``, ``env``, ``precreate``: the files the script expected to exist when
+it ran; or a list of such invocations, ``[[legacy.runs]]``, run one after another);
+``--configs`` traces every one of them into ``legacy/<name>.commands`` beside it.
+
 Usage (repo root)::
+
+    python tools/trace_legacy_scripts.py --configs experiments [--commit REV]
 
     python tools/trace_legacy_scripts.py --commit REV --script benchmarks/rlif13/run13.sh \\
         [--arg A ...] [--env K=V ...] [--precreate PATH ...] [--out FILE]
@@ -220,6 +227,8 @@ def keep(line: str) -> bool:
     m = re.match(r"^python -c (.*?)( >>? \S+)?$", line, flags=re.S)
     if m:
         code = shlex.split(m.group(1))[0]
+        if "sys.stdin" in code:
+            return False  # parses the output piped into it: bookkeeping, not a step
         writes = bool(m.group(2)) or "write" in code
         return writes or "edgerl" in code or "tests.helpers" in code
     return True
@@ -271,10 +280,50 @@ def trace(commit: str, script: str | None, line: str | None, args: list[str],
     return [x for x in raw if keep(x)]
 
 
+#: the last revision holding the legacy scripts (benchmarks/ before they became configs)
+LEGACY_COMMIT = "915e233d9f58ef2f8603445e42834e954219216c"
+
+
+def trace_configs(store: Path, commit: str, root: Path) -> list[Path]:
+    """Trace the ``[legacy]`` invocation of every config under ``store``; the files written."""
+    import tomllib
+
+    written = []
+    for cfg in sorted(store.glob("*/*.toml")):
+        legacy = tomllib.loads(cfg.read_text()).get("legacy")
+        if not legacy:
+            continue
+        runs = legacy.get("runs") or [legacy]
+        lines, sources = [], []
+        for inv in runs:
+            if not (inv.get("script") or inv.get("line")):
+                continue
+            lines += trace(inv.get("commit", commit), inv.get("script"), inv.get("line"),
+                           [str(a) for a in inv.get("args", [])],
+                           {k: str(v) for k, v in inv.get("env", {}).items()},
+                           list(inv.get("precreate", [])), root)
+            env = " ".join(f"{k}={v}" for k, v in inv.get("env", {}).items())
+            sources.append((env + " " if env else "") + (
+                inv.get("script") and " ".join([inv["script"], *map(str, inv.get("args", []))])
+                or inv["line"]))
+        if not sources:
+            continue
+        head = [f"# what ran, traced from the scripts at {commit[:12]} (one step a line):"]
+        head += [f"#   {src}" for src in sources]
+        head += ["# regenerate: python tools/trace_legacy_scripts.py --configs experiments"]
+        out = cfg.parent / "legacy" / f"{cfg.stem}.commands"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(head + lines) + "\n")
+        written.append(out)
+    return written
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--commit", required=True, help="the git revision the script is read at")
+    p.add_argument("--commit", default=LEGACY_COMMIT,
+                   help="the git revision the scripts are read at")
     src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--configs", type=Path, help="trace every config's [legacy] invocation")
     src.add_argument("--script", help="the script's path at that revision")
     src.add_argument("--line", help="a one-line command (a documented invocation)")
     p.add_argument("--arg", action="append", default=[], help="the script's arguments")
@@ -284,6 +333,10 @@ def main() -> int:
                         "PATH=TEXT gives the file's content")
     p.add_argument("--out", type=Path, help="write the trace here (default: print)")
     a = p.parse_args()
+    if a.configs:
+        for path in trace_configs(a.configs, a.commit, Path.cwd()):
+            sys.stdout.write(f"{path}\n")
+        return 0
     env = dict(kv.split("=", 1) for kv in a.env)
     lines = trace(a.commit, a.script, a.line, a.arg, env, a.precreate, Path.cwd())
     text = "\n".join(lines) + "\n"

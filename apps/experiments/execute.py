@@ -60,6 +60,8 @@ def render(argv: Sequence[str], *, nice: int = 0, stdout: str | Path | None = No
 
 
 def _real_argv(argv: Sequence[str]) -> list[str]:
+    if str(argv[0]) == "taskset":  # taskset -c CPUS COMMAND...
+        return ["taskset", str(argv[1]), str(argv[2]), *_real_argv(argv[3:])]
     head, rest = str(argv[0]), [str(a) for a in argv[1:]]
     if head == "edgerl":
         return [sys.executable, "-m", "edgerl.apps", *rest]
@@ -85,12 +87,14 @@ class Executor:
         """Run one command; its stdout parsed as JSON when ``json_out``, else its text."""
         raise NotImplementedError
 
-    def start(self, argv: Sequence[str], *, nice: int = 0,
-              stdout: str | Path | None = None) -> Any:
-        """Start a command in the background (it runs beside what follows; :meth:`wait`)."""
+    def start(self, argv: Sequence[str], *, nice: int = 0, stdout: str | Path | None = None,
+              capture: bool = False) -> Any:
+        """Start a command in the background (it runs beside what follows); ``capture``: keep
+        its stdout for :meth:`wait`."""
         raise NotImplementedError
 
-    def wait(self, handle: Any) -> None:
+    def wait(self, handle: Any) -> tuple[int, str]:
+        """Wait for a started command: its exit status and (``capture``) its stdout."""
         raise NotImplementedError
 
     def copy(self, sources: str | Path | Sequence[str | Path], dst: str | Path, *,
@@ -145,15 +149,29 @@ class RealExecutor(Executor):
             out.write_text(proc.stdout)
         return json.loads(proc.stdout) if json_out else proc.stdout
 
-    def start(self, argv: Sequence[str], *, nice: int = 0,
-              stdout: str | Path | None = None) -> Any:
+    def start(self, argv: Sequence[str], *, nice: int = 0, stdout: str | Path | None = None,
+              capture: bool = False) -> Any:
         cmd = (["nice", "-n", str(nice)] if nice else []) + _real_argv(argv)
         log.info("$ %s", render(argv, nice=nice, stdout=stdout, background=True))
-        sink = open(self.path(stdout), "w") if stdout is not None else subprocess.DEVNULL  # noqa: SIM115
-        return subprocess.Popen(cmd, cwd=self.root, stdout=sink, stderr=subprocess.DEVNULL)
+        if capture:
+            sink: Any = subprocess.PIPE
+        elif stdout is not None:
+            self.path(stdout).parent.mkdir(parents=True, exist_ok=True)
+            sink = open(self.path(stdout), "w")  # noqa: SIM115 (closed in wait)
+        else:
+            sink = subprocess.DEVNULL
+        proc = subprocess.Popen(cmd, cwd=self.root, stdout=sink, stderr=subprocess.PIPE,
+                                text=True)
+        return proc, sink
 
-    def wait(self, handle: Any) -> None:
-        handle.wait()
+    def wait(self, handle: Any) -> tuple[int, str]:
+        proc, sink = handle
+        out, err = proc.communicate()
+        if hasattr(sink, "close"):
+            sink.close()
+        if proc.returncode:
+            log.warning("a background command failed (%d): %s", proc.returncode, err[-2000:])
+        return proc.returncode, out or ""
 
     def copy(self, sources: str | Path | Sequence[str | Path], dst: str | Path, *,
              recursive: bool = True) -> None:
@@ -223,13 +241,17 @@ class DryRunExecutor(Executor):
         answer = json.loads(json.dumps(self.outputs.get(verb, {})))
         return answer if json_out else json.dumps(answer)
 
-    def start(self, argv: Sequence[str], *, nice: int = 0,
-              stdout: str | Path | None = None) -> Any:
+    def start(self, argv: Sequence[str], *, nice: int = 0, stdout: str | Path | None = None,
+              capture: bool = False) -> Any:
         self.lines.append(render(argv, nice=nice, stdout=stdout, background=True))
-        return None
+        args = [str(a) for a in argv]
+        if stdout is not None:
+            self._mark(stdout)
+        verb = args[1] if args[0] == "edgerl" and len(args) > 1 else ""
+        return json.dumps(self.outputs.get(verb, {}))
 
-    def wait(self, handle: Any) -> None:
-        return None
+    def wait(self, handle: Any) -> tuple[int, str]:
+        return 0, str(handle)
 
     def copy(self, sources: str | Path | Sequence[str | Path], dst: str | Path, *,
              recursive: bool = True) -> None:

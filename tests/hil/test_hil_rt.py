@@ -63,7 +63,7 @@ def test_realtime_granted_where_permitted_and_restored():
 @pytest.mark.slow
 def test_interleaved_benchmark_prints_the_ratio_per_run_and_a_summary():
     pytest.importorskip("torch", reason="edgerl hil steps a torch plant")
-    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "hil_rt_ratio.py"),
+    res = subprocess.run([sys.executable, "-m", "edgerl.apps.experiments.probes.hil_rt_ratio",
                           "--runs", "1", "--count", "200", "--paced-count", "50",
                           "--episodes", "1", "--max-steps", "60"],
                          capture_output=True, text=True, timeout=300,
