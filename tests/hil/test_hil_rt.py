@@ -9,14 +9,11 @@ import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
 from edgerl.bench.hil import rt_ratio as ratio
 from edgerl.hil import rt
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _in_thread(fn):
