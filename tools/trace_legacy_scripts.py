@@ -241,6 +241,8 @@ def trace(commit: str, script: str | None, line: str | None, args: list[str],
         archive = subprocess.run(["git", "archive", commit, "benchmarks"], cwd=root,
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(t)], input=archive, check=True)
+        for sh in (t / "benchmarks").rglob("*.sh"):  # nested scripts run one job at a time too
+            sh.write_text(sequential(sh.read_text()))
         shims = t / ".shims"
         shims.mkdir()
         stub = shims / "python"
@@ -260,10 +262,7 @@ def trace(commit: str, script: str | None, line: str | None, args: list[str],
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(content or "{}")
         if script is not None:
-            body = sequential((t / script).read_text())
-            run_path = t / (script + ".trace.sh")
-            run_path.write_text(body)
-            cmd = ["bash", str(run_path), *args]
+            cmd = ["bash", str(t / script), *args]
         else:
             assert line is not None
             (t / "line.sh").write_text("#!/bin/bash\n" + sequential(line) + "\n")
@@ -277,7 +276,7 @@ def trace(commit: str, script: str | None, line: str | None, args: list[str],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
         raw = [json.loads(x) if x.startswith('"') else x
                for x in log.read_text().splitlines() if x.strip()]
-    return [x for x in raw if keep(x)]
+    return [x.replace("\n", "\\n") for x in raw if keep(x)]
 
 
 #: the last revision holding the legacy scripts (benchmarks/ before they became configs)

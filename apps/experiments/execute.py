@@ -50,8 +50,9 @@ class StepFailed(RuntimeError):
 
 def render(argv: Sequence[str], *, nice: int = 0, stdout: str | Path | None = None,
            background: bool = False) -> str:
-    """A step's one-line form (what ``--dry-run`` prints)."""
-    text = shlex.join([str(a) for a in argv])
+    """A step's one-line form (what ``--dry-run`` prints; a newline inside an argument, as in
+    a ``python -c`` snippet, is written ``\\n``)."""
+    text = shlex.join([str(a) for a in argv]).replace("\n", "\\n")
     if nice:
         text = f"nice -n {nice} {text}"
     if stdout is not None:
@@ -147,7 +148,14 @@ class RealExecutor(Executor):
             out = self.path(stdout)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(proc.stdout)
-        return json.loads(proc.stdout) if json_out else proc.stdout
+        if not json_out:
+            return proc.stdout
+        try:
+            return json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            if check:
+                raise StepFailed(f"{render(argv)} printed no JSON") from None
+            return {}
 
     def start(self, argv: Sequence[str], *, nice: int = 0, stdout: str | Path | None = None,
               capture: bool = False) -> Any:

@@ -54,8 +54,8 @@ def rlif_seed_rows(res: dict[str, Any], evaluation: str = "in-run") -> list[dict
                         "value": value})
         elif key.startswith("rounds_"):
             chain = key[len("rounds_"):]
-            for entry in value:
-                ctx = {**base, "chain": chain, "round": int(entry["round"])}
+            for i, entry in enumerate(value):
+                ctx = {**base, "chain": chain, "round": int(entry.get("round", i))}
                 out += _rows(ctx, {k: v for k, v in entry.items() if k != "round"}, "")
         elif key.startswith("finetune_"):
             out += _rows({**base, "method": key[len("finetune_"):]}, value, "finetune")

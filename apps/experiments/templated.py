@@ -15,6 +15,10 @@ provides) run once per combination of its loops::
     retries = 1                                 # one more try if it fails (a HIL start)
     record = {fields = ["success", "steps"], cell = "{C}", seed = "{S}"}  # rows from its JSON
 
+    [[run.steps]]                               # a loop around several steps, run in order
+    foreach = {S = [0, 1, 2]}                   # in each iteration
+    do = [{command = "edgerl finetune ..."}, {command = "edgerl hil ..."}]
+
 ``{NAME}`` is filled from the loops, the config's ``vars`` table and the driver's own values (a
 value may itself hold ``{...}``); ``{{`` and ``}}`` in a template are literal braces. The
 drivers built on this (:mod:`~edgerl.apps.experiments.drivers.rlif_screen`, ...) add their
@@ -37,7 +41,7 @@ __all__ = ["Action", "StepsParams", "fill", "resolve", "run_steps"]
 #: an action: (executor, the step's filled settings) -> a JSON-able result or None
 Action = Callable[[Executor, dict[str, Any]], Any]
 STEP_KEYS = {"foreach", "cells", "command", "stdout", "nice", "unless_exists", "background",
-             "wait_each", "retries", "record", "env", "label"}
+             "wait_each", "retries", "record", "env", "label", "do"}
 
 
 def resolve(env: dict[str, Any]) -> dict[str, Any]:
@@ -105,6 +109,10 @@ def run_steps(ex: Executor, steps: list[dict[str, Any]], variables: dict[str, An
     actions = actions or {}
     rows: list[dict[str, Any]] = []
     for step in steps:
+        if "do" in step:  # a loop around several steps: each iteration runs them in order
+            for combo in _combinations(step):
+                rows += run_steps(ex, step["do"], resolve({**variables, **combo}), actions)
+            continue
         kinds = [k for k in step if k not in STEP_KEYS]
         unknown = [k for k in kinds if k not in actions]
         if unknown or ("command" in step) == bool(kinds):

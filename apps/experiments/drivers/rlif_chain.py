@@ -22,6 +22,7 @@ run; ``variants``: the same chain again with some settings changed (a screen).
 from __future__ import annotations
 
 import json
+import shlex
 import statistics
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -95,10 +96,16 @@ def _hil(ex: Executor, p: Params, bundle: str, episodes: int, seed: int, *extra:
 
 
 def run_prepare(ex: Executor, steps: list[dict[str, Any]], **fmt: Any) -> None:
-    """The ``prepare`` steps: ``{copy = [SRC...], to = DST, recursive = true}`` or
-    ``{python = CODE}`` (a one-line step run as ``python -c``); ``{name}`` fields filled."""
+    """The ``prepare`` steps: ``{copy = [SRC...], to = DST, recursive = true}``,
+    ``{python = CODE}`` (a one-line step run as ``python -c``) or ``{command = "edgerl ...",
+    nice = N, stdout = FILE, unless_exists = PATH}``; ``{name}`` fields filled."""
     for step in steps:
-        if "copy" in step:
+        if step.get("unless_exists") and ex.exists(str(step["unless_exists"]).format(**fmt)):
+            continue
+        if "command" in step:
+            ex.run(shlex.split(str(step["command"]).format(**fmt)), nice=int(step.get("nice", 0)),
+                   stdout=str(step["stdout"]).format(**fmt) if "stdout" in step else None)
+        elif "copy" in step:
             srcs = [s.format(**fmt) for s in step["copy"]]
             ex.copy(srcs, str(step["to"]).format(**fmt),
                     recursive=bool(step.get("recursive", True)))
