@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# GPU device check for the runtime's inference devices (issue 16), for a machine with an
+# GPU device check for the runtime's inference devices, for a machine with an
 # NVIDIA GPU and NO network: it uses only this repo and what the machine already has
 # installed (python3, numpy, onnxruntime-gpu, tensorrt). Whatever is missing is reported
 # and that part skipped; it never fails the machine.
 #
-#   bash benchmarks/gpu_device_check.sh            # results under $OUT (default ./out/gpu)
+#   bash tools/gpu_device_check.sh            # results under $OUT (default ./out/gpu)
 #
-# What it checks, on benchmarks/data/gpu_check_bundle (MLP 34 -> 64 -> 64 -> 4):
+# What it checks, on tools/gpu_check_bundle (MLP 34 -> 64 -> 64 -> 4):
 #  1. nvidia-smi, python, numpy / onnxruntime / tensorrt versions, onnxruntime's providers;
 #  2. load_bundle(device=cpu|cuda|tensorrt|auto): which provider the session really runs on,
 #     load time (the TensorRT EP builds its engine the first time, the second load must hit
@@ -35,17 +35,17 @@ if [ -z "$PY" ]; then echo "SKIP: no python on this machine"; exit 0; fi
 echo "python: $PY ($("$PY" -V 2>&1))"
 
 # edgerl importable without installing anything (no network, maybe no setuptools): a
-# package tree of symlinks mapping runtime/ -> edgerl.runtime, as setup.py does.
+# package tree of symlinks mapping each layer folder the runtime needs to edgerl.<folder>, as
+# setup.py does (edgerl itself is a namespace package: no __init__.py).
 PKG=$(mktemp -d)
 trap 'rm -rf "$PKG"' EXIT
 mkdir -p "$PKG/edgerl"
-for f in "$REPO"/edgerl/*; do ln -s "$f" "$PKG/edgerl/$(basename "$f")"; done
-ln -s "$REPO/runtime" "$PKG/edgerl/runtime"
+for layer in contract runtime; do ln -s "$REPO/$layer" "$PKG/edgerl/$layer"; done
 export PYTHONPATH="$PKG${PYTHONPATH:+:$PYTHONPATH}"
 export EDGERL_TRT_CACHE="$OUT/trt_cache"
-cd "$PKG"  # not the repo root: its edgerl/ (without runtime/) would shadow the tree above
+cd "$PKG"  # not the repo root: its folders are not packages by these names
 
-"$PY" - "$REPO/benchmarks/data/gpu_check_bundle" "$OUT" <<'EOF'
+"$PY" - "$REPO/tools/gpu_check_bundle" "$OUT" <<'EOF'
 import json
 import logging
 import shutil
