@@ -10,6 +10,7 @@ settings it holds.
     date = "2026-12-05"                    # when it ran (UTC), or is declared to run
     status = "declared; not met"           # what came of it, one line
     summary = "..."                        # optional: a sentence for the docs
+    part_of = "rlif-region-flip-greedy"    # optional: shown inside that experiment's section
 
     [run]                                  # optional: what `edgerl experiment run` does
     driver = "rlif_chain"
@@ -49,6 +50,7 @@ class ExperimentConfig:
     date: str
     status: str = ""
     summary: str = ""
+    part_of: str = ""
     run: dict[str, Any] = field(default_factory=dict)
     legacy: dict[str, Any] = field(default_factory=dict)
     report: dict[str, Any] = field(default_factory=dict)
@@ -103,7 +105,8 @@ def load_config(path: str | Path) -> ExperimentConfig:
     return ExperimentConfig(path=path, name=exp["name"], question=exp["question"],
                             title=exp["title"], date=exp["date"],
                             status=str(exp.get("status", "")),
-                            summary=str(exp.get("summary", "")), run=dict(data.get("run", {})),
+                            summary=str(exp.get("summary", "")),
+                            part_of=str(exp.get("part_of", "")), run=dict(data.get("run", {})),
                             legacy=dict(data.get("legacy", {})),
                             report=dict(data.get("report", {})), raw=data)
 

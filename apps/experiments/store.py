@@ -101,6 +101,9 @@ def load_store(root: str | Path = "experiments") -> Store:
     names = {e.name for e in experiments}
     if len(names) != len(experiments):
         raise UserError(f"{root}: two experiments share a name")
+    for e in experiments:
+        if e.part_of and e.part_of not in names:
+            raise UserError(f"{e.path}: part_of names no experiment: {e.part_of!r}")
     results = [read_results(p) for q in questions
                for p in sorted((q.folder / "results").glob("*.json"))]
     for r in results:

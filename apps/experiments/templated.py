@@ -14,6 +14,7 @@ provides) run once per combination of its loops::
     wait_each = "S"                             # at the end of each S (else at the step's end)
     retries = 1                                 # one more try if it fails (a HIL start)
     record = {fields = ["success", "steps"], cell = "{C}", seed = "{S}"}  # rows from its JSON
+                                                # (all = true: every number it printed)
 
     [[run.steps]]                               # a loop around several steps, run in order
     foreach = {S = [0, 1, 2]}                   # in each iteration
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgerl.apps.experiments.execute import Executor
+from edgerl.apps.experiments.rows import flatten
 from edgerl.contract.errors import UserError
 
 __all__ = ["Action", "StepsParams", "fill", "resolve", "run_steps"]
@@ -94,10 +96,13 @@ def _record(step: dict[str, Any], env: dict[str, Any], result: Any,
         return
     context = {}
     for key, value in spec.items():
-        if key == "fields":
+        if key in ("fields", "all"):
             continue
         filled = fill(value, env)
         context[key] = int(filled) if key == "seed" else filled
+    if spec.get("all"):
+        sink += [{**context, "metric": m, "value": v} for m, v in flatten(result)]
+        return
     for name in spec.get("fields", []):
         if name in result:
             sink.append({**context, "metric": name, "value": result[name]})

@@ -1,0 +1,190 @@
+"""One-off migration: the hand-written sections of docs/results.md, docs/benchmarks.md and
+docs/results_full_obs.md (as git holds them at :data:`legacy_git.LEGACY`) into the experiment
+store: each section becomes an experiment's notes (``notes/<name>.md``), each of its tables a
+set of results rows (``results/<name>--tables.json``: one row per cell, the table's rendering
+kept; ``{{table:ID}}`` marks its place in the notes), with the provenance of the commit that
+added the section; an experiment without a config gets one (a record: its commands are in its
+notes). The text is then edited by hand in the store (what the sections said about sessions
+and issues becomes experiment names and dates).
+
+Run from the repository root: ``python tools/migrate_legacy_docs.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from legacy_git import introduced, load_range, relative, show
+from migrate_legacy_results import STORE, prov, write
+
+from edgerl.apps.experiments.report.tables import parse_tables
+
+R, B, F = "docs/results.md", "docs/benchmarks.md", "docs/results_full_obs.md"
+#: (doc, the line that starts the section, experiment, question, title, status)
+SECTIONS: list[tuple[str, str, str, str, str, str]] = [
+    (R, "## Notes (read before quoting)", "planner-matters-grid", "planner-matters",
+     "The planner-matters grid: the edit policy against its controls on five tasks",
+     "planner matters on cartpole_goal, ball_goal and driving; ball_balance misses "
+     "edit >= 0.9 x nodelay; on arm_reach the planner alone suffices"),
+    (R, "## Measured latency into training", "measured-latency-retrain", "latency-model",
+     "Measure the graph's latency, retrain on it, redeploy (cartpole, ROS 2)",
+     "the measured-model bundle scores as well as the nominal one (9 of 10 in both runs)"),
+    (R, "## Session 3 grids", "planner-matters-more-tasks", "planner-matters",
+     "More tasks: ball_goal, driving at 300 iterations, gym InvertedPendulum",
+     "ball_goal passes all three checks; on gym without a split the planner does not matter"),
+    (R, "## Session 4: driving rerun", "planner-matters-driving-rerun", "planner-matters",
+     "driving rerun at 300 iterations on the asynchronous scheduler's code",
+     "driving passes all three checks"),
+    (R, "## Session 5: a learned planning-budget gate", "gate-sim-roads", "planning-gate",
+     "A learned planning-budget gate in the sim, two roads", "the gate ties the best fixed "
+     "budget; it does not beat it"),
+    (R, "## Session 6: the planning-budget gate in the runtime", "gate-runtime-hil",
+     "planning-gate", "The gate in the runtime through the HIL (one gate seed, six episodes)",
+     "the gate's choices reach the planner; six episodes are too few to call a win"),
+    (R, "## Session 6: RLIF: learning from operator", "rlif-uniform-weaken", "rlif", "", ""),
+    (R, "### Operators whose corrections should", "rlif-bad-to-copy-operators", "rlif", "", ""),
+    (R, "## Session 8: RLIF with a start", "rlif-region-flip-one-round", "rlif", "", ""),
+    (R, "**Control: the same region-flip starts", "rlif-region-flip-good-operator", "rlif", "",
+     ""),
+    (R, "## Session 9: RLIF with exploration", "rlif-region-flip-noise-rounds", "rlif", "", ""),
+    (R, "**Step 1 run (coordinator", "rlif-region-flip-all-steps", "rlif", "", ""),
+    (R, "## Session 6: the gate on a chicanes", "gate-chicanes-price", "planning-gate",
+     "The gate on a chicanes road with a compute price", "not met: the gate loses to the "
+     "heuristic tuned on separate episodes"),
+    (R, "## Session 7: a categorical gate head", "gate-oracle-margin", "planning-gate",
+     "A categorical gate head, and the oracle margin of the driving scenarios",
+     "the head was not the cause; no state-dependent choice beats the age heuristic there"),
+    (R, "## Session 8: a calm-road scenario", "gate-calm-kicks", "planning-gate",
+     "A calm road with rare kicks: a real oracle margin, and the gate trained on it",
+     "the sampled gate beats the tuned heuristic on 2 of 3 seeds (200 iterations); the greedy "
+     "gate fails"),
+    (R, "## Session 9: the `calm_kicks` gate through", "gate-hil-calm-kicks", "planning-gate",
+     "The calm_kicks gate through the HIL runtime, sampled",
+     "with the sim's committed prefix the sim result reproduces through the HIL: not a clear "
+     "win (+6.5 over 3 seeds, one seed -22)"),
+    (R, "## Session 10:", "gate-hil-paired-first-look", "planning-gate", "", ""),
+    (R, "## Session 11:", "gate-hil-paired-second-look", "planning-gate", "", ""),
+    (R, "## Session 12:", "gate-hil-paired-third-look", "planning-gate", "", ""),
+    (R, "## Session 13:", "rlif-region-flip-startled-operator", "rlif", "", ""),
+    (R, "## Session 14:", "rlif-region-flip-screened-operator", "rlif", "", ""),
+    (R, "### Session 14b", "rlif-region-flip-unbiased-target", "rlif", "", ""),
+    (R, "### Session 14c", "rlif-region-flip-trust-region", "rlif", "", ""),
+    (R, "### Session 14d", "rlif-region-flip-weaker-start", "rlif", "", ""),
+    (R, "## Session 15:", "rlif-region-flip-greedy", "rlif", "", ""),
+    (R, "### Session 15b", "rlif-region-flip-greedy-from-start", "rlif", "", ""),
+    (R, "### Session 15c", "rlif-region-flip-greedy-five-rounds", "rlif", "", ""),
+    (F, "## Acceptance (D >= 100 ms)", "planner-matters-full-obs", "planner-matters",
+     "The first grid, with the full observation (superseded: the edit policy read the goal)",
+     "superseded: without an information split the planner does not matter"),
+    (B, "## Summary on an idle machine", "make-bench-idle", "runtime-timing",
+     "The headline benchmarks on an idle machine (make bench)", "every headline limit met "
+     "(1 kHz bounds with the loop on SCHED_FIFO)"),
+    (B, "## Ratios to each path's limit", "ratios-first-runs", "runtime-timing",
+     "Each path as a ratio to its limit measured in the same run: the first runs",
+     "met at load ~5; the sim rows not on a quiet machine"),
+    (B, "### The edit loop's jitter and tick cost", "edit-loop-gil-hold", "runtime-timing",
+     "The edit loop's jitter: the GIL held through the spin window", "loop/jitter_p99 met in "
+     "3 of 3; loop/miss_rate in 2 of 3"),
+    (B, "### `loop/miss_rate` judged on counts", "loop-miss-rate-counts", "runtime-timing",
+     "loop/miss_rate judged on counts; the hil/rtt_p99 row", "loop/miss_rate met in 9 of 11 "
+     "runs, 2 significantly above: not reliably met"),
+    (B, "**Where a tick's time went.**", "edit-tick-cost", "runtime-timing",
+     "Where a tick's time went, and the tick made cheaper", "step p50 142-162 us -> 44-73 us"),
+    (B, "### Session 12: the ratios on a quiet machine", "ratios-quiet-machine",
+     "runtime-timing", "The ratios on a quiet machine, and where the loop's misses come from",
+     "the sim rows and loop/miss_rate are not met on a quiet machine"),
+    (B, "### Session 13: the sim rows", "sim-same-state-reference", "sim-throughput",
+     "The sim rows against a same-state reference, and arm_reach's Python cut",
+     "arm_push and ball_balance met; arm_reach 0.70-0.71 (>= 0.75)"),
+    (B, "### Session 13: every row in one run", "ratios-every-row", "runtime-timing",
+     "Every row in one run, twice, on a quiet machine; the two ROS 2 rows",
+     "every row with a target met except sim/arm_reach"),
+    (B, "### Session 14: arm_reach's task logic compiled", "sim-arm-reach-kernel",
+     "sim-throughput", "", ""),
+    (B, "### Time to 0.95 training success", "time-to-solve", "training-speed",
+     "Time to 0.95 training success: the tuned CPU defaults against the baseline",
+     "cartpole and ball_balance solve faster with their tuned defaults"),
+    (B, "### Session 8: cartpole retuned", "cartpole-retune", "training-speed",
+     "cartpole retuned: 64 envs and 64x64 networks", "cartpole's defaults changed"),
+    (B, "## Simulation throughput", "sim-throughput-reference", "sim-throughput",
+     "Simulation throughput (edgerl bench sim)", "measured"),
+    (B, "## Training", "training-throughput", "training-speed", "Training throughput",
+     "measured"),
+    (B, "## Export parity", "export-parity", "export-parity",
+     "Export parity and exporter comparison", "every exported network within tolerance"),
+    (B, "## Runtime loop", "runtime-loop", "runtime-timing",
+     "The runtime loop (edgerl bench loop)", "measured"),
+    (B, "## Planner latency", "planner-latency", "planner-latency",
+     "Planner latency (edgerl bench planner)", "measured"),
+    (B, "## ROS 2 end-to-end", "ros2-e2e", "ros2-latency", "ROS 2 end to end (edgerl deploy)",
+     "measured"),
+    (B, "## Serial / HIL", "serial-hil", "serial-hil", "Serial link and HIL (edgerl bench "
+     "serial, edgerl hil)", "measured"),
+    (B, "## GPU", "gpu-check", "gpu", "GPU check", "measured"),
+    (B, "## Demo", "demo-run", "demo", "The demo (make demo, edgerl demo)", "measured"),
+]
+
+
+def sections() -> list[tuple[tuple, str]]:
+    """Each catalogue entry with its text (up to the next entry of the same doc, or the end)."""
+    out = []
+    for doc in (R, B, F):
+        text = show(doc)
+        entries = [e for e in SECTIONS if e[0] == doc]
+        starts = []
+        for e in entries:
+            i = text.find("\n" + e[1])
+            assert i >= 0, e[1]
+            starts.append(i + 1)
+        order = sorted(zip(starts, entries), key=lambda x: x[0])
+        for k, (start, e) in enumerate(order):
+            end = order[k + 1][0] if k + 1 < len(order) else len(text)
+            out.append((e, text[start:end]))
+    return out
+
+
+def first_command(text: str) -> str:
+    """The first fenced code block's lines (comments dropped), else the first quoted command."""
+    m = re.search(r"```\n(.*?)```", text, flags=re.S)
+    if m:
+        lines = [re.sub(r"\s+#.*$", "", x).rstrip() for x in m.group(1).splitlines()]
+        return "\n".join(x for x in lines if x.strip())
+    m = re.search(r"`((?:edgerl|python|\.venv/bin/python|bash|make)\s[^`]+)`", text)
+    return m.group(1) if m else ""
+
+
+def toml_for(name: str, question: str, title: str, status: str, date: str) -> str:
+    esc = title.replace('"', '\\"'), status.replace('"', '\\"')
+    return (f'[experiment]\nname = "{name}"\nquestion = "{question}"\ntitle = "{esc[0]}"\n'
+            f'date = "{date}"\nstatus = "{esc[1]}"\n')
+
+
+def migrate_section(entry: tuple, text: str) -> None:
+    doc, marker, name, question, title, status = entry
+    sha, date = introduced(marker, doc)
+    body, tables = parse_tables(text)
+    folder = STORE / question
+    (folder / "notes").mkdir(parents=True, exist_ok=True)
+    notes = folder / "notes" / f"{name}.md"
+    notes.write_text(relative(body).rstrip() + "\n")
+    if tables:
+        rows: list[dict[str, Any]] = [r for t in tables for r in t]
+        cmd = first_command(text) or f"(as the notes of {name} describe)"
+        write(question, name, rows, prov(cmd, sha, date, load_range(text)), part="tables",
+              seeds=[], source=f"{doc} (the tables of its section)")
+    config = folder / f"{name}.toml"
+    if not config.exists():
+        config.write_text(toml_for(name, question, title or name, status or "recorded",
+                                   date[:10]))
+
+
+def main() -> None:
+    for entry, text in sections():
+        migrate_section(entry, text)
+        print(entry[2])
+
+
+if __name__ == "__main__":
+    main()
