@@ -13,7 +13,7 @@ Run from the repository root: ``python tools/migrate_legacy_docs.py``.
 from __future__ import annotations
 
 import re
-from pathlib import Path
+import sys
 from typing import Any
 
 from legacy_git import introduced, load_range, relative, show
@@ -183,7 +183,7 @@ def migrate_section(entry: tuple, text: str) -> None:
 def main() -> None:
     for entry, text in sections():
         migrate_section(entry, text)
-        print(entry[2])
+        sys.stdout.write(entry[2] + "\n")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from typing import Any
 
 from legacy_git import added, blame_lines, commit_date, load, relative, show
 
-from edgerl.apps.experiments.rows import flatten, reeval_rows, rlif_seed_rows
+from edgerl.apps.experiments.rows import flatten
 from edgerl.contract.results_store import Provenance, write_results
 from edgerl.policies.results_rows import rows_from_cells
 
@@ -47,7 +47,7 @@ def write(question: str, name: str, rows: list[dict[str, Any]], p: Provenance, *
     write_results(path, experiment=name, question=question,
                   config={"recorded": rel_config(config)} if config else {}, seeds=seeds,
                   rows=rows, provenance=p, notes=note)
-    print(path, len(rows))
+    sys.stdout.write(f"{path} {len(rows)}\n")
 
 
 # --- the planner-matters grid ----------------------------------------------------------------
