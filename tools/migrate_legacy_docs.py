@@ -180,7 +180,81 @@ def migrate_section(entry: tuple, text: str) -> None:
                                    date[:10]))
 
 
+#: numbers the README quotes from docs outside the store: (experiment, question, metric, text as
+#: quoted, the README text that dates it, the doc it comes from)
+QUOTES = [
+    ("deploy-trigger", "ros2-latency", "setup", "50 and 200 Hz, state trigger, SCHED_FIFO (3 "
+     "runs each)", "p99 0.54-0.76 ms", "docs/ros2.md"),
+    ("deploy-trigger", "ros2-latency", "compose_e2e_p99", "0.54-0.76 ms", "p99 0.54-0.76 ms",
+     "docs/ros2.md"),
+    ("deploy-trigger", "ros2-latency", "separate_e2e_p99", "1.6-3.6 ms", "p99 0.54-0.76 ms",
+     "docs/ros2.md"),
+    ("deploy-trigger", "ros2-latency", "rclpy_roundtrip_p50", "0.8-1.6 ms", "p99 0.54-0.76 ms",
+     "docs/ros2.md"),
+    ("export-parity", "export-parity", "parity_tests_max_abs_error", "5e-7",
+     "≤ 3.4e-6 on the demo", "docs/export.md"),
+    ("export-parity", "export-parity", "demo_bundle_max_abs_error", "3.4e-6",
+     "≤ 3.4e-6 on the demo", "docs/export.md"),
+    ("export-parity", "export-parity", "tolerance", "1e-5", "≤ 3.4e-6 on the demo",
+     "docs/export.md"),
+    ("serial-hil", "serial-hil", "cmd_rtt_idle", "p50 78 µs, p99 122 µs",
+     "p50 78 µs, p99 122 µs", "docs/firmware.md"),
+    ("serial-hil", "serial-hil", "cmd_rtt_loaded_p99", "6.7 ms", "p50 78 µs, p99 122 µs",
+     "docs/firmware.md"),
+    ("serial-hil", "serial-hil", "corruption_episodes", "5/5", "5/5 episodes; every corrupted",
+     "docs/firmware.md"),
+    ("serial-hil", "serial-hil", "hil_rtt_ratio_host", "0.35-0.99", "0.35-0.99 (host)",
+     "docs/firmware.md"),
+    ("serial-hil", "serial-hil", "hil_rtt_ratio_qemu", "0.55-1.31", "0.35-0.99 (host)",
+     "docs/firmware.md"),
+    ("serial-hil", "serial-hil", "within_2x", "10 of 10", "0.35-0.99 (host)",
+     "docs/firmware.md"),
+    ("serial-hil", "serial-hil", "under_load", "23 of 30", "0.35-0.99 (host)",
+     "docs/firmware.md"),
+    ("serial-hil", "serial-hil", "watchdog_delivery_delay", "44-250 µs",
+     "44-250 µs at SCHED_FIFO", "docs/firmware.md"),
+    ("planner-latency", "planner-latency", "held_out_paraphrases", "100 %",
+     "ONNX vs torch cosine 1.2e-7", "docs/planner.md"),
+    ("planner-latency", "planner-latency", "onnx_vs_torch_cosine", "1.2e-7",
+     "ONNX vs torch cosine 1.2e-7", "docs/planner.md"),
+]
+
+
+#: the command the quoting doc gives for a number, where it gives one
+COMMANDS = {
+    **dict.fromkeys(("setup", "compose_e2e_p99", "separate_e2e_p99", "rclpy_roundtrip_p50"),
+                    "benchmarks/deploy_trigger.sh OUT 8"),
+    **dict.fromkeys(("parity_tests_max_abs_error", "demo_bundle_max_abs_error", "tolerance"),
+                    "python benchmarks/export_parity.py"),
+    "cmd_rtt_idle": "edgerl bench serial --count 5000",
+    "cmd_rtt_loaded_p99": "edgerl bench serial --count 5000",
+    "corruption_episodes": "edgerl hil --faults corrupt=0.01,seed=0 --episodes 5 --json",
+    **dict.fromkeys(("hil_rtt_ratio_host", "hil_rtt_ratio_qemu", "within_2x", "under_load"),
+                    "python benchmarks/hil_rt_ratio.py --runs 5 --rt-priority 10"),
+}
+
+
+def readme_quotes() -> None:
+    """The README's numbers measured outside the store, as ``--quoted`` results files (the
+    commit that put each into the README; its row says which doc measured it)."""
+    groups: dict[tuple[str, str], list[tuple]] = {}
+    for q in QUOTES:
+        groups.setdefault((q[0], q[1]), []).append(q)
+    for (name, question), quotes in groups.items():
+        rows, first = [], None
+        for _n, _q, metric, value, anchor, doc in quotes:
+            sha, date = introduced(anchor, "README.md")
+            p = prov(COMMANDS.get(metric, f"(quoted in README.md from {doc})"), sha, date, None)
+            first = first or p
+            same = (p.commit, p.command) == (first.commit, first.command)
+            rows.append({"source": doc, "metric": metric, "value": value,
+                         **({} if same else {"provenance": p.to_dict()})})
+        write(question, name, rows, first, part="quoted", seeds=[],
+              source="README.md (the numbers it quotes)")
+
+
 def main() -> None:
+    readme_quotes()
     for entry, text in sections():
         migrate_section(entry, text)
         sys.stdout.write(entry[2] + "\n")

@@ -25,7 +25,10 @@ from edgerl.apps.experiments.config import ExperimentConfig, load_config
 from edgerl.contract.errors import UserError
 from edgerl.contract.results_store import ResultsFile, read_results
 
-__all__ = ["Question", "Store", "load_store"]
+__all__ = ["TABLES", "Question", "Store", "load_store"]
+
+#: the suffix of the results file that holds an experiment's hand-written tables
+TABLES = "--tables"
 
 
 @dataclass
@@ -51,8 +54,18 @@ class Store:
     results: list[ResultsFile]
 
     def results_of(self, name: str) -> list[ResultsFile]:
-        """The results files of one experiment, by path."""
-        return [r for r in self.results if r.experiment == name]
+        """The measured results files of one experiment (not its notes' tables), by path."""
+        return [r for r in self.results
+                if r.experiment == name and not r.path.stem.endswith(TABLES)]
+
+    def tables_of(self, name: str) -> dict[str, list[dict[str, Any]]]:
+        """The cell rows of an experiment's hand-written tables, by table ID."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for r in self.results:
+            if r.experiment == name and r.path.stem.endswith(TABLES):
+                for row in r.rows:
+                    out.setdefault(str(row["table"]), []).append(row)
+        return out
 
     def experiment(self, name: str) -> ExperimentConfig:
         for e in self.experiments:
