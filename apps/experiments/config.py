@@ -11,6 +11,7 @@ settings it holds.
     status = "declared; not met"           # what came of it, one line
     summary = "..."                        # optional: a sentence for the docs
     part_of = "rlif-region-flip-greedy"    # optional: shown inside that experiment's section
+    order = 12                             # optional: its place among the question's ones
 
     [run]                                  # optional: what `edgerl experiment run` does
     driver = "rlif_chain"

@@ -74,9 +74,9 @@ class Store:
         raise KeyError(name)
 
     def of_question(self, question: str) -> list[ExperimentConfig]:
-        """A question's experiments, oldest first (then by name)."""
+        """A question's experiments in their ``order`` (the order they ran), then by date."""
         return sorted((e for e in self.experiments if e.question == question),
-                      key=lambda e: (e.date, int(e.raw["experiment"].get("order", 0)), e.name))
+                      key=lambda e: (int(e.raw["experiment"].get("order", 0)), e.date, e.name))
 
     def notes(self, e: ExperimentConfig) -> str:
         path = e.folder / "notes" / f"{e.name}.md"

@@ -33,6 +33,15 @@ def ratio_runs(store: Store) -> list[dict[str, Any]]:
     return runs
 
 
+def _num(x: float) -> str:
+    """A measured figure, short: 1.09M, 937k, 394, 1.06."""
+    if abs(x) >= 1e6:
+        return f"{x / 1e6:.2f}M"
+    if abs(x) >= 1e4:
+        return f"{x / 1e3:.0f}k"
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def _cell(x: dict[str, Any]) -> str:
     if "ratio" not in x:
         return "-"
@@ -64,7 +73,7 @@ def ratio_claims(store: Store) -> list[str]:
         last = seen[-1]
         unit = last.get("unit", "")
         rows.append([f"`{name}`", target,
-                     f"{last['ratio']:.2f} ({last['ours']:.4g} / {last['reference']:.4g} "
+                     f"{last['ratio']:.2f} ({_num(last['ours'])} / {_num(last['reference'])} "
                      f"{unit})",
                      f"{sum(bool(x['met']) for x in judged)} of {len(judged)}" if judged
                      else "no target"])

@@ -109,8 +109,7 @@ def rlif_declared(store: Store) -> list[dict[str, Any]]:
 
 def rlif(store: Store) -> list[str]:
     runs = rlif_declared(store)
-    rows = [[f"`{x['name']}`", f"{estimate(x['start']).mean:.3f}", f"{estimate(x['rlif']).mean:.3f}",
-             f"{estimate(x['bc']).mean:.3f}",
+    rows = [[f"`{x['name']}`", *(f"{estimate(x[k]).mean:.3f}" for k in ("start", "rlif", "bc")),
              f"{x['vs_start'].diff.text(3, signed=True)}; {x['vs_start'].verdict()}",
              f"{x['vs_bc'].diff.text(3, signed=True)}; {x['vs_bc'].verdict()}",
              f"{x['above_start']} of {x['n']}", f"{x['above_bc']} of {x['n']}", x["status"]]

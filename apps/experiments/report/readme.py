@@ -11,6 +11,7 @@ the README), or a cell of an experiment's hand-written table.
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 from edgerl.apps.experiments.report.bench import ratio_runs
@@ -24,6 +25,11 @@ from edgerl.policies.results import acceptance
 __all__ = ["readme_blocks", "replace_blocks"]
 
 
+def _prose(text: str) -> str:
+    """A paragraph wrapped at 100 columns, as the README's prose is."""
+    return textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False)
+
+
 def replace_blocks(text: str, blocks: dict[str, str]) -> str:
     """``text`` with each named block's content replaced; a missing marker is an error."""
     for name, body in blocks.items():
@@ -32,7 +38,8 @@ def replace_blocks(text: str, blocks: dict[str, str]) -> str:
         if not pattern.search(text):
             raise UserError(f"README.md: no <!-- results:{name} --> ... <!-- /results:{name} "
                             "--> block")
-        text = pattern.sub(lambda m: m.group(1) + body.rstrip("\n") + "\n" + m.group(2), text)
+        new = body.rstrip("\n")
+        text = pattern.sub(lambda m, new=new: m.group(1) + new + "\n" + m.group(2), text)
     return text
 
 
@@ -87,15 +94,16 @@ def planner_matters_block(store: Store) -> str:
                       "all three checks"], rows)
     beaten = [t for t, _ in PM_TASKS if (_mean(cells, t, checks[t]["delay_steps"], "edit") or 0)
               > (_mean(cells, t, 0, "nodelay") or 1)]
-    lines += ["", "The checks: edit >= 0.9 x nodelay, edit_zero_chunks <= 0.5 x edit (the "
+    lines += ["", _prose("The checks: edit >= 0.9 x nodelay, edit_zero_chunks <= 0.5 x edit (the "
               "planner matters), edit >= planner + 0.2 (the fast loop matters); on every task "
               "that passes, edit is significantly above both controls across the 3 seeds. "
               "`nodelay` is a reference, not an upper bound: trained on its own, it is beaten "
-              f"by edit on {' and '.join(beaten) or 'no task here'}. `tests/policies/test_planner_matters.py` "
+              f"by edit on {' and '.join(beaten) or 'no task here'}. "
+              "`tests/policies/test_planner_matters.py` "
               "trains a small cartpole_goal configuration and asserts edit > edit_zero_chunks "
               "and edit > planner, so the claim cannot silently regress. The first grid, where "
               "the edit policy read the goal itself, stored no zero-chunk rows; it is kept in "
-              "[docs/results.md](docs/results.md) for reference."]
+              "[docs/results.md](docs/results.md) for reference.")]
     return "\n".join(lines) + "\n"
 
 
@@ -104,8 +112,8 @@ def _gate_line(store: Store) -> str:
     if not looks:
         return "-"
     r = looks[-1]["reading"]
-    seeds = ", ".join(f"{r.per_seed[s].mean:+.1f}" for s in sorted(r.per_seed,
-                                                                     key=lambda s: -r.per_seed[s].mean))
+    order = sorted(r.per_seed, key=lambda s: -r.per_seed[s].mean)
+    seeds = ", ".join(f"{r.per_seed[s].mean:+.1f}" for s in order)
     return (f"pooled over the {r.pooled.n} paired episodes {r.pooled.mean:+.1f} ± "
             f"{r.pooled.se:.1f} ({r.pooled_z:.2f} SE: the declared rule, met); across the 3 "
             f"gate seeds {r.seed_level.diff.text(1, signed=True)}, **not significant** "
@@ -216,11 +224,11 @@ def measures_block(store: Store) -> str:
          f"{_cell(store, 'make-bench-idle', 't1', 2, 1)}", "[sim](docs/sim.md)"],
     ]
     lines = md_table(["", "result", "where"], rows)
-    lines += ["", "Where a result falls short it says so in its doc (for example: the 1 kHz "
+    lines += ["", _prose("Where a result falls short it says so in its doc (for example: the 1 kHz "
               "bounds hold only with the loop on SCHED_FIFO; on ball balance the fast policy "
               "without the target reaches only half of the privileged reference at 200 ms; "
               "ROS 2 state -> command p99 is under 1 ms only with the edit node composed into "
-              "the robot's process)."]
+              "the robot's process).")]
     return "\n".join(lines) + "\n"
 
 

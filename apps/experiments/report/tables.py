@@ -22,7 +22,8 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     """A markdown table's lines."""
-    out = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    out = [("| " + " | ".join(map(str, header)) + " |").replace("|  |", "| |"),
+           "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return out
 
