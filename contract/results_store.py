@@ -277,11 +277,10 @@ def write_results(path: str | Path, *, experiment: str, question: str,
                   config: dict[str, Any], seeds: Iterable[int],
                   rows: Iterable[dict[str, Any]], provenance: Provenance | None = None,
                   notes: str = "") -> dict[str, Any]:
-    """Write one results file; provenance is filled from this process unless given (its load
-    average is sampled once more now). Returns the document written (checked first)."""
+    """Write one results file; provenance is filled from this process (command line, git
+    revision, time, CPU count, load average now) unless given. Returns the document written
+    (checked first)."""
     prov = provenance if provenance is not None else Provenance.now()
-    if provenance is not None:
-        prov.sample_load()
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "experiment": experiment,
                            "question": question, "config": config, **prov.to_dict(),
                            "seeds": sorted(set(int(s) for s in seeds)), "rows": list(rows)}

@@ -64,10 +64,9 @@ def blame_lines(path: str) -> list[str]:
 
 def relative(text: str) -> str:
     """Machine paths in a command made relative (a checkout's runs/, a venv's python)."""
-    text = re.sub(r"/work/[\w.-]+/\.venv/bin/python", ".venv/bin/python", text)
-    text = re.sub(r"/work/wt/[\w.-]+/runs/", "runs/", text)
-    text = re.sub(r"/work/briefs/shim:", "", text)
-    return re.sub(r"/work/[\w./-]+?/(runs|docs|benchmarks)/", r"\1/", text)
+    text = re.sub(r"(?<![\w.])(?:/[\w.-]+)+/\.venv/bin/python", ".venv/bin/python", text)
+    text = re.sub(r"PYTHONPATH=(?:/[\w.-]+)+/shim:", "PYTHONPATH=", text)
+    return re.sub(r"(?<![\w.])(?:/[\w.-]+)+?/(runs|docs|benchmarks)/", r"\1/", text)
 
 
 def load_range(text: str) -> list[float] | None:

@@ -94,6 +94,7 @@ def grid() -> None:
                        or GRID_COMMANDS[(cell["task"], None)])
         cell["_provenance"] = prov(command, sha, commit_date(sha),
                                    LOADS.get(sha[:7])).to_dict()
+        cell["run"] = relative(cell.get("run", "") + "/").rstrip("/")
     final = ("edgerl results --merge docs/results.json,runs/grid_drv/driving.json --json-out "
              "docs/results.json --report-only --notes docs/results_notes.md")
     file_sha = max(set(shas), key=lambda s: commit_date(s))

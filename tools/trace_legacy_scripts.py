@@ -43,7 +43,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-MACHINE_PY = "/work/main/.venv/bin/python"
+#: an interpreter named by an absolute path into one machine's checkout (the old scripts had one)
+MACHINE_PY = re.compile(r"(?<![\w.$])(?:/[\w.-]+)+/\.venv/bin/python")
 EXPANDED = ("rlif_experiment.py", "rlif_reeval.py", "gate_hil_compare.py")
 
 #: the stand-in interpreter: logs, answers, and runs the three tools with logged subprocesses
@@ -212,7 +213,7 @@ def write_exe(path: Path, text: str) -> None:
 def sequential(script: str) -> str:
     """The script with its background jobs run in the foreground, the machine's interpreter
     path replaced by the stand-in's."""
-    text = script.replace(MACHINE_PY, "$TRACE_PY")
+    text = MACHINE_PY.sub("$TRACE_PY", script)
     return re.sub(r"(?<![&>|<])[ \t]&(?=[ \t]|$)", " ;", text, flags=re.M)
 
 

@@ -70,6 +70,7 @@ def run_experiment(path: str | Path, *, root: str | Path = ".", lane: int | None
                                                          argv=list(argv or [])))
     if lane is not None:
         return []
+    prov.sample_load()  # the load at the end of the run, beside the one at its start
     written = []
     for part, rows in outcome.parts.items():
         target = targets[""] if not part else targets[""].with_name(

@@ -38,8 +38,7 @@ def test_written_file_reads_back_with_its_provenance(tmp_path):
     assert (doc.experiment, doc.question, doc.seeds) == ("exp-name", "q", [0, 1, 2])
     assert doc.command == "edgerl experiment run x.toml" and doc.commit == "a" * 40
     assert doc.date == "2026-12-05T14:19:16Z" and doc.notes == "migrated"
-    assert doc.machine["cpu_count"] == 2
-    assert len(doc.machine["load_average"]) == 2  # sampled again when written
+    assert doc.machine == {"cpu_count": 2, "load_average": [0.4]}  # as given
     assert doc.select(method="rlif", metric="success")[0]["value"] == 0.7
     raw = json.loads(path.read_text())
     assert raw["format"] == FORMAT and raw["version"] == VERSION
