@@ -22,7 +22,7 @@ from migrate_legacy_results import STORE, prov, write
 from edgerl.apps.experiments.report.tables import parse_tables
 
 R, B, F = "docs/results.md", "docs/benchmarks.md", "docs/results_full_obs.md"
-#: (doc, the line that starts the section, experiment, question, title, status)
+#: (doc, a text the section's first line holds, experiment, question, title, status)
 SECTIONS: list[tuple[str, str, str, str, str, str]] = [
     (R, "## Notes (read before quoting)", "planner-matters-grid", "planner-matters",
      "The planner-matters grid: the edit policy against its controls on five tasks",
@@ -31,50 +31,61 @@ SECTIONS: list[tuple[str, str, str, str, str, str]] = [
     (R, "## Measured latency into training", "measured-latency-retrain", "latency-model",
      "Measure the graph's latency, retrain on it, redeploy (cartpole, ROS 2)",
      "the measured-model bundle scores as well as the nominal one (9 of 10 in both runs)"),
-    (R, "## Session 3 grids", "planner-matters-more-tasks", "planner-matters",
+    (R, "grids (2026-12-01, 2-core VM", "planner-matters-more-tasks", "planner-matters",
      "More tasks: ball_goal, driving at 300 iterations, gym InvertedPendulum",
      "ball_goal passes all three checks; on gym without a split the planner does not matter"),
-    (R, "## Session 4: driving rerun", "planner-matters-driving-rerun", "planner-matters",
+    (R, "driving rerun (2026-12-01 03:38", "planner-matters-driving-rerun", "planner-matters",
      "driving rerun at 300 iterations on the asynchronous scheduler's code",
      "driving passes all three checks"),
-    (R, "## Session 5: a learned planning-budget gate", "gate-sim-roads", "planning-gate",
+    (R, "a learned planning-budget gate", "gate-sim-roads", "planning-gate",
      "A learned planning-budget gate in the sim, two roads", "the gate ties the best fixed "
      "budget; it does not beat it"),
-    (R, "## Session 6: the planning-budget gate in the runtime", "gate-runtime-hil",
+    (R, "the planning-budget gate in the runtime", "gate-runtime-hil",
      "planning-gate", "The gate in the runtime through the HIL (one gate seed, six episodes)",
      "the gate's choices reach the planner; six episodes are too few to call a win"),
-    (R, "## Session 6: RLIF: learning from operator", "rlif-uniform-weaken", "rlif", "", ""),
+    (R, "RLIF: learning from operator interventions", "rlif-uniform-weaken", "rlif", "", ""),
     (R, "### Operators whose corrections should", "rlif-bad-to-copy-operators", "rlif", "", ""),
-    (R, "## Session 8: RLIF with a start", "rlif-region-flip-one-round", "rlif", "", ""),
+    (R, "RLIF with a start that is bad only in part", "rlif-region-flip-one-round", "rlif", "", ""),
     (R, "**Control: the same region-flip starts", "rlif-region-flip-good-operator", "rlif", "",
      ""),
-    (R, "## Session 9: RLIF with exploration", "rlif-region-flip-noise-rounds", "rlif", "", ""),
-    (R, "**Step 1 run (coordinator", "rlif-region-flip-all-steps", "rlif", "", ""),
-    (R, "## Session 6: the gate on a chicanes", "gate-chicanes-price", "planning-gate",
+    (R, "RLIF with exploration noise and several rounds", "rlif-region-flip-noise-rounds",
+     "rlif", "", ""),
+    (R, "**Step 1 run (", "rlif-region-flip-all-steps", "rlif", "", ""),
+    (R, "the gate on a chicanes road", "gate-chicanes-price", "planning-gate",
      "The gate on a chicanes road with a compute price", "not met: the gate loses to the "
      "heuristic tuned on separate episodes"),
-    (R, "## Session 7: a categorical gate head", "gate-oracle-margin", "planning-gate",
+    (R, "a categorical gate head, and the oracle margin", "gate-oracle-margin", "planning-gate",
      "A categorical gate head, and the oracle margin of the driving scenarios",
      "the head was not the cause; no state-dependent choice beats the age heuristic there"),
-    (R, "## Session 8: a calm-road scenario", "gate-calm-kicks", "planning-gate",
+    (R, "a calm-road scenario with rare kicks", "gate-calm-kicks", "planning-gate",
      "A calm road with rare kicks: a real oracle margin, and the gate trained on it",
      "the sampled gate beats the tuned heuristic on 2 of 3 seeds (200 iterations); the greedy "
      "gate fails"),
-    (R, "## Session 9: the `calm_kicks` gate through", "gate-hil-calm-kicks", "planning-gate",
+    (R, "the `calm_kicks` gate through the HIL runtime, sampled", "gate-hil-calm-kicks",
+     "planning-gate",
      "The calm_kicks gate through the HIL runtime, sampled",
      "with the sim's committed prefix the sim result reproduces through the HIL: not a clear "
      "win (+6.5 over 3 seeds, one seed -22)"),
-    (R, "## Session 10:", "gate-hil-paired-first-look", "planning-gate", "", ""),
-    (R, "## Session 11:", "gate-hil-paired-second-look", "planning-gate", "", ""),
-    (R, "## Session 12:", "gate-hil-paired-third-look", "planning-gate", "", ""),
-    (R, "## Session 13:", "rlif-region-flip-startled-operator", "rlif", "", ""),
-    (R, "## Session 14:", "rlif-region-flip-screened-operator", "rlif", "", ""),
-    (R, "### Session 14b", "rlif-region-flip-unbiased-target", "rlif", "", ""),
-    (R, "### Session 14c", "rlif-region-flip-trust-region", "rlif", "", ""),
-    (R, "### Session 14d", "rlif-region-flip-weaker-start", "rlif", "", ""),
-    (R, "## Session 15:", "rlif-region-flip-greedy", "rlif", "", ""),
-    (R, "### Session 15b", "rlif-region-flip-greedy-from-start", "rlif", "", ""),
-    (R, "### Session 15c", "rlif-region-flip-greedy-five-rounds", "rlif", "", ""),
+    (R, "the gate through the HIL with the sim's committed prefix", "gate-hil-paired-first-look",
+     "planning-gate", "", ""),
+    (R, "the gate through the HIL, a second look", "gate-hil-paired-second-look",
+     "planning-gate", "", ""),
+    (R, "the gate through the HIL, the third and last look", "gate-hil-paired-third-look",
+     "planning-gate", "", ""),
+    (R, "RLIF with the bad-to-copy operator and the noisy own-steps chain",
+     "rlif-region-flip-startled-operator",
+     "rlif", "", ""),
+    (R, "RLIF with an operator screened to rescue", "rlif-region-flip-screened-operator",
+     "rlif", "", ""),
+    (R, "the same run with the actor's target unbiased", "rlif-region-flip-unbiased-target",
+     "rlif", "", ""),
+    (R, "the unbiased chain with a trust region", "rlif-region-flip-trust-region", "rlif", "", ""),
+    (R, "the 14c chain from a weaker start", "rlif-region-flip-weaker-start", "rlif", "", ""),
+    (R, "RLIF with the critic's greedy step on every recorded state", "rlif-region-flip-greedy",
+     "rlif", "", ""),
+    (R, "greedy refit from the start each round", "rlif-region-flip-greedy-from-start",
+     "rlif", "", ""),
+    (R, "15b's chain for five rounds", "rlif-region-flip-greedy-five-rounds", "rlif", "", ""),
     (F, "## Acceptance (D >= 100 ms)", "planner-matters-full-obs", "planner-matters",
      "The first grid, with the full observation (superseded: the edit policy read the goal)",
      "superseded: without an information split the planner does not matter"),
@@ -92,21 +103,21 @@ SECTIONS: list[tuple[str, str, str, str, str, str]] = [
      "runs, 2 significantly above: not reliably met"),
     (B, "**Where a tick's time went.**", "edit-tick-cost", "runtime-timing",
      "Where a tick's time went, and the tick made cheaper", "step p50 142-162 us -> 44-73 us"),
-    (B, "### Session 12: the ratios on a quiet machine", "ratios-quiet-machine",
+    (B, "the ratios on a quiet machine", "ratios-quiet-machine",
      "runtime-timing", "The ratios on a quiet machine, and where the loop's misses come from",
      "the sim rows and loop/miss_rate are not met on a quiet machine"),
-    (B, "### Session 13: the sim rows", "sim-same-state-reference", "sim-throughput",
+    (B, "the sim rows -- a same-state reference", "sim-same-state-reference", "sim-throughput",
      "The sim rows against a same-state reference, and arm_reach's Python cut",
      "arm_push and ball_balance met; arm_reach 0.70-0.71 (>= 0.75)"),
-    (B, "### Session 13: every row in one run", "ratios-every-row", "runtime-timing",
+    (B, "every row in one run, twice, quiet", "ratios-every-row", "runtime-timing",
      "Every row in one run, twice, on a quiet machine; the two ROS 2 rows",
      "every row with a target met except sim/arm_reach"),
-    (B, "### Session 14: arm_reach's task logic compiled", "sim-arm-reach-kernel",
+    (B, "arm_reach's task logic compiled", "sim-arm-reach-kernel",
      "sim-throughput", "", ""),
     (B, "### Time to 0.95 training success", "time-to-solve", "training-speed",
      "Time to 0.95 training success: the tuned CPU defaults against the baseline",
      "cartpole and ball_balance solve faster with their tuned defaults"),
-    (B, "### Session 8: cartpole retuned", "cartpole-retune", "training-speed",
+    (B, "cartpole retuned", "cartpole-retune", "training-speed",
      "cartpole retuned: 64 envs and 64x64 networks", "cartpole's defaults changed"),
     (B, "## Simulation throughput", "sim-throughput-reference", "sim-throughput",
      "Simulation throughput (edgerl bench sim)", "measured"),
@@ -135,9 +146,10 @@ def sections() -> list[tuple[tuple, str]]:
         entries = [e for e in SECTIONS if e[0] == doc]
         starts = []
         for e in entries:
-            i = text.find("\n" + e[1])
-            assert i >= 0, e[1]
-            starts.append(i + 1)
+            hits = [m.start() + 1 for m in re.finditer(r"\n(#{2,3} |\*\*)[^\n]*", text)
+                    if e[1] in m.group(0)]
+            assert len(hits) == 1, (e[1], len(hits))
+            starts.append(hits[0])
         order = sorted(zip(starts, entries), key=lambda x: x[0])
         for k, (start, e) in enumerate(order):
             end = order[k + 1][0] if k + 1 < len(order) else len(text)
@@ -163,7 +175,7 @@ def toml_for(name: str, question: str, title: str, status: str, date: str) -> st
 
 def migrate_section(entry: tuple, text: str) -> None:
     doc, marker, name, question, title, status = entry
-    sha, date = introduced(marker, doc)
+    sha, date = introduced(text.split("\n", 1)[0], doc)
     body, tables = parse_tables(text)
     folder = STORE / question
     (folder / "notes").mkdir(parents=True, exist_ok=True)
