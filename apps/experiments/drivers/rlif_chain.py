@@ -235,10 +235,10 @@ def _one_process(ex: Executor, p: Params, seeds: list[int]) -> list[dict[str, An
 
 def _variant(ex: Executor, p: Params, ctx: RunContext) -> tuple[list[dict[str, Any]],
                                                                 list[dict[str, Any]]]:
+    if ctx.lane is not None:  # one seed's process: the parent prepared the folders
+        return _one_process(ex, p, [ctx.lane]), []
     run_prepare(ex, p.prepare, out=p.out)
     results: list[dict[str, Any]] = []
-    if ctx.lane is not None:
-        return _one_process(ex, p, [ctx.lane]), []
     if p.parallel_seeds and not ex.dry_run:
         handles = []
         for i, s in enumerate(p.seeds):
