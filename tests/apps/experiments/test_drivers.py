@@ -112,3 +112,15 @@ def test_results_files_of_the_store_are_read_by_name():
             assert "{{table:" + table + "}}" in store.notes(e), (e.name, table)
     for r in store.results:
         assert json.loads(r.path.read_text())["question"] == r.path.parent.parent.name
+
+
+def test_one_seed_s_process_runs_that_seed_only_and_writes_no_results():
+    """``--lane S``: the child process of a parallel chain, after the parent copied the starts
+    in (the child assumes them, and does not copy again)."""
+    config = ROOT / "experiments" / "rlif" / "rlif-region-flip-screened-operator.toml"
+    ex = DryRunExecutor(root=ROOT)
+    assert run_experiment(config, root=ROOT, lane=1, executor=ex, argv=[]) == []
+    assert not any(line.startswith("cp ") for line in ex.lines)
+    assert all("seed0" not in line and "seed2" not in line for line in ex.lines)
+    assert ex.lines[-1].startswith("edgerl hil --bundle runs/rlif_base_bundle --episodes 20 "
+                                   "--seed 1001")
