@@ -20,6 +20,7 @@ from edgerl.apps.experiments.report.claims import CLAIMS, default
 from edgerl.apps.experiments.report.grid import grid_tables
 from edgerl.apps.experiments.report.readme import readme_blocks, replace_blocks
 from edgerl.apps.experiments.report.tables import render_cells
+from edgerl.apps.experiments.report.wrap import wrap_markdown
 from edgerl.apps.experiments.store import Question, Store, load_store
 from edgerl.contract.errors import UserError
 
@@ -122,7 +123,7 @@ def render_doc(store: Store, doc: str) -> str:
     out += [f"- [{q.title}](#{_anchor(q.title)})" for q in questions] + [""]
     for q in questions:
         out += question_section(store, q)
-    text = "\n".join(out)
+    text = wrap_markdown("\n".join(out))
     return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
 
 
