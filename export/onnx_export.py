@@ -12,8 +12,8 @@ the graph takes the raw observation the runtime builds. Recurrent state is an ex
 input and output; the runtime feeds ``*_out`` back as ``*_in`` every tick and resets it to
 zeros at the start of an episode.
 
-Exporter choice (measured on torch 2.13 by ``benchmarks/export_parity.py``, numbers in
-``docs/export.md``): the TorchScript exporter (``dynamo=False``) is the default: one
+Exporter choice (measured on torch 2.13 by ``edgerl.apps.experiments.probes.export_parity``,
+numbers in ``docs/export.md``): the TorchScript exporter (``dynamo=False``) is the default: one
 self-contained file, the minimal op set (``Gemm``/activations, one fused ``GRU``/``LSTM``
 node) and ~10-100x faster export; the dynamo exporter gives the same parity but wraps RNNs in
 ``Reshape``/``Slice``/``Transpose``/``Concat`` and writes weights to a side ``.data`` file

@@ -1,15 +1,18 @@
-"""The results grid: tasks x planner delays x methods x seeds -> docs/results.{md,json,png}.
+"""The results grid: tasks x planner delays x methods x seeds -> a results file of the store
+(``experiments/planner-matters/results/``), a markdown report and learning curves.
 
-Every cell is one ``train`` + ``eval`` (same code as the CLI verbs). Rows are appended to the
-JSON file as they finish, so an interrupted grid resumes where it stopped (``resume=True``
-skips cells already there). Delays per task: ``0``, ``small`` and ``large`` where ``large`` is
-the smallest whole number of control steps >= ``large_ms`` at the task's rate (see
-:func:`grid_delays`).
+Every cell is one ``train`` + ``eval`` (same code as the CLI verbs). Cells are written to the
+results file (:mod:`edgerl.policies.results_rows`, through the results store) as they finish,
+each with the provenance of the run that made it, so an interrupted grid resumes where it
+stopped (``resume=True`` skips cells already there). Delays per task: ``0``, ``small`` and
+``large`` where ``large`` is the smallest whole number of control steps >= ``large_ms`` at the
+task's rate (see :func:`grid_delays`).
 
 Every table carries the controls that would expose a method that does not need its planner:
 ``edit_zero_chunks`` (the same edit network and budget, every chunk zero), ``planner`` alone
-(open loop at the same delay) and the privileged ``nodelay`` upper bound (it reads the goal the
-planner knows, with no delay). :func:`acceptance` checks the planner-matters claim.
+(open loop at the same delay) and the privileged ``nodelay`` reference (it reads the goal the
+planner knows, with no delay; trained separately, it is a reference, not a bound the edit policy
+cannot pass). :func:`acceptance` checks the planner-matters claim.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from edgerl.contract.methods import LEARNED_METHODS, get_method
+from edgerl.policies.results_rows import load_rows, save_rows
 
 __all__ = ["GridCell", "GridConfig", "TASK_PRESETS", "acceptance", "grid_cells", "grid_delays",
-           "load_rows", "run_cell", "write_learning_curves", "write_markdown"]
+           "load_rows", "run_cell", "save_rows", "write_learning_curves", "write_markdown"]
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +55,11 @@ DEFAULT_PRESET = {"iterations": 100, "num_envs": 64, "planner": "expert"}
 #: Every registered method, in the order of the result tables' columns.
 GRID_METHODS = ("nodelay", "edit", "edit_zero_chunks", "planner", "rtc", "blend", "naive",
                 "arli")
-#: What each method row means (the tables' legend), from the methods registry.
-METHOD_LEGEND = {m: get_method(m).summary for m in GRID_METHODS}
+#: What each method row means (the tables' legend), from the methods registry; ``nodelay`` is
+#: trained on its own, with the privileged observation: a reference a method can beat.
+METHOD_LEGEND = {m: get_method(m).summary for m in GRID_METHODS} | {
+    "nodelay": "privileged reference: reads the goal the planner knows, acts with no delay "
+               "(trained on its own: a method can beat it)"}
 
 
 def grid_delays(control_hz: float, large_ms: float = 100.0) -> list[int]:
@@ -127,20 +134,6 @@ def grid_cells(cfg: GridConfig, control_hz: dict[str, float]) -> list[GridCell]:
     return cells
 
 
-def load_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a results JSON file ([] when it does not exist)."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    return json.loads(path.read_text())
-
-
-def save_rows(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    """Write rows sorted by (task, delay, method, seed)."""
-    rows = sorted(rows, key=lambda r: (r["task"], r["delay_steps"], r["method"], r["seed"]))
-    Path(path).write_text(json.dumps(rows, indent=1, allow_nan=False) + "\n")
-
-
 def run_cell(cell: GridCell, grid: GridConfig, root: str | Path,
              show_progress: bool = False) -> dict[str, Any]:
     """Train and evaluate one cell; the results row."""
@@ -192,7 +185,7 @@ def aggregate(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, int, str], dict
 def acceptance(rows: list[dict[str, Any]], min_delay_ms: float = 200.0) -> list[dict[str, Any]]:
     """The planner-matters checks per task at every D >= ``min_delay_ms`` that has ``edit``.
 
-    * ``edit`` >= 0.9 x the privileged ``nodelay`` upper bound (trained at D = 0);
+    * ``edit`` >= 0.9 x the privileged ``nodelay`` reference (trained at D = 0);
     * ``edit_zero_chunks`` <= 0.5 x ``edit``: without the planner's chunks the same network
       fails, so the planner matters;
     * ``edit`` >= ``planner`` alone + 0.2: the fast edit adds what the late planner lacks.
@@ -232,14 +225,16 @@ def _fmt(mean: float, std: float, digits: int) -> str:
 
 def write_markdown(rows: list[dict[str, Any]], path: str | Path, command: str = "",
                    notes: str = "") -> None:
-    """docs/results.md: per task, a success table and a return table (methods x delays)."""
+    """The grid's own report: per task, a success table and a return table (methods x
+    delays), mean ± std over seeds, and the planner-matters checks."""
     agg = aggregate(rows)
     tasks = sorted({k[0] for k in agg})
     lines = ["# Results: does the slow planner matter?", "",
              "Mean ± std over seeds of the evaluation success rate and return (each seed: one "
              "training run, then `edgerl eval` episodes on unseen seeds). `nodelay` is trained "
-             "once at D = 0 with the privileged observation and is the upper bound in every "
-             "column. D = planner delay (edit, edit_zero_chunks, planner, rtc, blend) or "
+             "once at D = 0 with the privileged observation and is the reference in every "
+             "column (a reference, not a bound: a method may beat it). D = planner delay "
+             "(edit, edit_zero_chunks, planner, rtc, blend) or "
              "action delay (naive, arli), in control steps. The edit policy reads only the "
              "task's fast observation (the goal is hidden from it: `TaskSpec.planner_only`).", "",
              "| method | what it is |", "|---|---|"]

@@ -11,9 +11,10 @@ stepping a cheap task, so a tuned task collects a batch of a similar size with f
 minibatches and a larger learning rate (the adaptive KL schedule still bounds each step), or
 uses smaller networks; a discount matched to the task's time scale (``gamma``) cuts the env
 steps. The reward and the success definition are the task's, untouched. Measured as time to 0.95
-training success against :data:`BASELINE` in the same run: ``benchmarks/time_to_solve.py``,
-docs/benchmarks.md. On a GPU the env count is what is cheap, so :data:`GPU_DEFAULTS` keeps
-thousands of envs (the usual rsl_rl / Isaac Lab sizes).
+training success against :data:`BASELINE` in the same run
+(``python -m edgerl.apps.experiments.probes.time_to_solve``, docs/benchmarks.md). On a GPU
+the env count is what is cheap, so :data:`GPU_DEFAULTS` keeps thousands of envs (the usual
+rsl_rl / Isaac Lab sizes).
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ VERBS: dict[str, str] = {
     "train": "edgerl.apps.cli.train",
     "eval": "edgerl.apps.cli.eval",
     "results": "edgerl.apps.cli.results",
+    "experiment": "edgerl.apps.cli.experiment",
     "protocol": "edgerl.apps.cli.protocol",
     "export": "edgerl.apps.cli.export",
     "finetune": "edgerl.apps.cli.finetune",

@@ -1,4 +1,6 @@
-"""``edgerl results``: run the methods x delays x seeds grid and write docs/results.*."""
+"""``edgerl results``: run the methods x delays x seeds grid into the results store; ``edgerl
+results docs``: regenerate docs/results.md, docs/benchmarks.md and the README's result tables
+from the store (``--check``: fail instead when they differ from what the store says)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,9 @@ import argparse
 import shlex
 import sys
 
-HELP = "run the results grid (tasks x delays x methods x seeds) and write docs/results.md"
+HELP = ("run the results grid (tasks x delays x methods x seeds) into the results store; "
+        "'edgerl results docs' regenerates the results docs from the store")
+GRID_JSON = "experiments/planner-matters/results/planner-matters-grid.json"
 
 
 def _ints(text: str) -> list[int]:
@@ -20,6 +24,15 @@ def _key(row: dict) -> tuple:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from edgerl.policies.results import GRID_METHODS
 
+    sub = p.add_subparsers(dest="action", metavar="[docs]")
+    d = sub.add_parser("docs", help="regenerate docs/results.md, docs/benchmarks.md and the "
+                                    "README's result tables from the experiment store",
+                       description="regenerate docs/results.md, docs/benchmarks.md and the "
+                                   "README's result tables from the experiment store")
+    d.add_argument("--store", default="experiments", help="the store (default experiments)")
+    d.add_argument("--root", default=".", help="the checkout whose docs are written")
+    d.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 if a generated file differs from the store's")
     p.add_argument("--tasks", default="cartpole_goal,ball_goal,driving",
                    help="comma-separated tasks (default cartpole_goal,ball_goal,driving: the "
                         "goal or route is known to the planner only)")
@@ -41,15 +54,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--planner", default="", choices=("", "expert", "bc"),
                    help="chunk planner for every task (default: each task's preset)")
     p.add_argument("--root", default="runs/grid", help="where the grid's runs go")
-    p.add_argument("--json-out", default="docs/results.json")
-    p.add_argument("--md-out", default="docs/results.md")
-    p.add_argument("--png-out", default="docs/learning_curves.png")
+    p.add_argument("--json-out", default=GRID_JSON,
+                   help=f"the grid's results file in the store (default {GRID_JSON})")
+    p.add_argument("--md-out", default="runs/grid/report.md",
+                   help="the grid's own markdown report (default runs/grid/report.md; "
+                        "docs/results.md is 'edgerl results docs')")
+    p.add_argument("--png-out", default="runs/grid/learning_curves.png")
     p.add_argument("--no-resume", action="store_true",
                    help="rerun cells already present in the JSON file")
     p.add_argument("--report-only", action="store_true",
                    help="only rewrite the markdown and PNG from the JSON file")
     p.add_argument("--merge", default="",
-                   help="comma-separated results JSON files (e.g. from parallel grid processes) "
+                   help="comma-separated results files (e.g. from parallel grid processes) "
                         "merged into --json-out first; later files win on the same cell")
     p.add_argument("--reproduce", default="",
                    help="the reproduce command(s) written into the markdown (default: this one)")
@@ -60,6 +76,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "docs":
+        return _docs(args)
+    return _grid(args)
+
+
+def _docs(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from edgerl.apps.experiments.report.docs import generate, write_or_check
+
+    changed = write_or_check(generate(Path(args.store), Path(args.root)), Path(args.root),
+                             check=args.check)
+    for path in changed:
+        print(f"{'differs' if args.check else 'wrote'}: {path}")
+    return 1 if args.check and changed else 0
+
+
+def _grid(args: argparse.Namespace) -> int:
     import logging
 
     import torch
@@ -69,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.apps.cli.train import parse_task_args
     from edgerl.contract.logs import progress
     from edgerl.contract.methods import METHODS
+    from edgerl.contract.results_store import Provenance, ResultsFormatError
     from edgerl.policies.results import (
         GridConfig,
         acceptance,
@@ -107,13 +142,20 @@ def run(args: argparse.Namespace) -> int:
     grid = GridConfig(tasks=tasks, seeds=_ints(args.seeds), methods=methods, delays=delays,
                       episodes=args.episodes, planner=args.planner, overrides=overrides,
                       large_ms=args.large_ms)
-    rows = load_rows(args.json_out)
-    for extra in [f for f in args.merge.split(",") if f]:
-        new = load_rows(extra)
-        keys = {_key(r) for r in new}
-        rows = [r for r in rows if _key(r) not in keys] + new
+    config = {"tasks": tasks, "methods": methods, "seeds": grid.seeds, "delays": delays,
+              "episodes": grid.episodes, "planner": grid.planner, "overrides": overrides,
+              "large_ms": grid.large_ms}
+    prov = Provenance.now()
+    try:
+        rows = load_rows(args.json_out)
+        for extra in [f for f in args.merge.split(",") if f]:
+            new = load_rows(extra)
+            keys = {_key(r) for r in new}
+            rows = [r for r in rows if _key(r) not in keys] + new
+    except ResultsFormatError as exc:
+        raise CliError(str(exc)) from exc
     if args.merge:
-        save_rows(args.json_out, rows)
+        save_rows(args.json_out, rows, config=config, provenance=prov)
     if not args.report_only:
         done = set() if args.no_resume else {_key(r) for r in rows}
         todo = [c for c in grid_cells(grid, hz) if c.key() not in done]
@@ -124,8 +166,9 @@ def run(args: argparse.Namespace) -> int:
             except Exception:
                 log.exception("cell %s failed; continuing", cell)
                 continue
+            row["_provenance"] = Provenance.now().to_dict()  # the run that made this cell
             rows = [r for r in rows if _key(r) != cell.key()] + [row]
-            save_rows(args.json_out, rows)
+            save_rows(args.json_out, rows, config=config, provenance=prov)
             log.info("%s: success %.2f return %.1f", cell, row["success_rate"],
                      row["return_mean"])
     command = args.reproduce or ("edgerl " + " ".join(shlex.quote(a) for a in sys.argv[1:]))

@@ -5,7 +5,7 @@ chunk-age heuristic is measured with rules that read what no deployed gate sees 
 margin): :func:`curvature_rule` looks at the road's true curvature ahead of the car and
 :func:`kick_rule` knows when a disturbance (``GateCfg.kick_*``) started. If even these do not
 beat the tuned heuristic, a learned gate cannot be expected to, and the scenario, not the
-gate, is what must change. ``benchmarks/gate_oracle.py`` runs them.
+gate, is what must change. ``python -m edgerl.apps.experiments.probes.gate_oracle`` runs them.
 
 Both are :data:`~edgerl.policies.gate.baselines.GatePolicy` callables on a driving
 :class:`~edgerl.sim.gate.env.GatedEnv`.

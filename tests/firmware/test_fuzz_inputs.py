@@ -1,24 +1,21 @@
-"""benchmarks/fuzz_inputs.py at a tiny n: the C and Python frame parsers and the ROS message
-checks take every input without a crash and accept nothing illegal (the 10^6 run's numbers are
-in docs/reliability.md, "Fuzzing")."""
+"""edgerl.apps.experiments.probes.fuzz_inputs at a tiny n: the C and Python frame parsers and the
+ROS message checks take every input without a crash and accept nothing illegal (the 10^6 run's
+numbers are in docs/reliability.md, "Fuzzing")."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.hil, pytest.mark.ros]
 
 
 def test_fuzz_inputs_table_and_json(fw_binaries):
     pytest.importorskip("rclpy")
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fuzz_inputs.py"),
+    proc = subprocess.run([sys.executable, "-m", "edgerl.apps.experiments.probes.fuzz_inputs",
                            "--n", "1200", "--seed", "5", "--json"],
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
@@ -37,9 +34,9 @@ def test_ros_target_counts_float32_overflow_as_an_illegal_accept(monkeypatch):
     """The ROS target is able to fail: with the overflow check removed (as it once was),
     accepted 1e39/1e308 values come back as inf and are counted."""
     pytest.importorskip("rclpy")
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import fuzz_inputs
     from edgerl_ros import messages
+
+    from edgerl.apps.experiments.probes import fuzz_inputs
 
     monkeypatch.setattr(messages, "F32_MAX", float("inf"))
     row = fuzz_inputs.fuzz_ros(3000, seed=1)

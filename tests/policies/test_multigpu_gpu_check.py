@@ -1,22 +1,16 @@
-"""benchmarks/gpu_check.py: the one-shot GPU figures script, smoke-run on the CPU."""
+"""edgerl.apps.experiments.probes.gpu_check: the one-shot GPU figures, smoke-run on the CPU."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-from pathlib import Path
 
 import pytest
 import torch
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_check.py"
-
 
 def _load():
-    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("edgerl.apps.experiments.probes.gpu_check")
 
 
 def test_cpu_smoke_reports_rates(tmp_path, capsys):

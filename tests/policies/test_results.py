@@ -105,13 +105,14 @@ def test_report_files(tmp_path):
 
 def test_results_cli_merges_and_reports(tmp_path, capsys):
     from edgerl.apps.cli import main
+    from edgerl.policies.results import load_rows, save_rows
 
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps([_row("cartpole", 0, "nodelay", 0, 1.0, 10.0),
-                             _row("cartpole", 10, "edit", 0, 0.5, 5.0)]))
-    b.write_text(json.dumps([_row("cartpole", 10, "edit", 0, 0.99, 9.5),
-                             _row("cartpole", 10, "edit_zero_chunks", 0, 0.1, 1.0),
-                             _row("cartpole", 10, "planner", 0, 0.2, 2.0)]))
+    save_rows(a, [_row("cartpole", 0, "nodelay", 0, 1.0, 10.0),
+                  _row("cartpole", 10, "edit", 0, 0.5, 5.0)])
+    save_rows(b, [_row("cartpole", 10, "edit", 0, 0.99, 9.5),
+                  _row("cartpole", 10, "edit_zero_chunks", 0, 0.1, 1.0),
+                  _row("cartpole", 10, "planner", 0, 0.2, 2.0)])
     notes = tmp_path / "notes.md"
     notes.write_text("Extra note.")
     out = tmp_path / "results.json"
@@ -120,7 +121,7 @@ def test_results_cli_merges_and_reports(tmp_path, capsys):
                  "--png-out", str(tmp_path / "c.png"), "--reproduce", "make results",
                  "--notes", str(notes), "--json"])
     assert code == 0
-    rows = json.loads(out.read_text())
+    rows = load_rows(out)
     assert len(rows) == 4  # b's edit row replaced a's
     assert [r["success_rate"] for r in rows if r["method"] == "edit"] == [0.99]
     (check,) = json.loads(capsys.readouterr().out)
@@ -135,3 +136,36 @@ def test_grid_lists_every_registered_method_once():
 
     assert sorted(GRID_METHODS) == sorted(METHODS)
     assert list(METHOD_LEGEND) == list(GRID_METHODS) and all(METHOD_LEGEND.values())
+
+
+def test_grid_cells_round_trip_through_the_results_store(tmp_path):
+    """A grid file is a results file of the store: provenance on top, one row per number, and
+    a cell added by a later run keeps that run's provenance."""
+    from edgerl.contract.results_store import Provenance, read_results
+    from edgerl.policies.results import load_rows, save_rows
+
+    late = Provenance(command="edgerl results --tasks t", commit="unknown",
+                      date="2026-12-05T10:00:00Z", machine={"cpu_count": 2,
+                                                            "load_average": [0.5]})
+    cells = [_row("t", 0, "nodelay", 0, 1.0, 10.0),
+             {**_row("t", 5, "edit", 1, 0.9, 9.0), "_provenance": late.to_dict()}]
+    path = tmp_path / "grid.json"
+    save_rows(path, cells, config={"tasks": ["t"]})
+    doc = read_results(path)
+    assert doc.experiment == "planner-matters-grid" and doc.seeds == [0, 1]
+    assert doc.select(method="edit", metric="success_rate")[0]["provenance"]["date"] == (
+        "2026-12-05T10:00:00Z")
+    assert "provenance" not in doc.select(method="nodelay", metric="success_rate")[0]
+    back = sorted(load_rows(path), key=lambda c: c["method"])
+    assert [c["success_rate"] for c in back] == [0.9, 1.0]
+    assert back[0]["_provenance"] == late.to_dict()
+
+
+def test_a_grid_file_of_another_schema_is_refused(tmp_path):
+    from edgerl.contract.results_store import ResultsFormatError
+    from edgerl.policies.results import load_rows
+
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps([_row("t", 0, "nodelay", 0, 1.0)]))
+    with pytest.raises(ResultsFormatError, match="old.json: not a results document"):
+        load_rows(path)

@@ -1,22 +1,14 @@
-"""A short run of benchmarks/fuzz_manifest.py: 2,000 mutated manifests through the loader,
-only named BundleError subclasses may come out (the 10^6 run is in docs/reliability.md)."""
+"""A short run of edgerl.apps.experiments.probes.fuzz_manifest: 2,000 mutated manifests through
+the loader, only named BundleError subclasses may come out (the 10^6 run is in
+docs/reliability.md)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+import importlib
 
 
 def _fuzz_module():
-    spec = importlib.util.spec_from_file_location("fuzz_manifest",
-                                                  ROOT / "benchmarks" / "fuzz_manifest.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("edgerl.apps.experiments.probes.fuzz_manifest")
 
 
 def test_two_thousand_mutated_manifests_give_only_named_errors(tmp_path):

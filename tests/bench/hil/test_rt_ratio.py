@@ -1,6 +1,6 @@
 """The interleaved benchmark of ``edgerl hil --rt-priority`` against ``edgerl bench serial``
-(:mod:`edgerl.bench.hil.rt_ratio`, ``benchmarks/hil_rt_ratio.py``): the script's arithmetic
-and output, and the real-time threads of other processes it reports."""
+(:mod:`edgerl.bench.hil.rt_ratio`, ``python -m edgerl.apps.experiments.probes.hil_rt_ratio``):
+the script's arithmetic and output, and the real-time threads of other processes it reports."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.mark.slow
 def test_interleaved_benchmark_prints_the_ratio_per_run_and_a_summary():
     pytest.importorskip("torch", reason="edgerl hil steps a torch plant")
-    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "hil_rt_ratio.py"),
+    res = subprocess.run([sys.executable, "-m", "edgerl.apps.experiments.probes.hil_rt_ratio",
                           "--runs", "1", "--count", "200", "--paced-count", "50",
                           "--episodes", "1", "--max-steps", "60"],
                          capture_output=True, text=True, timeout=300,

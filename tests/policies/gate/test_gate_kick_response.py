@@ -1,10 +1,11 @@
-"""The kick-response diagnostic of benchmarks/gate_kick_response.py on the stamping task."""
+"""The kick-response diagnostic (edgerl.apps.experiments.probes.gate_kick_response) on the stamping
+task."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.gate_kick_response import kick_response
+from edgerl.apps.experiments.probes.gate_kick_response import kick_response
 from edgerl.policies.gate.baselines import fixed_policy
 from edgerl.sim.gate.env import GateCfg, GatedEnv
 from tests.helpers.gate_env import BUDGETS, StampTask

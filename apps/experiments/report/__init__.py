@@ -1,0 +1,1 @@
+"""The results docs, generated from the experiment store (``edgerl results docs``)."""
