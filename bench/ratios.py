@@ -51,7 +51,8 @@ from typing import Any
 
 from edgerl.contract.errors import UserError
 
-__all__ = ["TARGETS", "RatiosConfig", "append_history", "bounds", "hil_row", "measure_ratios",
+__all__ = ["RECORD", "TARGETS", "RatiosConfig", "append_history", "ratio_rows", "record_ratios",
+           "recorded_lines", "bounds", "hil_row", "measure_ratios",
            "meets", "miss_rate_row", "plot_trend", "ros2_rows", "target_text"]
 
 #: ratio name prefix -> (target, "min" if the ratio must be >= target else "max").
@@ -91,7 +92,9 @@ class RatiosConfig:
         ros2_seconds: Seconds of the deploy and of the bench loop behind the ros2 rows (0
             skips them).
         history: Append the run's JSON line here (``None``: do not).
-        png: Redraw the trend plot of ``history`` here (``None``: do not).
+        record: Write the run into this results store (``experiments/``) as a
+            ``bench-ratios`` results file of the ``runtime-timing`` question (``None``: do not).
+        png: Redraw the trend plot of the recorded runs (else of ``history``) here.
     """
 
     sim_tasks: tuple[str, ...] = ("arm_reach", "arm_push", "ball_balance")
@@ -118,7 +121,8 @@ class RatiosConfig:
     hil_episodes: int = 2
     hil_max_steps: int = 250
     ros2_seconds: float = 10.0
-    history: Path | None = Path("docs/bench_history.jsonl")
+    history: Path | None = None
+    record: Path | None = None
     png: Path | None = None
 
 
@@ -330,14 +334,67 @@ def append_history(path: Path, line: dict[str, Any]) -> None:
         fh.write(json.dumps(line, sort_keys=True) + "\n")
 
 
-def plot_trend(history: Path, png: Path) -> None:
-    """Each ratio over the history's runs (x = run index), target lines dashed."""
+#: Where :func:`record_ratios` writes in a results store (question, experiment).
+RECORD = ("runtime-timing", "bench-ratios")
+
+
+def ratio_rows(line: dict[str, Any]) -> list[dict[str, Any]]:
+    """A run's line as results rows: every field of every ratio (``{"ratio", "metric",
+    "value"}``), then the run's time, revision, duration and loads."""
+    rows = []
+    for name, ratio in sorted(line["ratios"].items()):
+        for key, value in ratio.items():
+            numbers = isinstance(value, list) and all(isinstance(v, (int, float))
+                                                      for v in value)
+            if isinstance(value, (int, float, str, bool)) or value is None or numbers:
+                rows.append({"ratio": name, "metric": key, "value": value})
+    rows += [{"metric": key, "value": line[key]}
+             for key in ("utc", "git", "seconds", "load_before", "load_after")]
+    return rows
+
+
+def record_ratios(store: Path, line: dict[str, Any]) -> Path:
+    """Write the run ``line`` into the results store ``store`` (``experiments/``) as one
+    ``bench-ratios`` results file with provenance; its path."""
+    from edgerl.contract.results_store import write_results
+
+    question, experiment = RECORD
+    stamp = line["utc"].replace("-", "").replace(":", "").rstrip("Z").lower()
+    path = store / question / "results" / f"{experiment}-{stamp}.json"
+    k = 1
+    while path.exists():  # two runs within one second: keep both
+        k += 1
+        path = path.with_name(f"{experiment}-{stamp}-{k}.json")
+    write_results(path, experiment=experiment, question=question, config={}, seeds=[],
+                  rows=ratio_rows(line))
+    return path
+
+
+def recorded_lines(store: Path) -> list[dict[str, Any]]:
+    """The recorded runs of the store, oldest first, as ``{"ratios": {name: {"ratio": ..}}}``."""
+    from edgerl.contract.results_store import read_results
+
+    question, experiment = RECORD
+    docs = [read_results(p) for p in sorted((store / question / "results").glob(
+        f"{experiment}-*.json"))]
+    docs.sort(key=lambda d: d.date)
+    out = []
+    for doc in docs:
+        ratios: dict[str, dict[str, Any]] = {}
+        for row in doc.rows:
+            if "ratio" in row and row["metric"] == "ratio":
+                ratios.setdefault(row["ratio"], {})["ratio"] = row["value"]
+        out.append({"ratios": ratios})
+    return out
+
+
+def plot_trend(lines: list[dict[str, Any]], png: Path, xlabel: str = "run") -> None:
+    """Each ratio over the runs ``lines`` (x = run index), target lines dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    lines = [json.loads(x) for x in history.read_text().splitlines() if x.strip()]
     names = sorted({n for ln in lines for n in ln.get("ratios", {})})
     fig, axes = plt.subplots(len(names) or 1, 1, figsize=(7, 1.6 * max(1, len(names))),
                              sharex=True, squeeze=False)
@@ -348,7 +405,7 @@ def plot_trend(history: Path, png: Path) -> None:
         if target is not None:
             ax.axhline(target, ls="--", c="grey", lw=0.8)
         ax.set_ylabel(name, rotation=0, ha="right", fontsize=8)
-    axes[-1, 0].set_xlabel("run (docs/bench_history.jsonl line)")
+    axes[-1, 0].set_xlabel(xlabel)
     fig.suptitle("edgerl: ratio of each path to its limit, same run")
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
@@ -359,8 +416,8 @@ def plot_trend(history: Path, png: Path) -> None:
 def measure_ratios(cfg: RatiosConfig) -> dict[str, Any]:
     """Every row ``cfg`` asks for, each with ``met`` (:func:`meets`), in one JSON line (UTC
     time, git revision, seconds, load averages before and after, ``ratios``); appended to
-    ``cfg.history`` and plotted to ``cfg.png`` when set. A measurement that fails is a
-    ``UserError`` naming its row."""
+    ``cfg.history``, recorded in ``cfg.record`` and plotted to ``cfg.png`` when set. A
+    measurement that fails is a ``UserError`` naming its row."""
     load_before, t0 = _load(), time.time()
     ratios: dict[str, dict[str, Any]] = {}
     try:
@@ -386,6 +443,11 @@ def measure_ratios(cfg: RatiosConfig) -> dict[str, Any]:
             "load_after": _load(), "ratios": ratios}
     if cfg.history is not None:
         append_history(cfg.history, line)
-        if cfg.png is not None:
-            plot_trend(cfg.history, cfg.png)
+    if cfg.record is not None:
+        record_ratios(cfg.record, line)
+    if cfg.png is not None and cfg.record is not None:
+        plot_trend(recorded_lines(cfg.record), cfg.png, "run (recorded in the results store)")
+    elif cfg.png is not None and cfg.history is not None:
+        lines = [json.loads(x) for x in cfg.history.read_text().splitlines() if x.strip()]
+        plot_trend(lines, cfg.png, f"run ({cfg.history} line)")
     return line

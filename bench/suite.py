@@ -3,8 +3,9 @@
 
 Builds the benchmark bundle once (a cartpole ``edit`` policy: 60 PPO iterations, planner
 delay 3 steps, exported with parity) under ``runs/bench/``, then prints the ratio of each path
-to its limit measured in the same run (``edgerl bench ratios``: appends a line to
-``docs/bench_history.jsonl`` and redraws ``docs/img/bench_trend.png``), then runs each
+to its limit measured in the same run (``edgerl bench ratios``: records the run in the
+results store, ``experiments/runtime-timing``, and redraws ``docs/img/bench_trend.png``),
+then runs each
 ``edgerl bench`` target with ``--json`` and returns one summary row per target; the raw JSON
 of every run goes to ``runs/bench/results.json``. The real-time loop benchmarks use
 ``--rt-priority 50`` (SCHED_FIFO; needs root or CAP_SYS_NICE) as docs/benchmarks.md does. The
@@ -49,14 +50,14 @@ class SuiteConfig:
         ratios_only: Only ``edgerl bench ratios`` (skip the absolute figures).
         out: Where the bundle is built and ``results.json`` written (relative to the
             working directory, like the two files below).
-        history: The ratios' history file (one JSON line appended per run).
-        trend_png: The ratios' trend plot, redrawn from ``history``.
+        store: The results store the ratios run is recorded in (``experiments/``).
+        trend_png: The ratios' trend plot, redrawn from the recorded runs.
     """
 
     quick: bool = False
     ratios_only: bool = False
     out: Path = Path("runs/bench")
-    history: Path = Path("docs/bench_history.jsonl")
+    store: Path = Path("experiments")
     trend_png: Path = Path("docs/img/bench_trend.png")
 
     @property
@@ -120,9 +121,9 @@ def bundle_commands(cfg: SuiteConfig) -> list[list[str]]:
 
 def ratios_argv(cfg: SuiteConfig) -> list[str]:
     """``edgerl bench ratios`` arguments: every path as a ratio to its limit measured in the
-    same run, one line appended to the history and the trend PNG redrawn."""
+    same run, recorded in the results store and the trend PNG redrawn."""
     argv = ["bench", "ratios", "--bundle", str(cfg.bundle), "--rt-priority", "50",
-            "--history", str(cfg.history), "--png", str(cfg.trend_png)]
+            "--record", str(cfg.store), "--png", str(cfg.trend_png)]
     if cfg.quick:
         argv += ["--sim-repeats", "5", "--train-iterations", "2", "--train-repeats", "1",
                  "--loop-seconds", "5", "--hil-episodes", "1", "--ros2-seconds", "3"]

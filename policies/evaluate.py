@@ -91,14 +91,15 @@ def evaluate(env, act: Callable[[torch.Tensor], torch.Tensor], episodes: int, *,
     length = torch.zeros(n, dtype=torch.int64)
     rate = torch.zeros(n, dtype=torch.float64)  # summed |du| per tick over the episode
     prev: torch.Tensor | None = None
-    obs = env.reset()
-    if obs is None:
-        obs = env.get_observations()
     bar = progress(range(episodes), total=episodes, desc="eval",
                    disable=not show_progress or None)
     bar_iter = iter(bar)
     done_count = 0
+    # the reset too: an env evaluated before holds inference tensors, updated in place here
     with torch.inference_mode():
+        obs = env.reset()
+        if obs is None:
+            obs = env.get_observations()
         for _ in range(limit):
             actions = act(obs["policy"])
             obs, rew, dones, extras = env.step(actions.to(env.device))

@@ -197,18 +197,40 @@ def run_cell(cfg: ProtocolConfig, cell: ProtocolCell, root: Path, control_hz: fl
             "train_wall_s": round(wall, 2), "run": str(out)}
 
 
+#: The rows finished so far, one JSON line each, under the protocol's root (a rerun with the
+#: same configuration skips them).
+ROWS_NAME = "rows.jsonl"
+
+
+def finished_rows(cfg: ProtocolConfig, root: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """``(cell, seed) -> row`` of the cells already done under ``root`` with this very
+    configuration (a row of another configuration is not reused)."""
+    path = root / ROWS_NAME
+    if not path.is_file():
+        return {}
+    me = json.dumps(asdict(cfg), sort_keys=True)
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return {(r["cell"], r["seed"]): r for r in rows if r.get("config") == me}
+
+
 def run_protocol(cfg: ProtocolConfig, root: str | Path,
                  on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Run every cell of ``cfg`` under ``root`` (``cfg.jobs`` at once); the rows."""
+    """Run every cell of ``cfg`` under ``root`` (``cfg.jobs`` at once); the rows. Cells that a
+    previous run of the same configuration finished there are not run again."""
     from edgerl.sim.registry import get_task_info
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     hz = float(get_task_info(cfg.task).control_hz)
+    before = finished_rows(cfg, root)
+    me = json.dumps(asdict(cfg), sort_keys=True)
     rows: list[dict[str, Any]] = []
 
-    def done(row: dict[str, Any]) -> None:
+    def done(row: dict[str, Any], fresh: bool = True) -> None:
         rows.append(row)
+        if fresh:
+            with open(root / ROWS_NAME, "a") as fh:
+                fh.write(json.dumps({**row, "config": me}) + "\n")
         if on_row is not None:
             on_row(row)
 
@@ -217,14 +239,19 @@ def run_protocol(cfg: ProtocolConfig, root: str | Path,
     rest = [c for c in cells if c.name != "nodelay"]
     expert_of: dict[int, str | None] = {}
     with ProcessPoolExecutor(max_workers=cfg.jobs) as pool:
-        futures = [pool.submit(run_cell, cfg, c, root, hz, None) for c in experts]
-        for c, fut in zip(experts, futures):
-            row = fut.result()
-            done(row)
-            expert_of[c.seed] = row["run"] if needs_expert_run(cfg.task) else None
-        futures = [pool.submit(run_cell, cfg, c, root, hz, expert_of[c.seed]) for c in rest]
-        for fut in futures:
-            done(fut.result())
+        for group in (experts, rest):
+            todo = [c for c in group if (c.name, c.seed) not in before]
+            futures = {c: pool.submit(run_cell, cfg, c, root, hz, expert_of.get(c.seed))
+                       for c in todo}
+            for c in group:
+                row = before.get((c.name, c.seed))
+                if row is None:
+                    row = futures[c].result()
+                    done(row)
+                else:
+                    done({k: v for k, v in row.items() if k != "config"}, fresh=False)
+                if c.name == "nodelay":
+                    expert_of[c.seed] = row["run"] if needs_expert_run(cfg.task) else None
     return rows
 
 

@@ -29,7 +29,7 @@ def test_dry_run_builds_the_bundle_then_ratios_then_each_target(tmp_path, capsys
     assert train[train.index("--out") + 1] == str(out / "edit_run")
     assert export[export.index("--out") + 1] == str(out / "bundle")
     assert ratios[ratios.index("--bundle") + 1] == str(out / "bundle")
-    assert ratios[ratios.index("--history") + 1] == "docs/bench_history.jsonl"
+    assert ratios[ratios.index("--record") + 1] == "experiments"
     assert "--sim-repeats" not in ratios  # the full run
     assert all(c[-1] == "--json" for c in measured)
     loops = [c for c in measured if c[2] == "loop"]

@@ -116,3 +116,19 @@ def test_config_bounds():
         DistillConfig(steps=0)
     with pytest.raises(ValueError):
         GuardConfig(episodes=-1)
+
+
+def test_an_env_can_be_evaluated_again_after_an_evaluation():
+    """The guard evaluates several candidates on one env: the second reset must not trip on
+    the inference tensors the first evaluation left in the env."""
+    from edgerl.policies.evaluate import evaluate
+    from edgerl.sim.adapters.gymnasium import GymVecEnv
+
+    env = GymVecEnv("InvertedPendulum-v5", num_envs=2, seed=0)
+    try:
+        for _ in range(2):
+            out = evaluate(env, lambda obs: torch.zeros(obs.shape[0], 1), 2,
+                           show_progress=False)
+            assert out.episodes == 2 and out.return_mean > 0
+    finally:
+        env.close()

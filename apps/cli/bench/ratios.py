@@ -4,8 +4,10 @@ The rows (``sim/<task>``, ``train/<task>``, ``loop/jitter_p99``, ``loop/miss_rat
 ``hil/rtt_p99``, ``ros2/e2e_p99``, ``ros2/node_tick_p99``), their references and targets are
 :mod:`edgerl.bench.ratios`'. This verb parses the flags into a
 :class:`~edgerl.bench.ratios.RatiosConfig`, runs it, and prints the table (``--json``: the
-history line); the line is appended to ``--history`` and, with ``--png``, the trend of every
-ratio over the history is redrawn. ``make bench`` runs it (``edgerl bench all``).
+run's line); ``--record experiments`` writes the run into the results store (a
+``bench-ratios`` results file with command, commit, date and load), ``--history`` appends the
+line to a JSON-lines file, and ``--png`` redraws the trend of every ratio over the recorded
+runs. ``make bench`` runs it (``edgerl bench all``).
 """
 
 from __future__ import annotations
@@ -68,11 +70,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--ros2-seconds", type=float, default=10.0,
         help="seconds of the deploy and of the bench loop behind the ros2 rows (needs --bundle "
              "and rclpy; 0 = skip)")
-    out = flags.add_output_flags(p, json="the history line as JSON",
-                                 png="write the trend plot here")
-    out.add_argument("--history", type=lambda v: Path(v) if v else None,
-                     default=Path("docs/bench_history.jsonl"),
-                     help="append one JSON line here ('' = do not)")
+    out = flags.add_output_flags(p, json="the run's line as JSON",
+                                 png="write the trend plot of the recorded runs here")
+    out.add_argument("--record", type=lambda v: Path(v) if v else None, default=None,
+                     metavar="STORE",
+                     help="write the run into this results store (experiments/) as a "
+                          "bench-ratios results file (default: do not)")
+    out.add_argument("--history", type=lambda v: Path(v) if v else None, default=None,
+                     help="also append the run's JSON line to this file (default: do not)")
 
 
 def config(args: argparse.Namespace) -> RatiosConfig:
@@ -95,7 +100,7 @@ def config(args: argparse.Namespace) -> RatiosConfig:
              "train_steps_per_env", "train_iterations", "train_repeats", "bundle", "loop_rate",
              "loop_seconds", "loop_pairs", "loop_cpus", "planner_cpus", "planner_process",
              "rt_priority", "miss_alpha", "hil_runs", "hil_target", "hil_rt_priority",
-             "hil_episodes", "hil_max_steps", "ros2_seconds", "history", "png")
+             "hil_episodes", "hil_max_steps", "ros2_seconds", "history", "record", "png")
     return RatiosConfig(**{name: getattr(args, name) for name in names})
 
 

@@ -16,10 +16,10 @@ TINY = ["--sim-tasks", "arm_reach", "--sim-envs", "4", "--sim-steps", "3", "--si
 
 
 def test_ratios_history_line_and_trend(tmp_path, capsys):
-    history, png = tmp_path / "h.jsonl", tmp_path / "trend.png"
+    history, png, store = tmp_path / "h.jsonl", tmp_path / "trend.png", tmp_path / "store"
     for _ in range(2):
-        assert main(["bench", "ratios", *TINY, "--history", str(history), "--png", str(png),
-                     "--json"]) == 0
+        assert main(["bench", "ratios", *TINY, "--history", str(history), "--record",
+                     str(store), "--png", str(png), "--json"]) == 0
         line = json.loads(capsys.readouterr().out)
         assert set(line["ratios"]) == {"sim/arm_reach", "train/cartpole"}
         for r in line["ratios"].values():
@@ -30,7 +30,9 @@ def test_ratios_history_line_and_trend(tmp_path, capsys):
     lines = history.read_text().splitlines()
     assert len(lines) == 2 and json.loads(lines[1]) == line
     assert png.stat().st_size > 1000
-    plot_trend(history, png)  # redraw from the file alone
+    recorded = sorted((store / "runtime-timing" / "results").glob("bench-ratios-*.json"))
+    assert len(recorded) == 2
+    plot_trend([json.loads(x) for x in lines], png)  # redraw from the lines alone
 
 
 def test_bench_train_json(capsys):
