@@ -1,15 +1,15 @@
 """edgerl.policies: planners, the edit policy and baselines, trained with rsl-rl-lib PPO.
 
 Importing the package registers how a stored training run is loaded as a task's expert
-(:func:`edgerl.sim.adapters.expert.set_run_loader`), so a task whose expert is a trained run
-(``expert_run=RUN``) can be built from any policies entry point.
+(:func:`edgerl.sim.adapters.run_loader.set_run_loader`; no heavy imports), so a task whose
+expert is a trained run (``expert_run=RUN``) can be built from any policies entry point.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from edgerl.sim.adapters.expert import set_run_loader
+from edgerl.sim.adapters.run_loader import set_run_loader
 
 
 def _load_run(run_dir: Any, device: str) -> Any:

@@ -39,6 +39,7 @@ from edgerl.contract.logs import progress
 __all__ = [
     "BCChunkPlanner",
     "ExpertDemos",
+    "IntentPlanFn",
     "chunk_labels",
     "collect_expert_demos",
     "elu_mlp",
@@ -156,13 +157,23 @@ class BCChunkPlanner(nn.Module):
         return self.forward_intent(x)[0]
 
     def plan(self, obs: torch.Tensor, env_ids: torch.Tensor | None = None,
-             prefix: torch.Tensor | None = None) -> Any:
-        """Batched planner callable for the sim wrappers: ``(N, O) -> (N, H, A)`` (no grad);
-        an intent planner returns ``(chunks (N, H, A), intent (N, I))``.
+             prefix: torch.Tensor | None = None) -> torch.Tensor:
+        """Batched planner callable for the sim wrappers: ``(N, O) -> (N, H, A)`` (no grad).
 
         ``prefix`` ``(N, D, A)``: the committed prefix of a real-time-chunking planner
         (``cond_dim = D * A``), flattened into the conditioning vector.
         """
+        return self.plan_with_intent(obs, env_ids, prefix)[0]
+
+    def plan_fn(self) -> Any:
+        """The sim wrappers' batched planner: :meth:`plan`, or for an intent planner an
+        :class:`IntentPlanFn` returning ``(chunks, intent)``."""
+        return IntentPlanFn(self) if self.intent_dim else self.plan
+
+    def plan_with_intent(self, obs: torch.Tensor, env_ids: torch.Tensor | None = None,
+                         prefix: torch.Tensor | None = None
+                         ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(chunks (N, H, A), intent (N, I) or None)`` for ``obs`` (N, O) (no grad)."""
         x = obs.to(self.in_mean.device, torch.float32)
         if prefix is not None:
             x = torch.cat([x, prefix.reshape(x.shape[0], -1).to(x)], dim=-1)
@@ -171,8 +182,7 @@ class BCChunkPlanner(nn.Module):
                              f"{self.input_dim} (obs {self.obs_dim} + conditioning "
                              f"{self.cond_dim})")
         with torch.no_grad():
-            chunks, intent = self.forward_intent(x)
-        return (chunks, intent) if self.intent_dim else chunks
+            return self.forward_intent(x)
 
     def config(self) -> dict:
         """Constructor arguments (JSON), saved next to the weights."""
@@ -183,6 +193,21 @@ class BCChunkPlanner(nn.Module):
         if self.intent_dim:
             out.update(intent_dim=self.intent_dim, fast_indices=self.fast_indices)
         return out
+
+
+class IntentPlanFn:
+    """An intent planner as the sim wrappers' batched planner: ``(obs (N, O), env_ids,
+    prefix) -> (chunks (N, H, A), intent (N, I))``; ``intent_dim`` tells the wrappers."""
+
+    def __init__(self, net: BCChunkPlanner) -> None:
+        self.net = net
+        self.intent_dim = net.intent_dim
+
+    def __call__(self, obs: torch.Tensor, env_ids: torch.Tensor | None = None,
+                 prefix: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        chunks, intent = self.net.plan_with_intent(obs, env_ids, prefix)
+        assert intent is not None
+        return chunks, intent
 
 
 @dataclass

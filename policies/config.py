@@ -33,6 +33,9 @@ __all__ = ["CONFIG_NAME", "PLANNER_NAME",
 CONFIG_NAME = "config.json"
 PLANNER_NAME = "planner.pt"
 
+#: The planner intent's size when ``TrainConfig.intent_dim`` is automatic (a learned planner).
+DEFAULT_INTENT_DIM = 8
+
 #: What the edit policy reads of the robot observation (``edgerl.sim.wrappers.EDIT_INPUTS``).
 EDIT_INPUTS = ("fast", "full")
 #: Planner kinds: the task's scripted expert rolled into chunks, or a behaviour-cloned MLP.
@@ -96,7 +99,8 @@ class BCConfig:
     ``expert_noise`` (fraction of the action range) perturbs the executed action (not the
     label) so the demos cover recoveries (DART-style). ``intent_stale_steps`` S (intent
     planners): the decoder learns from intents of observations up to S steps older than its
-    own (``edgerl.policies.bc_planner.stale_inputs``), as the edit policy will read them.
+    own (``edgerl.policies.bc_planner.stale_inputs``), as the edit policy will read them;
+    -1 = the oldest a chunk gets before the next one arrives (planner delay + period).
     """
 
     demo_envs: int = 64
@@ -106,7 +110,7 @@ class BCConfig:
     learning_rate: float = 1e-3
     hidden_dims: list[int] = field(default_factory=lambda: [256, 256])
     expert_noise: float = 0.1
-    intent_stale_steps: int = 0
+    intent_stale_steps: int = -1
 
 
 @dataclass(frozen=True)
@@ -125,9 +129,9 @@ class DistillConfig:
             the student's values before the first policy update.
     """
 
-    rounds: int = 0
+    rounds: int = 8
     steps: int = 64
-    epochs: int = 10
+    epochs: int = 30
     batch_size: int = 1024
     learning_rate: float = 1e-3
     init_std: float = 0.1
@@ -152,7 +156,7 @@ class GuardConfig:
             ``seed + 1000``, training ``seed``).
     """
 
-    episodes: int = 0
+    episodes: int = 30
     seed_offset: int = 2000
 
     def __post_init__(self) -> None:
@@ -201,7 +205,8 @@ class TrainConfig:
             observation delay, ``edgerl.contract.timing.sampling_delay_steps``). Saved in the
             manifest.
         intent_dim: Size of the BC planner's intent vector (an encoder bottleneck it exports
-            beside each chunk), which the edit policy reads with the chunk; 0 = none.
+            beside each chunk), which the edit policy reads with the chunk; 0 = none; -1 =
+            automatic: 8 with a learned (``bc``) planner, else none.
         distill: The edit actor's warm start as the student of the planner without delay
             (:mod:`edgerl.policies.distill`); ``rounds`` 0 = none.
         guard: The choice of the deployed edit actor on validation episodes, the planner
@@ -236,7 +241,7 @@ class TrainConfig:
     privileged: bool = False
     latency_model: LatencyModel | None = None
     trigger: str = field(default="state", metadata={"choices": TRIGGERS})
-    intent_dim: int = 0
+    intent_dim: int = -1
     distill: DistillConfig = field(default_factory=DistillConfig)
     guard: GuardConfig = field(default_factory=GuardConfig)
     planner_prefix: bool = False
@@ -258,8 +263,7 @@ class TrainConfig:
         if self.privileged and not info.no_delay:
             raise SchemaError(f"privileged: only the nodelay upper bound reads privileged "
                               f"observations, not {self.method!r}")
-        for key in ("delay_steps", "horizon", "period_steps", "lookahead", "n_committed",
-                    "intent_dim"):
+        for key in ("delay_steps", "horizon", "period_steps", "lookahead", "n_committed"):
             if getattr(self, key) < 0:
                 raise SchemaError(f"{key}: must be >= 0, got {getattr(self, key)}")
         for key in ("num_envs", "num_steps_per_env", "save_interval"):
@@ -267,7 +271,10 @@ class TrainConfig:
                 raise SchemaError(f"{key}: must be >= 1, got {getattr(self, key)}")
         if self.iterations < 0:
             raise SchemaError(f"iterations: must be >= 0, got {self.iterations}")
-        if self.intent_dim and self.planner != "bc" and info.uses_planner:
+        if self.intent_dim < -1:
+            raise SchemaError(f"intent_dim: must be >= -1 (-1 = automatic), got "
+                              f"{self.intent_dim}")
+        if self.intent_dim > 0 and self.planner != "bc" and info.uses_planner:
             raise SchemaError(f"intent_dim: {self.intent_dim} needs a learned planner that exports "
                               f"an intent (--planner bc), not {self.planner!r}")
         if self.residual_bound < 0:
@@ -296,6 +303,23 @@ class TrainConfig:
     def uses_planner(self) -> bool:
         """Whether the method runs a chunk planner (``edit_zero_chunks`` runs none)."""
         return self.method_info.uses_planner
+
+    @property
+    def resolved_intent_dim(self) -> int:
+        """The planner intent's size: ``intent_dim``, or automatically
+        :data:`DEFAULT_INTENT_DIM` for an edit or a chunk method with a learned planner."""
+        if self.intent_dim >= 0:
+            return self.intent_dim
+        uses = self.method_info.residual or self.method_info.uses_planner
+        return DEFAULT_INTENT_DIM if uses and self.planner == "bc" else 0
+
+    @property
+    def resolved_intent_stale_steps(self) -> int:
+        """``bc.intent_stale_steps``, or the oldest a chunk's intent gets before the next chunk
+        arrives: the planner delay (with the randomizer's extra) plus its period."""
+        if self.bc.intent_stale_steps >= 0:
+            return self.bc.intent_stale_steps
+        return self.delay_steps + self.extra_delay_steps[1] + self.resolved_period
 
     @property
     def prefix_conditioned(self) -> bool:

@@ -45,11 +45,11 @@ def make_base_env(cfg: TrainConfig, num_envs: int, seed: int | None = None) -> A
 
 def make_bc_planner(cfg: TrainConfig, spec: Any, cond_dim: int = 0) -> BCChunkPlanner:
     """An untrained :class:`BCChunkPlanner` sized for ``cfg`` and the task ``spec`` (with an
-    intent head of ``cfg.intent_dim`` whose decoder reads the task's fast subset)."""
+    intent head of ``cfg.resolved_intent_dim`` whose decoder reads the task's fast subset)."""
     fast = list(spec.fast_obs_indices) if spec.planner_only else []
     return BCChunkPlanner(spec.obs_dim, spec.action_dim, cfg.resolved_horizon, spec.action_low,
                           spec.action_high, hidden_dims=cfg.bc.hidden_dims, cond_dim=cond_dim,
-                          intent_dim=cfg.intent_dim, fast_indices=fast)
+                          intent_dim=cfg.resolved_intent_dim, fast_indices=fast)
 
 
 def build_planner(cfg: TrainConfig, show_progress: bool = True
@@ -76,9 +76,9 @@ def build_planner(cfg: TrainConfig, show_progress: bool = True
         cond_dim = prefix.shape[-1]
     net = make_bc_planner(cfg, demo_env.spec, cond_dim).to(cfg.device)
     older = None
-    if cfg.intent_dim and cfg.bc.intent_stale_steps:
+    if cfg.resolved_intent_dim and cfg.resolved_intent_stale_steps:
         gen = torch.Generator(device="cpu").manual_seed(int(cfg.seed) + 1)
-        older = stale_inputs(inputs, demos.dones, cfg.bc.intent_stale_steps, gen)
+        older = stale_inputs(inputs, demos.dones, cfg.resolved_intent_stale_steps, gen)
         older = older.reshape(-1, older.shape[-1])
     inputs = inputs.reshape(-1, inputs.shape[-1])
     targets = labels.reshape(-1, horizon, labels.shape[-1])
@@ -105,7 +105,7 @@ def edit_obs_config(cfg: TrainConfig, spec: TaskSpec) -> EditObsConfig:
     d = LatencyCfg()
     fast = spec.fast_obs_indices if cfg.edit_inputs == "fast" and spec.planner_only else []
     return EditObsConfig(spec.obs_dim, spec.action_dim, cfg.lookahead, cfg.n_committed,
-                         d.age_scale_s, d.age_clip, fast, intent_dim=cfg.intent_dim)
+                         d.age_scale_s, d.age_clip, fast, intent_dim=cfg.resolved_intent_dim)
 
 
 def latency_cfg(cfg: TrainConfig, spec: Any, seed: int) -> LatencyCfg:
@@ -115,7 +115,7 @@ def latency_cfg(cfg: TrainConfig, spec: Any, seed: int) -> LatencyCfg:
                       n_committed=cfg.n_committed,
                       edit_bound=cfg.resolved_residual_bound(spec.action_low, spec.action_high),
                       seed=seed, edit_inputs=cfg.edit_inputs, privileged=cfg.privileged,
-                      intent_dim=cfg.intent_dim if cfg.is_edit or cfg.uses_planner else 0,
+                      intent_dim=cfg.resolved_intent_dim,
                       prefix_planner=cfg.planner_prefix and cfg.is_edit)
 
 
@@ -140,7 +140,7 @@ def planner_callable(base: Any, cfg: TrainConfig, planner_net: BCChunkPlanner | 
                          "prefix: use --planner bc (the scripted expert cannot continue a "
                          "given prefix)")
     if planner_net is not None:
-        return planner_net.plan
+        return planner_net.plan_fn()
     if cfg.planner.startswith("remote:"):  # a planner service (policies/remote_planner.py)
         from edgerl.policies.remote_planner import ServedPlanFn
 

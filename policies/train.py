@@ -113,7 +113,7 @@ def _warm_start(env: Any, runner: Any, cfg: TrainConfig, planner_net: Any,
     from edgerl.policies.distill import distill_actor, planner_teacher
 
     if planner_net is not None and not cfg.prefix_conditioned:
-        teacher = planner_teacher(planner_net.plan)
+        teacher = planner_teacher(planner_net.plan_fn())
         source = "bc planner, no delay"
     else:
         def teacher(wrapped: Any) -> torch.Tensor:

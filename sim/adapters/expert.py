@@ -6,9 +6,10 @@ task with ``expert_run=<that run>`` so ``expert_action()`` (BC demos, the ``expe
 evaluates it. The run is loaded on first use only, so building the env (export, eval) never
 pays for it.
 
-``edgerl.sim`` sits below ``edgerl.policies`` and does not import it: the code that reads a
-run (``edgerl.policies.runs.load_policy``) registers itself here with :func:`set_run_loader`
-when it is imported, and :meth:`RunExpert.load` calls whatever is registered.
+``edgerl.sim`` sits below ``edgerl.policies`` and does not import it: the policies package
+registers the code that reads a run (``edgerl.policies.runs.load_policy``) with
+:func:`edgerl.sim.adapters.run_loader.set_run_loader` when it is imported, and
+:meth:`RunExpert.load` calls whatever is registered.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 
 import torch
 
+from edgerl.sim.adapters.run_loader import run_loader, set_run_loader
+
 __all__ = ["ExpertError", "RunExpert", "clipped_expert_action", "set_run_loader"]
 
 log = logging.getLogger(__name__)
@@ -27,16 +30,6 @@ log = logging.getLogger(__name__)
 
 class ExpertError(RuntimeError):
     """The task has no expert, or the expert run does not fit the task."""
-
-
-#: ``(run_dir, device) -> loaded run`` (``.config.method``, ``.actor``, ``.checkpoint``).
-_run_loader: Callable[[Path, str], Any] | None = None
-
-
-def set_run_loader(loader: Callable[[Path, str], Any]) -> None:
-    """Register the function that loads a training run (``edgerl.policies.runs`` does)."""
-    global _run_loader
-    _run_loader = loader
 
 
 class RunExpert:
@@ -60,10 +53,11 @@ class RunExpert:
     def load(self) -> Any:
         """Load (once) and return the actor module; checks method and sizes."""
         if self._actor is None:
-            if _run_loader is None:
+            loader = run_loader()
+            if loader is None:
                 raise ExpertError(f"expert_run {self.run_dir}: no run loader registered "
-                                  "(import edgerl.policies.runs first)")
-            loaded = _run_loader(self.run_dir, str(self.device))
+                                  "(import edgerl.policies first)")
+            loaded = loader(self.run_dir, str(self.device))
             if loaded.config.method != "nodelay" or loaded.actor is None:
                 raise ExpertError(f"expert_run {self.run_dir}: method "
                                   f"{loaded.config.method!r}; the expert must be a 'nodelay' "

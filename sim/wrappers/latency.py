@@ -77,8 +77,8 @@ class LatencyWrapper(VecEnvWrapper):
         lat = cfg.latency
         if cfg.method in CHUNK_METHODS and planner is None:
             raise ValueError(f"method {cfg.method!r} needs a planner (plan(obs, env_ids))")
-        owner = getattr(planner, "__self__", planner)  # a bound ``plan`` method's network
-        planner_intent = int(getattr(owner, "intent_dim", 0) or 0) if planner else 0
+        # a planner that exports an intent says so (``intent_dim``) and returns (chunks, intent)
+        planner_intent = int(getattr(planner, "intent_dim", 0) or 0) if planner else 0
         if planner is not None and not self.zero_chunks and planner_intent != cfg.intent_dim:
             raise ValueError(f"the planner exports an intent of {planner_intent} elements, the "
                              f"latency config expects {cfg.intent_dim} (LatencyCfg.intent_dim)")

@@ -124,9 +124,12 @@ class TestIntent:
         other[:, 2:] = torch.randn(5, 2)
         assert torch.equal(net.decode(other, intent), chunks)
         assert not torch.equal(net.encode(other), intent)
-        # plan() returns both, for the sim wrappers; forward() the chunk alone
-        planned = net.plan(x)
-        assert isinstance(planned, tuple) and torch.equal(planned[0], net(x))
+        # plan() and forward() give the chunk; the sim wrappers' plan_fn() both
+        assert torch.equal(net.plan(x), net(x))
+        fn = net.plan_fn()
+        assert fn.intent_dim == 2 and torch.equal(fn(x)[1], intent)
+        plain = BCChunkPlanner(4, 1, 3, [-1.0], [1.0], hidden_dims=[8])
+        assert plain.plan_fn() == plain.plan and plain.plan_with_intent(x)[1] is None
         clone = BCChunkPlanner(**net.config())
         clone.load_state_dict(net.state_dict())
         assert torch.equal(clone(x), net(x)) and net.config()["fast_indices"] == [0, 1]

@@ -147,8 +147,11 @@ def test_bc_planner_run_saves_and_reloads_the_planner(tmp_path):
 
 def test_stop_at_success_ends_training_early_and_saves(tmp_path):
     # 10-step episodes that the expert-planned edit policy survives from the first iteration
+    from edgerl.policies.config import GuardConfig
+
     cfg = _cfg("edit", delay_steps=0, num_envs=32, num_steps_per_env=16, iterations=5,
-               stop_at_success=0.9, task_kwargs={"max_episode_steps": 10})
+               stop_at_success=0.9, task_kwargs={"max_episode_steps": 10},
+               guard=GuardConfig(episodes=0))  # without the validation guard: the best wins
     result = train(cfg, out=tmp_path / "run", show_progress=False)
     assert len(result.history) == 1
     assert result.history[0]["success_rate"] >= 0.9
@@ -184,3 +187,25 @@ def test_split_task_manifest_matches_the_training_wrapper(tmp_path):
     goal = pol.spec.observation.names.index("goal_x")
     assert (pol.spec.observation.mean[goal], pol.spec.observation.std[goal]) == (0.0, 1.0)
     assert pol.spec.observation.std[0] != 1.0  # the fast elements carry the trained normaliser
+
+
+def test_an_edit_run_deploys_the_validation_guards_choice(tmp_path):
+    """By default an edit run is warm-started, then the deployed actor is chosen on held-out
+    episodes among the final, the best-training, the warm-start and the planner-alone ones."""
+    from edgerl.policies.config import DistillConfig, GuardConfig
+
+    cfg = _cfg("edit", delay_steps=2, num_envs=16, num_steps_per_env=8, iterations=2,
+               task_kwargs={"max_episode_steps": 10},
+               distill=DistillConfig(rounds=1, steps=8, epochs=2), guard=GuardConfig(episodes=4))
+    result = train(cfg, out=tmp_path / "run", show_progress=False)
+    doc = json.loads((result.run_dir / "config.json").read_text())
+    assert doc["distill"]["teacher"] == "task expert" and len(doc["distill"]["losses"]) == 1
+    guard = doc["guard"]
+    assert set(guard["scores"]) == {"final", "best", "warm", "planner"}
+    best = max(guard["scores"], key=lambda k: (guard["scores"][k]["success_rate"],
+                                               guard["scores"][k]["return_mean"]))
+    assert guard["deployed"] == best
+    pol = load_policy(result.run_dir)
+    assert pol.checkpoint.name == "model_deploy.pt"
+    deployed = torch.load(pol.checkpoint, weights_only=False)
+    assert deployed["infos"]["deployed"] == best

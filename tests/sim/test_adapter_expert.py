@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from edgerl.sim.adapters import expert as expert_mod
-from edgerl.sim.adapters.expert import ExpertError, RunExpert, set_run_loader
+from edgerl.sim.adapters.expert import ExpertError, RunExpert
+from edgerl.sim.adapters.run_loader import run_loader, set_run_loader
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def run_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def restore_loader():
-    saved = expert_mod._run_loader
+    saved = run_loader()
     yield
     set_run_loader(saved)
 
@@ -38,12 +38,12 @@ def test_without_a_loader_the_error_says_what_to_import(run_dir):
     code = ("from edgerl.sim.adapters.expert import RunExpert, ExpertError\n"
             f"e = RunExpert({str(run_dir)!r}, 3, 1)\n"
             "try:\n    e.load()\nexcept ExpertError as exc:\n    print('ERR', exc)\n"
-            "import edgerl.policies.runs as r, edgerl.sim.adapters.expert as m\n"
-            "print('REGISTERED', m._run_loader is not None)\n")
+            "import edgerl.policies.runs as r, edgerl.sim.adapters.run_loader as m\n"
+            "print('REGISTERED', m.run_loader() is not None)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert res.returncode == 0, res.stderr
-    assert "ERR expert_run" in res.stdout and "import edgerl.policies.runs" in res.stdout
+    assert "ERR expert_run" in res.stdout and "import edgerl.policies first" in res.stdout
     assert "REGISTERED True" in res.stdout
 
 
