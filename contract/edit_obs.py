@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from edgerl.contract.chunk import MAX_INTENT
+
 __all__ = ["EditObsConfig", "EditObsWriter", "build_edit_obs", "compose_edit_action",
            "select_chunk_rows", "select_fast_obs"]
 
@@ -55,7 +57,8 @@ class EditObsConfig:
         age_scale_s / age_clip: Chunk age scaling (seconds) and clip.
         obs_indices: Indices (into the robot observation, ascending) the edit policy reads:
             the task's fast subset. Empty = every element (the full-observation setting).
-        intent_dim: Size I of the planner's intent vector the edit policy reads (0 = none).
+        intent_dim: Size I of the planner's intent vector the edit policy reads (0 = none;
+            at most :data:`edgerl.contract.chunk.MAX_INTENT`).
     """
 
     obs_dim: int
@@ -76,6 +79,9 @@ class EditObsConfig:
         for key in ("lookahead", "n_committed", "intent_dim"):
             if getattr(self, key) < 0:
                 raise SchemaError(f"edit_obs.{key}: must be >= 0, got {getattr(self, key)}")
+        if self.intent_dim > MAX_INTENT:
+            raise SchemaError(f"edit_obs.intent_dim: at most {MAX_INTENT} (what a chunk "
+                              f"carries), got {self.intent_dim}")
         if not (self.age_scale_s > 0 and self.age_clip > 0):
             raise SchemaError("edit_obs.age_scale_s and edit_obs.age_clip: must be > 0")
         self.obs_indices = [int(i) for i in self.obs_indices]
