@@ -44,9 +44,9 @@ def test_the_edit_node_feeds_the_chunks_intent_to_the_loop(graph):
     from rclpy.lifecycle import TransitionCallbackReturn as R
 
     node, probe = graph
-    assert node.spec.edit_obs.intent_dim == len(INTENT)
     assert node.call(node.trigger_configure) == R.SUCCESS
     assert node.call(node.trigger_activate) == R.SUCCESS
+    assert node.spec.edit_obs.intent_dim == len(INTENT)
     i0, i1 = next((a, b) for name, a, b in node.spec.edit_obs.layout() if name == "intent")
 
     def intent_read() -> bool:
