@@ -19,6 +19,7 @@ __all__ = [
     "BundleHashError",
     "BundlePathError",
     "BundleSignatureError",
+    "IntentMismatchError",
     "ManifestEncodingError",
     "ManifestNestingError",
     "ManifestSchemaError",
@@ -94,3 +95,8 @@ class OnnxModelError(BundleError):
 
 class OnnxShapeError(BundleError):
     """An ONNX model's input/output names or shapes disagree with the manifest."""
+
+
+class IntentMismatchError(OnnxShapeError):
+    """``planner.onnx``'s ``intent`` output and the manifest's ``edit_obs.intent_dim`` (what
+    the edit policy reads) disagree in size, or one of them is missing."""

@@ -4,6 +4,12 @@ Row ``i`` of a chunk is the action meant for the interval ``[t0 + i*dt, t0 + (i+
 (monotonic seconds). In simulation the same chunk is indexed by control step: row ``i`` is
 meant for step ``step0 + i``. Nothing infers time from arrival order: ``obs_time`` records
 when the observation the planner saw was taken, so the chunk's age is ``now - obs_time``.
+
+A chunk may carry the planner's *intent*: a compact vector (at most :data:`MAX_INTENT`
+floats, a learned planner's values in ``[-1, 1]``) exported with the rows, which the edit
+policy reads beside them (:class:`edgerl.contract.edit_obs.EditObsConfig.intent_dim`). It
+travels wherever the chunk travels (planner process pipe, network protocol, ROS message,
+serial CHUNK).
 """
 
 from __future__ import annotations
@@ -13,15 +19,35 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["BOUNDARY_EPS", "ActionChunk", "ChunkError"]
+__all__ = ["BOUNDARY_EPS", "MAX_INTENT", "ActionChunk", "ChunkError", "check_intent"]
 
 #: A time within this fraction of a row of a row boundary counts as the next row, so that
 #: ``t0 + i*dt`` selects row ``i`` despite floating-point rounding.
 BOUNDARY_EPS = 1e-6
+#: Largest planner intent (floats) a chunk may carry: what one serial CHUNK message holds
+#: (``edgerl.contract.wire.schema``), so an intent fits every transport.
+MAX_INTENT = 8
 
 
 class ChunkError(ValueError):
     """An action chunk is malformed (shape, non-finite values, non-monotonic times)."""
+
+
+def check_intent(intent: object) -> np.ndarray:
+    """``intent`` as a read-only C-contiguous float32 ``(I,)`` array, ``1 <= I <=``
+    :data:`MAX_INTENT`, every value finite; :class:`ChunkError` naming the problem otherwise."""
+    arr = np.asarray(intent)
+    if arr.ndim != 1 or not 1 <= arr.shape[0] <= MAX_INTENT:
+        raise ChunkError(f"intent must have shape (I,) with 1 <= I <= {MAX_INTENT}, got shape "
+                         f"{arr.shape} (None: no intent)")
+    if not np.issubdtype(arr.dtype, np.number):
+        raise ChunkError(f"intent must be numeric, got dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr, dtype=np.float32)
+    if not np.all(np.isfinite(arr)):
+        i = int(np.argmax(~np.isfinite(arr)))
+        raise ChunkError(f"intent[{i}] is not finite ({arr[i]})")
+    arr.setflags(write=False)
+    return arr
 
 
 @dataclass(frozen=True)
@@ -35,6 +61,9 @@ class ActionChunk:
         step0: Control step of row 0 (simulation indexing; ``-1`` when unknown).
         obs_time: Monotonic time (s) at which the planner's observation was taken.
         source: Who produced the chunk (``"planner"``, ``"expert"``, a model name...).
+        meta: Free-form notes (merge details, request ids); not compared.
+        intent: Optional ``(I,)`` float32 planner intent (read-only), ``None`` when the
+            planner exports none.
     """
 
     actions: np.ndarray
@@ -44,6 +73,7 @@ class ActionChunk:
     obs_time: float = float("nan")
     source: str = "planner"
     meta: dict = field(default_factory=dict, compare=False)
+    intent: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         actions = np.asarray(self.actions)
@@ -67,6 +97,8 @@ class ActionChunk:
                 f"obs_time {self.obs_time:.6f} lies after the chunk's end {self.t_end:.6f}")
         actions.setflags(write=False)
         object.__setattr__(self, "actions", actions)
+        if self.intent is not None:
+            object.__setattr__(self, "intent", check_intent(self.intent))
 
     @classmethod
     def from_times(cls, times: np.ndarray, actions: np.ndarray, *, rtol: float = 1e-3,
@@ -105,6 +137,11 @@ class ActionChunk:
     def action_dim(self) -> int:
         """Action size A."""
         return int(self.actions.shape[1])
+
+    @property
+    def intent_dim(self) -> int:
+        """Size I of the planner intent (0 without one)."""
+        return 0 if self.intent is None else int(self.intent.shape[0])
 
     @property
     def horizon_s(self) -> float:

@@ -16,7 +16,9 @@ The fast edit policy sees the newest robot observation together with the planner
 * Rows past the chunk's end repeat its last row (hold), so lookahead never reads garbage.
 * Chunk age is ``clip(age_s / age_scale_s, 0, age_clip)``: seconds since the planner's
   observation was taken, scaled to order 1.
-* ``has_chunk`` is 1 when a (non-stale) chunk exists; when it is 0, the chunk segments are 0.
+* ``has_chunk`` is 1 when a (non-stale) chunk exists; when it is 0, the chunk segments (and
+  the intent) are +0.0, whatever the stale chunk held: the bytes of the observation do not
+  depend on rows no longer in use (the training wrapper keeps them, the runtime clears them).
 * **Planner intent** (``intent_dim`` I > 0): a compact vector the planner exports beside its
   chunk (a bottleneck of its hidden state: what it inferred from the goal, the camera, the
   instruction). It changes slowly, so a chunk's intent stays informative long after its rows
@@ -34,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from edgerl.contract.chunk import MAX_INTENT
 
 __all__ = ["EditObsConfig", "EditObsWriter", "build_edit_obs", "compose_edit_action",
            "select_chunk_rows", "select_fast_obs"]
@@ -55,7 +59,8 @@ class EditObsConfig:
         age_scale_s / age_clip: Chunk age scaling (seconds) and clip.
         obs_indices: Indices (into the robot observation, ascending) the edit policy reads:
             the task's fast subset. Empty = every element (the full-observation setting).
-        intent_dim: Size I of the planner's intent vector the edit policy reads (0 = none).
+        intent_dim: Size I of the planner's intent vector the edit policy reads (0 = none;
+            at most :data:`edgerl.contract.chunk.MAX_INTENT`).
     """
 
     obs_dim: int
@@ -76,6 +81,9 @@ class EditObsConfig:
         for key in ("lookahead", "n_committed", "intent_dim"):
             if getattr(self, key) < 0:
                 raise SchemaError(f"edit_obs.{key}: must be >= 0, got {getattr(self, key)}")
+        if self.intent_dim > MAX_INTENT:
+            raise SchemaError(f"edit_obs.intent_dim: at most {MAX_INTENT} (what a chunk "
+                              f"carries), got {self.intent_dim}")
         if not (self.age_scale_s > 0 and self.age_clip > 0):
             raise SchemaError("edit_obs.age_scale_s and edit_obs.age_clip: must be > 0")
         self.obs_indices = [int(i) for i in self.obs_indices]
@@ -227,8 +235,10 @@ def build_edit_obs(obs: Array, chunk_rows: Array, chunk_age_s: Array, committed:
         out[..., o0:o1] = select_fast_obs(obs, cfg)
     else:
         np.take(obs, cfg.obs_indices, axis=-1, out=out[..., o0:o1], mode="clip")
-    out[..., c0:c1] = chunk_rows.reshape(*batch, n_rows * a_dim)
-    out[..., c0:c1] *= has[..., None]
+    used = has[..., None] != 0  # the chunk's values where used, exactly +0.0 elsewhere
+    zero = torch.zeros((), dtype=f32, device=obs.device) if torch_mode else f32(0.0)
+    where = torch.where if torch_mode else np.where
+    out[..., c0:c1] = where(used, chunk_rows.reshape(*batch, n_rows * a_dim), zero)
     out[..., g0] = age * has
     out[..., k0:k1] = committed.reshape(*batch, k * a_dim)
     out[..., h0] = has
@@ -237,8 +247,7 @@ def build_edit_obs(obs: Array, chunk_rows: Array, chunk_age_s: Array, committed:
         if intent is None:
             out[..., i0:i1] = 0.0
         else:
-            out[..., i0:i1] = intent.reshape(*batch, cfg.intent_dim)
-            out[..., i0:i1] *= has[..., None]
+            out[..., i0:i1] = where(used, intent.reshape(*batch, cfg.intent_dim), zero)
     return out
 
 
@@ -278,7 +287,10 @@ class EditObsWriter:
             self._obs[...] = obs
         else:
             np.take(obs, self._idx, out=self._obs, mode="clip")
-        np.multiply(chunk_rows.reshape(-1), has, out=self._chunk)
+        if has_chunk:
+            self._chunk[...] = chunk_rows.reshape(-1)
+        else:
+            self._chunk[...] = self._zero
         # np.clip's rule on a float32 scalar (NaN kept), then -0.0 -> +0.0 as build_edit_obs
         age = np.float32(chunk_age_s) / self._scale
         if age < self._zero:
@@ -293,7 +305,7 @@ class EditObsWriter:
             if intent is None or not has_chunk:
                 self._intent[...] = self._zero
             else:
-                np.multiply(intent, has, out=self._intent)
+                self._intent[...] = intent
         return out
 
 

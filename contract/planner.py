@@ -37,6 +37,7 @@ class PlannerInfo:
         dt_s: Row spacing (s).
         period_s: How often a new chunk is requested (s).
         expected_latency_s: Typical inference latency (s), e.g. its measured p50.
+        intent_dim: Size I of the intent vector its chunks carry (0: none).
     """
 
     horizon: int
@@ -44,6 +45,7 @@ class PlannerInfo:
     dt_s: float
     period_s: float
     expected_latency_s: float
+    intent_dim: int = 0
 
 
 @runtime_checkable

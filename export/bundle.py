@@ -10,7 +10,8 @@ Bundle layout::
     policy.onnx        edit policy, static batch 1, fp32, normalisation baked in
     policy_mlp.npz     the same MLP's weights for the runtime's numpy backend (plain MLPs)
     policy_fp16.onnx   (--fp16) same graph with fp16 weights/compute, fp32 inputs/outputs
-    planner.onnx       when the planner is a learned torch network
+    planner.onnx       when the planner is a learned torch network (chunk, and its intent
+                       when it has an intent head)
     policy.engine      (--trt) TensorRT engine for this machine's GPU
     policy.h           (--c-header) plain C99 forward pass (MLP only)
     parity.json        every parity check and the TensorRT compatibility report
@@ -106,11 +107,38 @@ def _torch_threads(n: int) -> Iterator[None]:
 
 
 
+class _PlannerWithIntent(nn.Module):
+    """``x -> (chunk, intent)`` of a planner with an intent head (its ``forward_intent``)."""
+
+    def __init__(self, planner: nn.Module) -> None:
+        super().__init__()
+        self.planner = planner
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.planner.forward_intent(x)
+
+
+def _planner_intent_dim(planner: nn.Module, spec: PolicySpec) -> int:
+    """The planner's intent size I, which must be the manifest's ``edit_obs.intent_dim``."""
+    intent_dim = int(getattr(planner, "intent_dim", 0) or 0)
+    if intent_dim and not callable(getattr(planner, "forward_intent", None)):
+        raise ExportError(f"the planner has intent_dim {intent_dim} but no forward_intent(x) "
+                          "-> (chunk, intent) to export it with")
+    if intent_dim != spec.edit_obs.intent_dim:
+        raise ExportError(f"the planner exports an intent of {intent_dim} values; the "
+                          f"manifest's edit_obs.intent_dim is {spec.edit_obs.intent_dim} (the "
+                          "edit policy must read what the planner sends)")
+    return intent_dim
+
+
 def _export_planner(planner: nn.Module, spec: PolicySpec, out_dir: Path, obs: np.ndarray,
                     config: OnnxExportConfig, report: BundleReport) -> dict[str, Any]:
-    """``planner.onnx``: ``obs (1, P) -> chunk (1, ...)``; P from ``planner.input_dim`` (else
-    the observation size). Parity inputs: the first columns of the policy's parity
+    """``planner.onnx``: ``obs (1, P) -> chunk (1, ...)`` and, for a planner with an intent
+    head, a second output ``intent (1, I)``; P from ``planner.input_dim`` (else the
+    observation size). Parity (every output) on the first columns of the policy's parity
     observations (the raw observation comes first in the edit observation), then random."""
+    from edgerl.runtime.planners.local.onnx import INTENT_OUTPUT
+
     p_dim = int(getattr(planner, "input_dim", spec.observation.dim))
     n_copy = min(p_dim, spec.observation.dim, obs.shape[1])
     planner_obs = random_observations(obs.shape[0], p_dim, seed=1)
@@ -124,14 +152,20 @@ def _export_planner(planner: nn.Module, spec: PolicySpec, out_dir: Path, obs: np
         raise ExportError(f"the planner outputs {sig.output_shape} ({n_out} elements); the "
                           f"manifest's chunk needs horizon*action = "
                           f"{spec.chunk.horizon}*{spec.action.dim}")
-    path = export_onnx(planner, out_dir / "planner.onnx", sig, config)
+    intent_dim = _planner_intent_dim(planner, spec)
+    module = _PlannerWithIntent(planner) if intent_dim else planner
+    if intent_dim:
+        sig.extra_outputs = [INTENT_OUTPUT]
+    path = export_onnx(module, out_dir / "planner.onnx", sig, config)
     record_parity("planner_onnx", report, check_parity(
-        torch_runner(PolicyModule(planner, 0)), onnx_runner(path, sig.input_names), planner_obs,
-        output_names=sig.output_names, tolerance=FP32_TOL))
-    return {"file": "planner.onnx", "inputs": sig.input_names, "outputs": sig.output_names,
+        torch_runner(PolicyModule(module, 0, len(sig.extra_outputs))),
+        onnx_runner(path, sig.input_names), planner_obs, output_names=sig.output_names,
+        tolerance=FP32_TOL))
+    info = {"file": "planner.onnx", "inputs": sig.input_names, "outputs": sig.output_names,
             "input_dim": p_dim, "output_shape": sig.output_shape}
-
-
+    if intent_dim:
+        info["intent_dim"] = intent_dim
+    return info
 
 
 # --- the entry point ---------------------------------------------------------------------------

@@ -97,6 +97,8 @@ class ActorSignature:
     state_shapes: list[list[int]] = field(default_factory=list)
     #: Full batch-1 shape of the first output (``[1, A]`` for policies).
     output_shape: list[int] = field(default_factory=list)
+    #: Further outputs after the states (a planner's ``intent``), batch on dimension 0.
+    extra_outputs: list[str] = field(default_factory=list)
 
     @property
     def input_names(self) -> list[str]:
@@ -105,8 +107,8 @@ class ActorSignature:
 
     @property
     def output_names(self) -> list[str]:
-        """Every graph output, in order: action then states."""
-        return [self.action_name, *self.state_outputs]
+        """Every graph output, in order: action, states, then the extra outputs."""
+        return [self.action_name, *self.state_outputs, *self.extra_outputs]
 
     def zero_state(self, batch: int = 1) -> list[torch.Tensor]:
         """Zero recurrent state tensors for ``batch`` sequences (dim 1 is the batch)."""
@@ -121,23 +123,26 @@ class ActorSignature:
 class PolicyModule(nn.Module):
     """Wraps any actor to the fixed tuple-in / tuple-out form the exporter and parity use.
 
-    ``forward(obs, *state) -> (action, *state_out)``; ``None`` outputs (rsl_rl's GRU returns
-    ``(action, h, None)``) are dropped.
+    ``forward(obs, *state) -> (action, *state_out, *extra)``; ``None`` outputs (rsl_rl's GRU
+    returns ``(action, h, None)``) are dropped. ``n_extra``: outputs after the states (a
+    planner's intent).
     """
 
-    def __init__(self, actor: nn.Module, n_states: int) -> None:
+    def __init__(self, actor: nn.Module, n_states: int, n_extra: int = 0) -> None:
         super().__init__()
         self.actor = actor
         self.n_states = n_states
+        self.n_extra = n_extra
 
     def forward(self, obs: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
         out = self.actor(obs, *state)
         if isinstance(out, torch.Tensor):
             out = (out,)
         outs = tuple(o for o in out if o is not None)
-        if len(outs) != 1 + self.n_states:
+        if len(outs) != 1 + self.n_states + self.n_extra:
             raise ExportError(f"the actor returned {len(outs)} tensors; expected the action plus "
-                              f"{self.n_states} recurrent state tensors")
+                              f"{self.n_states} recurrent state tensors"
+                              + (f" and {self.n_extra} more" if self.n_extra else ""))
         return outs
 
 
@@ -217,11 +222,12 @@ def export_onnx(actor: nn.Module, path: str | Path, sig: ActorSignature,
     config = config or OnnxExportConfig()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    module = PolicyModule(actor, len(sig.state_inputs)).eval().cpu()
+    module = PolicyModule(actor, len(sig.state_inputs), len(sig.extra_outputs)).eval().cpu()
     args: tuple[Any, ...] = (torch.zeros(1, sig.input_dim), *sig.zero_state())
     kwargs: dict[str, Any] = {}
     if config.dynamic_batch:
-        axes = {sig.obs_name: {0: "batch"}, sig.action_name: {0: "batch"}}
+        axes = {name: {0: "batch"} for name in (sig.obs_name, sig.action_name,
+                                               *sig.extra_outputs)}
         for name in (*sig.state_inputs, *sig.state_outputs):
             axes[name] = {1: "batch"}
         if config.exporter == "torchscript":

@@ -3,7 +3,8 @@ edits.
 
 The host side only runs the planner: every chunk period it takes the newest plant state the
 firmware echoed (STATE), plans a chunk (the bundle's ``planner.onnx``, or the LQR-hold planner
-for a 1-D action without one) and streams it as a CHUNK. The firmware, built with the bundle's
+for a 1-D action without one) and streams it as a CHUNK, with the planner's intent when it
+exports one. The firmware, built with the bundle's
 edit policy (:func:`edgerl.export.edit_header.write_edit_header` -> ``src/edit.c``), runs in
 ``Mode.FAST_LOOP``: at the bundle's control rate, on its own clock, it picks the chunk row
 for now, builds the edit observation, runs the edit network, composes and clips the command
@@ -192,7 +193,7 @@ class FastLoopController:
                 self.planner_latencies_s.append(time.perf_counter() - st.t_host)
                 # step0: this run's chunk counter (the firmware orders chunks by it)
                 if self.transport.send_chunk(chunk.actions, chunk.t0, chunk.dt,
-                                             chunk.obs_time, step):
+                                             chunk.obs_time, step, intent=chunk.intent):
                     self.chunks_sent += 1
                 step += 1
                 next_plan = now + self.period_s

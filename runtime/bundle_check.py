@@ -17,7 +17,8 @@ subclass each, message naming the file or field):
    needs none. There is no override: re-export to fix a failed parity.
 7. Every listed ONNX file loads in onnxruntime with the manifest's tensor names and sizes:
    :class:`OnnxModelError`, :class:`OnnxShapeError` (:mod:`edgerl.runtime.onnx_check`;
-   only with ``check_onnx=True``).
+   only with ``check_onnx=True``); ``planner.onnx``'s intent output against
+   ``edit_obs.intent_dim``: :class:`IntentMismatchError`.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ The rules and their weights are :mod:`edgerl.contract.timing`'s, the same the tr
 
 A chunk planned no later than the current one (``t0`` not newer) is dropped, as training
 drops a chunk overtaken by a newer one; so is a chunk planned before the last reset.
+
+A merged chunk carries the new chunk's planner intent (the planner's newest belief), as the
+training scheduler replaces ``cur_intent`` with each arrival.
 """
 
 from __future__ import annotations
@@ -101,7 +104,7 @@ def merge_chunks(old: ActionChunk | None, new: ActionChunk, cfg: MergeConfig,
     merged[a:a + n] = (1.0 - w) * old_rows + w * new.actions[a:a + n]
     meta = dict(new.meta, merged=cfg.policy, overlap_rows=n, overlap_start=a)
     return ActionChunk(actions=merged, t0=new.t0, dt=new.dt, step0=new.step0,
-                       obs_time=new.obs_time, source=new.source, meta=meta)
+                       obs_time=new.obs_time, source=new.source, meta=meta, intent=new.intent)
 
 
 class ChunkBuffer:
@@ -116,16 +119,22 @@ class ChunkBuffer:
         dropped_old: Chunks refused because the current one was planned later (or at the
             same ``t0``).
         guard: Optional :class:`~edgerl.runtime.input_guard.InputGuard`: a chunk it refuses
-            at ``push(chunk, now)`` (too long, stamped ahead, stale, out of limits) is not
-            stored (counted in ``guard.counts()``; the reason in :attr:`last_refusal`).
+            at ``push(chunk, now)`` (too long, stamped ahead, stale, out of limits, an intent
+            of the wrong size) is not stored (counted in ``guard.counts()``; the reason in
+            :attr:`last_refusal`).
+        intent_dim: The planner intent size the loop reads (the manifest's
+            ``edit_obs.intent_dim``); a chunk carrying an intent of another size is refused
+            with a ``ValueError``, as one with the wrong column count (``None``: unchecked).
     """
 
     def __init__(self, merge: MergeConfig | TimingSpec | str = "replace",
-                 action_dim: int | None = None, guard: Any = None) -> None:
+                 action_dim: int | None = None, guard: Any = None,
+                 intent_dim: int | None = None) -> None:
         if isinstance(merge, TimingSpec):
             merge = MergeConfig.from_timing(merge)
         self.merge = merge if isinstance(merge, MergeConfig) else MergeConfig(policy=merge)
         self.action_dim = action_dim
+        self.intent_dim = intent_dim
         self._lock = threading.Lock()
         self._chunk: ActionChunk | None = None
         self._raw: ActionChunk | None = None  # the current chunk as planned (unmerged)
@@ -148,6 +157,10 @@ class ChunkBuffer:
             if reason is not None:
                 self.last_refusal = reason
                 return chunk
+        if (self.intent_dim is not None and chunk.intent is not None
+                and chunk.intent_dim != self.intent_dim):
+            raise ValueError(f"chunk carries an intent of {chunk.intent_dim} values, the "
+                             f"buffer expects {self.intent_dim} (edit_obs.intent_dim)")
         with self._lock:
             if chunk.obs_time < self.reset_t:  # planned in the previous episode
                 self.dropped_pre_reset += 1

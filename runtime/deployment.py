@@ -82,7 +82,8 @@ class Deployment:
         """
         path = Path(path)
         spec, net = load_bundle(path, backend=backend, device=device, warmup=warmup, trt=trt)
-        buffer = ChunkBuffer(MergeConfig.from_timing(spec.timing, merge), spec.action.dim)
+        buffer = ChunkBuffer(MergeConfig.from_timing(spec.timing, merge), spec.action.dim,
+                             intent_dim=spec.edit_obs.intent_dim)
         loop = EditLoop(spec, net, buffer, obs=obs, sink=sink, cfg=loop_cfg)
         client: PlannerClient | GatedPlannerClient | None
         if budget_planner is not None:

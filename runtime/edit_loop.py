@@ -3,8 +3,8 @@
 Per tick (``t`` = the tick's scheduled time)::
 
     newest observation (ObservationSlot) -> chunk row for t (ChunkBuffer; past rows dropped)
-    -> edit input (edgerl.contract.edit_obs.select_chunk_rows + build_edit_obs(out=prealloc))
-    -> inference (backend.input -> backend.output, preallocated)
+    -> edit input (edgerl.contract.edit_obs.select_chunk_rows + build_edit_obs(out=prealloc),
+    with the chunk's planner intent) -> inference (backend.input -> backend.output, preallocated)
     -> compose_edit_action (method "edit"; "planner"/"blend"/"rtc": the chunk row; others: the
     output)
     -> SafetyFilter -> CommandSink(command, t) -> timing record
@@ -16,10 +16,10 @@ interventions): no chunk yet, stale chunk, non-finite observation, non-finite ne
 deadline overrun, e-stop; a sink that fails is counted as ``transport_down``.
 
 Operator interventions (:mod:`edgerl.contract.intervention`) arrive through
-:attr:`EditLoop.interventions`
-(a slot, like the observation's): while an ``override`` is in force the command is the
-operator's (through the same safety filter; the network still runs on the tick's input so
-the log shows what it would have done), an ``estop`` latches the e-stop. With
+:attr:`EditLoop.interventions` (a slot, like the observation's): while an ``override`` is in
+force the command is the operator's (through the same safety filter; the network still runs
+on the tick's input so the log shows what it would have done), an ``estop`` latches the
+e-stop. With
 :meth:`EditLoop.log_transitions` the loop keeps a bounded per-tick log for learning from
 them (:class:`~edgerl.runtime.transition_log.TransitionLog`), with optional exploration
 noise on the residual (:meth:`EditLoop.explore`).
@@ -128,6 +128,7 @@ class EditLoop(LoopScheduler):
         self._edit_x = (backend.input if self.input_mode == "edit"  # type: ignore[union-attr]
                         else np.zeros((1, self.edit_cfg.dim), np.float32))
         self._edit_obs = EditObsWriter(self.edit_cfg, self._edit_x[0])
+        self._intent_dim = self.edit_cfg.intent_dim
         self._warm_x = np.zeros(self.edit_cfg.dim, np.float32)
         self._warm_obs = EditObsWriter(self.edit_cfg, self._warm_x)
         self._can_prewarm = (self.cfg.prewarm_s > 0 and backend is not None
@@ -300,7 +301,7 @@ class EditLoop(LoopScheduler):
         assert net is not None
         if self.input_mode == "edit":  # self._edit_x is net.input
             self._edit_obs.write(obs, self._rows, 0.0 if chunk is None else chunk.age(t),
-                                 self._committed, chunk is not None)
+                                 self._committed, chunk is not None, self._intent_of(chunk))
         else:
             net.input[0] = obs
         y = net.infer()[0]
@@ -322,6 +323,14 @@ class EditLoop(LoopScheduler):
             np.copyto(self._action, self._rows[0])
         else:
             np.copyto(self._action, y)
+
+    def _intent_of(self, chunk) -> np.ndarray | None:
+        """``chunk``'s ``(I,)`` intent when ``edit_obs.intent_dim`` is I, else ``None``
+        (zeros; a wrong size never gets past the buffer's checks)."""
+        if chunk is None or not self._intent_dim:
+            return None
+        intent = chunk.intent
+        return intent if intent is not None and intent.shape[0] == self._intent_dim else None
 
     def _commit(self, cmd: np.ndarray) -> None:
         """Shift the committed-action history (newest first)."""

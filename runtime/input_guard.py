@@ -9,8 +9,10 @@ input             dropped when (kind)
 ================  ==========================================================================
 state             no stamp (``no_stamp``); older than ``timing.state_max_age_s``
                   (``stale``); stamped more than ``timing.future_skew_s`` ahead (``future``)
-chunk             more rows than ``timing.horizon`` (``too_long``); wrong column count
-                  (``wrong_dim``); row spacing outside ``[0.5, 2] * chunk.dt_s`` (``bad_dt``);
+chunk             more rows than ``timing.horizon`` (``too_long``); wrong column count, or
+                  a planner intent whose size is not ``edit_obs.intent_dim``
+                  (``wrong_dim``; a chunk without an intent is accepted: the loop reads
+                  zeros); row spacing outside ``[0.5, 2] * chunk.dt_s`` (``bad_dt``);
                   observation stamp or ``t0`` more than ``future_skew_s`` ahead (``future``);
                   already stale on arrival, ``now - t0 >= (H + stale_steps) * dt``
                   (``stale``); a value that is not finite (``nonfinite``) or more than
@@ -64,6 +66,8 @@ class GuardBounds:
         chunk_max_age_s: A chunk this old (``t0`` to now, s) is stale.
         low: ``(A,)`` action lower limits.
         high: ``(A,)`` action upper limits.
+        intent_dim: The planner intent size a chunk may carry (the manifest's
+            ``edit_obs.intent_dim``; 0: none).
     """
 
     state_max_age_s: float
@@ -74,6 +78,7 @@ class GuardBounds:
     chunk_max_age_s: float
     low: np.ndarray
     high: np.ndarray
+    intent_dim: int = 0
 
     @classmethod
     def from_spec(cls, spec: PolicySpec) -> GuardBounds:
@@ -83,7 +88,8 @@ class GuardBounds:
                    command_max_age_s=t.command_max_age_s, max_rows=int(t.horizon),
                    chunk_dt_s=float(spec.chunk.dt_s), chunk_max_age_s=t.chunk_max_age_s,
                    low=np.asarray(spec.action.low, np.float64),
-                   high=np.asarray(spec.action.high, np.float64))
+                   high=np.asarray(spec.action.high, np.float64),
+                   intent_dim=int(spec.edit_obs.intent_dim))
 
 
 def _inside(values: list[float], bounds: list[tuple[float, float]]) -> bool:
@@ -179,6 +185,9 @@ class InputGuard:
         if chunk.action_dim != b.low.shape[0]:
             return self._drop("chunk", f"wrong_dim: {chunk.action_dim} columns, the manifest "
                                        f"has {b.low.shape[0]} actions")
+        if chunk.intent is not None and chunk.intent_dim != b.intent_dim:
+            return self._drop("chunk", f"wrong_dim: an intent of {chunk.intent_dim} values, "
+                                       f"the manifest's edit_obs.intent_dim is {b.intent_dim}")
         if chunk.horizon > 1 and not b.chunk_dt_s / DT_FACTOR <= chunk.dt <= b.chunk_dt_s \
                 * DT_FACTOR:
             return self._drop("chunk", f"bad_dt: rows {chunk.dt:.6g} s apart, the manifest's "

@@ -16,7 +16,9 @@ file              inputs -> outputs
 policy*.onnx      ``tensors.inputs[0]`` (1, O or E) float, recurrent states with
                   ``recurrent.state_shapes`` -> ``tensors.outputs[0]`` (1, A), states
 planner.onnx      (edit/planner bundles) one input (1, P) -> one output of H*A elements
-                  (P: ``extra.export.planner.input_dim``, default O)
+                  (P: ``extra.export.planner.input_dim``, default O), then ``intent``
+                  (1, I) when ``edit_obs.intent_dim`` I > 0 (and only then: a mismatch is
+                  an :class:`~edgerl.contract.bundle_errors.IntentMismatchError`)
 planner.onnx      (language_planner) ``obs`` (N, O), ``embedding`` (N, D) -> ``chunk``
                   (N, H, A)
 encoder.onnx      ``input_ids``, ``attention_mask`` (N, T) int64 -> (N, D)
@@ -29,7 +31,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from edgerl.contract.bundle_errors import OnnxModelError, OnnxShapeError
+from edgerl.contract.bundle_errors import IntentMismatchError, OnnxModelError, OnnxShapeError
 from edgerl.contract.spec import PolicySpec
 
 __all__ = ["check_bundle_onnx", "check_gate_io", "check_io", "check_policy_io", "open_checked"]
@@ -111,10 +113,27 @@ def check_policy_io(path: str | Path, sess: Any, spec: PolicySpec) -> None:
     check_io(path, sess, want_in, want_out, ordered=False)
 
 
+def _check_intent(path: Path, sess: Any, spec: PolicySpec) -> None:
+    """``planner.onnx``'s ``intent`` output must have the manifest's ``edit_obs.intent_dim``
+    elements per row (and be absent when that is 0)."""
+    from edgerl.runtime.planners.local.onnx import INTENT_OUTPUT
+
+    want = spec.edit_obs.intent_dim
+    out = next((o for o in sess.get_outputs()[1:] if o.name == INTENT_OUTPUT), None)
+    got = 0 if out is None else _numel(_dims(out.shape))
+    if got is not None and got != want:
+        has = "no intent output" if out is None else \
+            f"an {INTENT_OUTPUT!r} output of {got} elements per row"
+        raise IntentMismatchError(f"{path}: has {has}; the manifest's edit_obs.intent_dim is "
+                                  f"{want} (the edit policy reads what the planner sends); "
+                                  "re-export the bundle with its planner")
+
+
 def _check_planner(path: Path, spec: PolicySpec) -> int | None:
     """Check ``planner.onnx``; returns the language head's embedding width (else None)."""
     sess = open_checked(path)
     h, a = spec.chunk.horizon, spec.action.dim
+    _check_intent(path, sess, spec)
     if spec.method == "language_planner":
         check_io(path, sess, {"obs": [spec.observation.dim], "embedding": None},
                  {"chunk": [h, a]})

@@ -28,6 +28,7 @@ from edgerl.contract.wire import (
     CLEAR_ESTOP_TOKEN,
     MAX_CHUNK_FLOATS,
     MAX_CMD,
+    MAX_INTENT,
     PROTOCOL_VERSION,
     FrameParser,
     Mode,
@@ -178,7 +179,7 @@ class SerialTransport(SerialPort):
         return self._send("SET_MODE", mode=int(mode))
 
     def send_chunk(self, actions: np.ndarray, t0: float, dt: float, obs_time: float,
-                   step0: int = 0) -> bool:
+                   step0: int = 0, intent: np.ndarray | None = None) -> bool:
         """Send an action chunk to the firmware's fast loop (``Mode.FAST_LOOP``).
 
         Args:
@@ -187,6 +188,7 @@ class SerialTransport(SerialPort):
                 planner observation's (NaN: ``t0``). The firmware maps both to its clock by
                 its receive time minus the send time stamped here.
             dt: Seconds between rows. step0: the chunk's step0 (echoed in EDIT_TICK).
+            intent: The planner's ``(I,)`` intent, ``I <= MAX_INTENT`` (``None``: none).
 
         Returns False if the link is down; ``ValueError`` for a chunk that does not fit.
         """
@@ -194,11 +196,16 @@ class SerialTransport(SerialPort):
         if a.ndim != 2 or a.shape[0] < 1 or a.size > MAX_CHUNK_FLOATS or not dt > 0:
             raise ValueError(f"chunk of shape {a.shape} (dt {dt}) does not fit a CHUNK "
                              f"message: (H, A) with H * A <= {MAX_CHUNK_FLOATS}, dt > 0")
+        z = np.zeros(0, np.float32) if intent is None else np.asarray(intent, np.float32)
+        if z.ndim != 1 or z.size > MAX_INTENT:
+            raise ValueError(f"intent of shape {z.shape} does not fit a CHUNK message: (I,) "
+                             f"with I <= {MAX_INTENT}")
         ref = t0 if not np.isfinite(obs_time) else obs_time
         return self._send("CHUNK", step0=int(step0) & 0xFFFFFFFF,
                           host_time_us=host_us(time.perf_counter()), t0_us=host_us(t0),
                           dt_us=max(1, round(dt * 1e6)), obs_time_us=host_us(ref),
-                          horizon=a.shape[0], n=a.shape[1], actions=a.reshape(-1))
+                          horizon=a.shape[0], n=a.shape[1], actions=a.reshape(-1),
+                          intent_n=z.size, intent=z)
 
     def request_status(self, timeout_s: float = 0.2) -> dict[str, Any]:
         """Ask for STATUS and wait for the answer to this request (its ``request_us`` echoes

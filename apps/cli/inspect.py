@@ -41,7 +41,7 @@ def _summary(spec: Any) -> list[dict[str, Any]]:
         ("action", ", ".join(f"{n} [{lo:g}, {hi:g}] {u}" for n, lo, hi, u in zip(
             spec.action.names, spec.action.low, spec.action.high, spec.action.units))),
         ("edit_obs", f"dim {spec.edit_obs.dim}, lookahead {spec.edit_obs.lookahead}, "
-                     f"committed {spec.edit_obs.n_committed}"),
+                     f"committed {spec.edit_obs.n_committed}, intent {spec.edit_obs.intent_dim}"),
         ("chunk", f"horizon {spec.chunk.horizon}, dt {spec.chunk.dt_s:g} s, "
                   f"period {spec.chunk.period_s:g} s"),
         ("latency (steps)", f"planner delay {lat.planner_delay_steps} +- "
@@ -54,9 +54,26 @@ def _summary(spec: Any) -> list[dict[str, Any]]:
          f"{rec.kind}: {rec.state_inputs} -> {rec.state_outputs} {rec.state_shapes}"),
         ("residual_bound", spec.residual_bound),
     ]
+    planner = _planner_row(spec)
+    if planner is not None:
+        rows.append(("planner", planner))
     if spec.gate is not None:
         rows += _gate_rows(spec.gate)
     return [{"field": k, "value": v} for k, v in rows]
+
+
+def _planner_row(spec: Any) -> str | None:
+    """``planner.onnx``'s inputs and outputs as the exporter recorded them (the chunk, and the
+    planner intent the edit policy reads), or None without one."""
+    export = spec.extra.get("export") if isinstance(spec.extra, dict) else None
+    info = export.get("planner") if isinstance(export, dict) else None
+    if not isinstance(info, dict):
+        return None
+    outs = [f"chunk {tuple(info.get('output_shape') or [])}"]
+    if info.get("intent_dim"):
+        outs.append(f"intent (1, {info['intent_dim']})")
+    return (f"{info.get('file', 'planner.onnx')}: {info.get('inputs')} ({info.get('input_dim')}) "
+            f"-> {', '.join(outs)}")
 
 
 def _gate_rows(gate: Any) -> list[tuple[str, Any]]:

@@ -1,6 +1,6 @@
 """The fast loop's edit step (``firmware/src/edit.c`` + an exported ``edit_policy.h``) against
 the Python path the runtime runs (:mod:`edgerl.contract.timing` row rule,
-:mod:`edgerl.contract.edit_obs`,
+:mod:`edgerl.contract.edit_obs` with the chunk's planner intent,
 onnxruntime, ``compose_edit_action``, the ``SafetyFilter``), on the host build and on the
 emulated Cortex-M4F, with the instructions per edit tick there.
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from edgerl.contract.spec import PolicySpec, load_bundle_manifest
 from edgerl.contract.timing import usable_steps
-from edgerl.contract.wire.schema import NO_ROW
+from edgerl.contract.wire.schema import MAX_INTENT, NO_ROW
 from edgerl.hil.firmware import FIRMWARE_DIR, FirmwareError
 from edgerl.hil.qemu import QEMU, QEMU_MACHINE, SYSCLK_HZ, qemu_missing
 
@@ -39,6 +39,9 @@ class EditCases:
         now_us, t0_us, dt_us, obs_us, horizon: (N,) the tick time and the chunk's timing.
         obs: (N, O) plant states. chunk: (N, H, A) chunk rows (only ``horizon`` used).
         committed: (N, K, A) last commands, newest first.
+        intent_n: (N,) planner intent values the CHUNK carries (0: none; a size other than
+            the bundle's ``edit_obs.intent_dim`` is refused, as the runtime's guard does).
+        intent: (N, MAX_INTENT) the planner intents (``intent_n`` used).
     """
 
     has: np.ndarray
@@ -50,6 +53,8 @@ class EditCases:
     obs: np.ndarray
     chunk: np.ndarray
     committed: np.ndarray
+    intent_n: np.ndarray
+    intent: np.ndarray
 
     def __len__(self) -> int:
         return int(self.has.shape[0])
@@ -58,10 +63,11 @@ class EditCases:
         """The driver's input: u32 N, then one record per case."""
         out = [struct.pack("<I", len(self))]
         for i in range(len(self)):
-            out.append(struct.pack("<6I", int(self.has[i]), int(self.now_us[i]),
+            out.append(struct.pack("<7I", int(self.has[i]), int(self.now_us[i]),
                                    int(self.t0_us[i]), int(self.dt_us[i]),
-                                   int(self.obs_us[i]), int(self.horizon[i])))
-            for arr in (self.obs[i], self.chunk[i], self.committed[i]):
+                                   int(self.obs_us[i]), int(self.horizon[i]),
+                                   int(self.intent_n[i])))
+            for arr in (self.obs[i], self.chunk[i], self.committed[i], self.intent[i]):
                 out.append(np.ascontiguousarray(arr, "<f4").tobytes())
         return b"".join(out)
 
@@ -81,7 +87,9 @@ class EditOutputs:
 def edit_cases(spec: PolicySpec, n: int, seed: int = 0) -> EditCases:
     """``n`` random ticks: states in [-2, 2], chunk rows in [-1.2, 1.2] (so the limits clip),
     tick times from 2 rows before the chunk to past its stale limit, ages up to 5 s (past
-    the clip), shorter chunks than the horizon, and no chunk in ~15 %."""
+    the clip), shorter chunks than the horizon, and no chunk in ~15 %. With a planner intent
+    (``edit_obs.intent_dim`` I > 0): intents in [-1, 1], a chunk without one in ~15 % and one
+    of the wrong size (refused) in ~5 %."""
     rng = np.random.default_rng(seed)
     e, big_h, a = spec.edit_obs, spec.chunk.horizon, spec.action.dim
     dt = max(1, round(spec.chunk.dt_s * 1e6))
@@ -92,12 +100,19 @@ def edit_cases(spec: PolicySpec, n: int, seed: int = 0) -> EditCases:
     now = t0 + (rng.uniform(-2.0 * dt, 1.0, n) + rng.uniform(0, 1, n) * span).astype(np.int64)
     age = np.where(rng.uniform(size=n) < 0.1, rng.integers(0, 5_000_000, n),
                    rng.integers(0, 400_000, n))
-    return EditCases(
+    cases = EditCases(
         has=(rng.uniform(size=n) >= 0.15).astype(np.int64), now_us=now, t0_us=t0,
         dt_us=np.full(n, dt, np.int64), obs_us=t0 - age, horizon=horizon,
         obs=rng.uniform(-2, 2, (n, e.obs_dim)).astype(np.float32),
         chunk=rng.uniform(-1.2, 1.2, (n, big_h, a)).astype(np.float32),
-        committed=rng.uniform(-1, 1, (n, e.n_committed, a)).astype(np.float32))
+        committed=rng.uniform(-1, 1, (n, e.n_committed, a)).astype(np.float32),
+        intent_n=np.zeros(n, np.int64), intent=np.zeros((n, MAX_INTENT), np.float32))
+    if e.intent_dim:  # drawn last: the cases above stay those of a bundle without one
+        u = rng.uniform(size=n)
+        wrong = 1 + (e.intent_dim + rng.integers(0, MAX_INTENT - 1, n)) % MAX_INTENT
+        cases.intent_n = np.where(u < 0.15, 0, np.where(u < 0.2, wrong, e.intent_dim))
+        cases.intent = rng.uniform(-1, 1, (n, MAX_INTENT)).astype(np.float32)
+    return cases
 
 
 def python_edit_step(bundle: Path, cases: EditCases) -> EditOutputs:
@@ -120,9 +135,9 @@ def python_edit_step(bundle: Path, cases: EditCases) -> EditOutputs:
     cmds = np.zeros((n, spec.action.dim), np.float32)
     rows_used = np.full(n, -1, np.int64)
     for i in range(n):
-        h = int(cases.horizon[i])
-        row = None
-        if cases.has[i]:
+        h, k = int(cases.horizon[i]), int(cases.intent_n[i])
+        row = intent = None
+        if cases.has[i] and k in (0, cfg.intent_dim):  # another intent size: refused
             row = spec.timing.row_at(cases.now_us[i] / 1e6, cases.t0_us[i] / 1e6,
                                      cases.dt_us[i] / 1e6, h)
         if row is None:
@@ -132,10 +147,11 @@ def python_edit_step(bundle: Path, cases: EditCases) -> EditOutputs:
             rows = select_chunk_rows(cases.chunk[i, :h], np.asarray(row), cfg.n_rows)
             age, has = (cases.now_us[i] - cases.obs_us[i]) / 1e6, 1.0
             rows_used[i] = row
+            intent = cases.intent[i, :k] if k else None
         obs = cases.obs[i]
         if not spec.observation.normalized_in_graph:
             obs = ((obs - mean) / std).astype(np.float32)
-        build_edit_obs(obs, rows, age, cases.committed[i], has, cfg, out=xs[i])
+        build_edit_obs(obs, rows, age, cases.committed[i], has, cfg, out=xs[i], intent=intent)
         res = sess.run(None, {name: xs[i][None]})[0][0]
         action = compose_edit_action(rows[0], res, spec.residual_bound)
         SafetyFilter(spec.action, SafetyConfig()).filter(action, period, cmds[i])
@@ -207,6 +223,14 @@ def edit_parity(bundle: Path, n: int = 1000, m4: bool = False, seed: int = 0) ->
         "max_abs_err_cmd": float(np.abs(out.cmd - ref.cmd).max()),
         "edit_dim": info.edit_dim, "net_params": info.net.n_params,
     }
+    if spec.edit_obs.intent_dim:
+        i0, i1 = next((a, b) for name, a, b in spec.edit_obs.layout() if name == "intent")
+        k = cases.intent_n
+        report.update(
+            max_abs_err_intent=float(np.abs(out.x[:, i0:i1] - ref.x[:, i0:i1]).max()),
+            intent_ticks=int(((ref.row >= 0) & (k > 0)).sum()),
+            refused_intent_ticks=int(((cases.has > 0) & (k > 0)
+                                      & (k != spec.edit_obs.intent_dim)).sum()))
     if out.instructions is not None:
         ins = out.instructions
         report.update(instructions_mean=float(ins.mean()), instructions_max=int(ins.max()),

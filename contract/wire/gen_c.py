@@ -16,6 +16,7 @@ from edgerl.contract.wire.schema import (
     CLEAR_ESTOP_TOKEN,
     MAX_CHUNK_FLOATS,
     MAX_CMD,
+    MAX_INTENT,
     MAX_STATE,
     MESSAGES,
     NO_ROW,
@@ -131,6 +132,7 @@ def generate_header() -> str:
     out.append(f"#define EDGERL_MAX_CMD {MAX_CMD}")
     out.append(f"#define EDGERL_MAX_STATE {MAX_STATE}")
     out.append(f"#define EDGERL_MAX_CHUNK_FLOATS {MAX_CHUNK_FLOATS}")
+    out.append(f"#define EDGERL_MAX_INTENT {MAX_INTENT}")
     out.append(f"#define EDGERL_NO_ROW 0x{NO_ROW:02X}u")
     out.append(f"#define EDGERL_CLEAR_ESTOP_TOKEN 0x{CLEAR_ESTOP_TOKEN:08X}UL")
     out.append("")

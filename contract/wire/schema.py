@@ -20,10 +20,13 @@ import json
 import zlib
 from dataclasses import dataclass
 
+from edgerl.contract.chunk import MAX_INTENT
+
 __all__ = [
     "CLEAR_ESTOP_TOKEN",
     "MAX_CHUNK_FLOATS",
     "MAX_CMD",
+    "MAX_INTENT",
     "MAX_STATE",
     "MESSAGES",
     "NO_ROW",
@@ -45,8 +48,9 @@ PROTOCOL_VERSION = 1
 MAX_CMD = 8
 #: Maximum plant-state floats per STATE / SENSOR message.
 MAX_STATE = 16
-#: Most action floats (rows x joints) one CHUNK carries (fills the 255-byte payload).
-MAX_CHUNK_FLOATS = 56
+#: Most action floats (rows x joints) one CHUNK carries (with the planner intent's
+#: ``MAX_INTENT`` floats, they fill the 255-byte payload: 50 since the intent, 56 before).
+MAX_CHUNK_FLOATS = 50
 #: EDIT_TICK.row when no usable chunk row exists (no chunk yet, or stale).
 NO_ROW = 0xFF
 #: CLEAR_ESTOP must carry this token: a random bit flip cannot clear an e-stop.
@@ -207,8 +211,11 @@ MESSAGES: tuple[Message, ...] = (
         _f("n", "u8", doc="joints per row (= the firmware's n_cmd)"),
         _f("actions", "f32", MAX_CHUNK_FLOATS, unit="action units",
            doc="row-major (H, n) chunk actions"),
-    ), "Action chunk for the fast loop; feeds the watchdog. A chunk with an older step0 than "
-       "the current one is refused."),
+        _f("intent_n", "u8", doc="planner intent values used (0: none; <= MAX_INTENT)"),
+        _f("intent", "f32", MAX_INTENT,
+           doc="the planner's intent vector (edit_obs.intent_dim of the edit policy)"),
+    ), "Action chunk for the fast loop, with the planner's intent; feeds the watchdog. A "
+       "chunk with an older step0 than the current one is refused."),
     Message("EDIT_TICK", 0x19, "fw->host", (
         _f("fw_time_us", "u32", unit="us", doc="the tick's firmware time"),
         _f("tick", "u32", doc="edit ticks since FAST_LOOP was entered"),
@@ -257,6 +264,7 @@ def schema_json() -> str:
         "protocol_version": PROTOCOL_VERSION,
         "max_cmd": MAX_CMD,
         "max_chunk_floats": MAX_CHUNK_FLOATS,
+        "max_intent": MAX_INTENT,
         "max_state": MAX_STATE,
         "messages": [
             {"name": m.name, "id": m.id, "direction": m.direction,

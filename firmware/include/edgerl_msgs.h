@@ -44,11 +44,12 @@ static inline float edgerl_get_f32(const uint8_t *b)
     return v;
 }
 
-#define EDGERL_SCHEMA_HASH 0xA7999188UL
+#define EDGERL_SCHEMA_HASH 0xCC669547UL
 #define EDGERL_PROTOCOL_VERSION 1u
 #define EDGERL_MAX_CMD 8
 #define EDGERL_MAX_STATE 16
-#define EDGERL_MAX_CHUNK_FLOATS 56
+#define EDGERL_MAX_CHUNK_FLOATS 50
+#define EDGERL_MAX_INTENT 8
 #define EDGERL_NO_ROW 0xFFu
 #define EDGERL_CLEAR_ESTOP_TOKEN 0x5AFE0C1EUL
 
@@ -82,7 +83,7 @@ static inline float edgerl_get_f32(const uint8_t *b)
 #define EDGERL_MSG_SET_MODE_ID 0x17u
 #define EDGERL_MSG_SET_MODE_SIZE 1
 #define EDGERL_MSG_CHUNK_ID 0x18u
-#define EDGERL_MSG_CHUNK_SIZE 246
+#define EDGERL_MSG_CHUNK_SIZE 255
 #define EDGERL_MSG_EDIT_TICK_ID 0x19u
 #define EDGERL_MSG_EDIT_TICK_SIZE 59
 #define EDGERL_MSG_SENSOR_ID 0x20u
@@ -104,7 +105,7 @@ static inline int edgerl_msg_size(uint8_t id)
     case 0x15u: return 51;
     case 0x16u: return 4;
     case 0x17u: return 1;
-    case 0x18u: return 246;
+    case 0x18u: return 255;
     case 0x19u: return 59;
     case 0x20u: return 69;
     case 0x21u: return 38;
@@ -348,7 +349,7 @@ static inline void edgerl_set_mode_unpack(edgerl_set_mode_t *m, const uint8_t *b
     m->mode = edgerl_get_u8(buf + 0);
 }
 
-/* CHUNK (0x18, host->fw): Action chunk for the fast loop; feeds the watchdog. A chunk with an older step0 than the current one is refused. */
+/* CHUNK (0x18, host->fw): Action chunk for the fast loop, with the planner's intent; feeds the watchdog. A chunk with an older step0 than the current one is refused. */
 typedef struct {
     uint32_t step0; /* the chunk's step0 (planner step of row 0; orders chunks) */
     uint32_t host_time_us; /* [us]; host time when sent: the firmware maps the times below to its clock by fw_now - host_time_us at receipt */
@@ -357,7 +358,9 @@ typedef struct {
     uint32_t obs_time_us; /* [us]; host time of the planner's observation (chunk age reference) */
     uint8_t horizon; /* rows H (H * n <= MAX_CHUNK_FLOATS) */
     uint8_t n; /* joints per row (= the firmware's n_cmd) */
-    float actions[56]; /* [action units]; row-major (H, n) chunk actions */
+    float actions[50]; /* [action units]; row-major (H, n) chunk actions */
+    uint8_t intent_n; /* planner intent values used (0: none; <= MAX_INTENT) */
+    float intent[8]; /* the planner's intent vector (edit_obs.intent_dim of the edit policy) */
 } edgerl_chunk_t;
 static inline void edgerl_chunk_pack(const edgerl_chunk_t *m, uint8_t *buf)
 {
@@ -369,7 +372,9 @@ static inline void edgerl_chunk_pack(const edgerl_chunk_t *m, uint8_t *buf)
     edgerl_put_u32(buf + 16, m->obs_time_us);
     edgerl_put_u8(buf + 20, m->horizon);
     edgerl_put_u8(buf + 21, m->n);
-    for (i = 0; i < 56; ++i) edgerl_put_f32(buf + 22 + 4 * i, m->actions[i]);
+    for (i = 0; i < 50; ++i) edgerl_put_f32(buf + 22 + 4 * i, m->actions[i]);
+    edgerl_put_u8(buf + 222, m->intent_n);
+    for (i = 0; i < 8; ++i) edgerl_put_f32(buf + 223 + 4 * i, m->intent[i]);
 }
 static inline void edgerl_chunk_unpack(edgerl_chunk_t *m, const uint8_t *buf)
 {
@@ -381,7 +386,9 @@ static inline void edgerl_chunk_unpack(edgerl_chunk_t *m, const uint8_t *buf)
     m->obs_time_us = edgerl_get_u32(buf + 16);
     m->horizon = edgerl_get_u8(buf + 20);
     m->n = edgerl_get_u8(buf + 21);
-    for (i = 0; i < 56; ++i) m->actions[i] = edgerl_get_f32(buf + 22 + 4 * i);
+    for (i = 0; i < 50; ++i) m->actions[i] = edgerl_get_f32(buf + 22 + 4 * i);
+    m->intent_n = edgerl_get_u8(buf + 222);
+    for (i = 0; i < 8; ++i) m->intent[i] = edgerl_get_f32(buf + 223 + 4 * i);
 }
 
 /* EDIT_TICK (0x19, fw->host): Fast-loop telemetry, one per edit tick. */

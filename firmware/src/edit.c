@@ -2,7 +2,8 @@
  *  - contract/timing.py   row_at: offset = floor((t - t0) / dt) (integer us here), usable while
  *                       offset < H + stale_steps, row = clip(offset, 0, H - 1);
  *  - contract/edit_obs.py select_chunk_rows (rows past the end hold the last row) and
- *                       build_edit_obs [fast obs | rows | age | committed | has_chunk];
+ *                       build_edit_obs [fast obs | rows | age | committed | has_chunk |
+ *                       intent] (the intent zeros without a usable chunk or an intent);
  *  - runtime EditLoop   normalisation (when not in the graph), compose_edit_action, the
  *                       SafetyFilter's clip and rate limit, the committed-action history.
  * tests/firmware/test_fw_edit.py checks it against the Python / onnxruntime path. */
@@ -37,17 +38,20 @@ int edgerl_edit_set_chunk(edgerl_edit_t *e, const edgerl_chunk_t *m, uint32_t no
     int n = (int)m->horizon * EDGERL_EDIT_ACTION_DIM;
     if (m->n != EDGERL_EDIT_ACTION_DIM || m->horizon == 0 || n > EDGERL_MAX_CHUNK_FLOATS
         || m->dt_us == 0u || m->dt_us > 0x7FFFFFFFu
+        || (m->intent_n != 0u && m->intent_n != EDGERL_EDIT_INTENT_DIM)
         || (e->chunk.valid && (int32_t)(m->step0 - e->chunk.step0) < 0)) {
         ++e->chunks_rejected;
         return 0;
     }
-    for (i = 0; i < n; ++i) {
-        if (!finite_f(m->actions[i])) {
+    for (i = 0; i < n + (int)m->intent_n; ++i) {
+        if (!finite_f(i < n ? m->actions[i] : m->intent[i - n])) {
             ++e->chunks_rejected;
             return 0;
         }
     }
     memcpy(e->chunk.actions, m->actions, (size_t)n * sizeof(float));
+    memcpy(e->chunk.intent, m->intent, sizeof e->chunk.intent);
+    e->chunk.intent_n = m->intent_n;
     e->chunk.step0 = m->step0;
     e->chunk.t0_us = t0;
     e->chunk.dt_us = m->dt_us;
@@ -79,7 +83,7 @@ int edgerl_edit_row(const edgerl_edit_t *e, uint32_t now_us)
 }
 
 void edgerl_edit_build_obs(const float *obs, const float *rows, float age_s,
-                           const float *committed, int has, float *x)
+                           const float *committed, int has, const float *intent, float *x)
 {
     const float hasf = has ? 1.0f : 0.0f;
     float age = age_s / EDGERL_EDIT_AGE_SCALE_S;
@@ -96,7 +100,11 @@ void edgerl_edit_build_obs(const float *obs, const float *rows, float age_s,
     for (i = 0; i < EDGERL_EDIT_HIST; ++i) {
         x[k++] = committed[i];
     }
-    x[k] = hasf;
+    x[k++] = hasf;
+    for (i = 0; i < EDGERL_EDIT_INTENT_DIM; ++i) {
+        x[k++] = has && intent ? intent[i] : 0.0f;
+    }
+    (void)intent; /* unread when INTENT_DIM is 0 */
 }
 
 void edgerl_edit_tick(edgerl_edit_t *e, const float *obs, uint32_t now_us, float *cmd)
@@ -129,7 +137,8 @@ void edgerl_edit_tick(edgerl_edit_t *e, const float *obs, uint32_t now_us, float
         in[i] = obs[i];
 #endif
     }
-    edgerl_edit_build_obs(in, rows, age_s, e->committed, row >= 0, e->x);
+    edgerl_edit_build_obs(in, rows, age_s, e->committed, row >= 0,
+                          e->chunk.intent_n ? e->chunk.intent : NULL, e->x);
     edgerl_edit_net_forward(e->x, res);
     dt_s = e->ticked ? (float)(now_us - e->last_tick_us) / 1000000.0f
                      : (float)EDGERL_EDIT_PERIOD_US / 1000000.0f;

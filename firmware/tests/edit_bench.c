@@ -3,7 +3,8 @@
  * (-DEDGERL_BENCH_M4, boards/mps2_an386): UART0 polled, SysTick ticks, semihosting exit.
  * Protocol (little-endian): u32 N, then N records
  *   in:  u32 has_chunk, u32 now_us, u32 t0_us, u32 dt_us, u32 obs_us, u32 horizon,
- *        f32 obs[OBS_DIM], f32 chunk[HORIZON * ACTION_DIM], f32 committed[K * ACTION_DIM]
+ *        u32 intent_n, f32 obs[OBS_DIM], f32 chunk[HORIZON * ACTION_DIM],
+ *        f32 committed[K * ACTION_DIM], f32 intent[EDGERL_MAX_INTENT] (intent_n used)
  *   out: f32 x[EDIT_DIM], f32 cmd[ACTION_DIM], u32 row (EDGERL_NO_ROW: none), u32 ticks
  * Each record is one edgerl_edit_tick on a fresh state holding that chunk and history;
  * ticks = core clock ticks of edgerl_edit_tick (M4; 0 on the host). */
@@ -36,6 +37,7 @@ int main(void)
         g_msg.dt_us = get_u32();
         g_msg.obs_time_us = get_u32();
         g_msg.horizon = (uint8_t)get_u32();
+        g_msg.intent_n = (uint8_t)get_u32();
         g_msg.host_time_us = now; /* times are already the firmware's */
         g_msg.n = EDGERL_EDIT_ACTION_DIM;
         g_msg.step0 = k;
@@ -44,6 +46,7 @@ int main(void)
         memcpy(g_msg.actions, chunk, sizeof chunk);
         edgerl_edit_reset(&g_edit);
         get_bytes(g_edit.committed, EDGERL_EDIT_HIST * sizeof(float));
+        get_bytes(g_msg.intent, sizeof g_msg.intent);
         if (has) {
             edgerl_edit_set_chunk(&g_edit, &g_msg, now);
         }

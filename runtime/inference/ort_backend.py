@@ -10,7 +10,9 @@ at load). What was asked is kept in ``OrtBackend.requested`` and what the sessio
 runs on in ``OrtBackend.provider`` (devices: :mod:`edgerl.runtime.inference.providers`).
 
 Recurrent policies (``PolicySpec.recurrent``): state inputs are zeros at start; after each
-call every state output is copied into its state input buffer (no allocation).
+call every state output is copied into its state input buffer (no allocation). Further named
+outputs (a planner's ``intent`` beside its ``chunk``) are bound to their own buffers,
+:attr:`OrtBackend.extra`.
 """
 
 from __future__ import annotations
@@ -64,17 +66,20 @@ class OrtBackend:
         warmup: Calls run at load so the first real tick is not the slow one.
         threads: intra/inter-op threads (1 on the robot).
         trt: TensorRT EP options (used when the TensorRT EP is chosen).
+        extra_outputs: Further output names, each filled into its buffer in :attr:`extra`.
 
     Attributes:
         requested: The provider list given to onnxruntime (names, or ``(name, options)``).
         provider: The provider the session runs on (the first of ``get_providers()``).
+        extra: Output name -> its preallocated buffer, for ``extra_outputs``.
     """
 
     def __init__(self, model: str | Path | bytes, *, input_name: str = "obs",
                  output_name: str = "action", device: str = "cpu",
                  recurrent: list[tuple[str, str, tuple[int, ...]]] | None = None,
                  warmup: int = 20, threads: int = 1,
-                 trt: TensorRTOptions | None = None) -> None:
+                 trt: TensorRTOptions | None = None,
+                 extra_outputs: tuple[str, ...] = ()) -> None:
         import onnxruntime as ort
 
         self.session, self.requested = open_session(model, device,
@@ -92,6 +97,13 @@ class OrtBackend:
         self.output = np.zeros(_static_shape(outputs[output_name].shape,
                                              f"output {output_name}"), dtype=np.float32)
         self._states: list[tuple[np.ndarray, np.ndarray]] = []
+        self.extra: dict[str, np.ndarray] = {}
+        for name in extra_outputs:
+            if name not in outputs:
+                raise ModelIOError(f"model has no output named {name!r} (has "
+                                   f"{', '.join(outputs)})")
+            self.extra[name] = np.zeros(_static_shape(outputs[name].shape, f"output {name}"),
+                                        dtype=np.float32)
         self._binding = self.session.io_binding()
         self._bind(input_name, self.input, output_name, self.output, recurrent or [],
                    inputs, outputs)
@@ -121,6 +133,7 @@ class OrtBackend:
             buf_out = np.zeros(tuple(shape), dtype=np.float32)
             self._states.append((buf_in, buf_out))
             pairs += [(s_in, buf_in, True), (s_out, buf_out, False)]
+        pairs += [(name, buf, False) for name, buf in self.extra.items()]
         for name, buf, is_input in pairs:
             value = ort.OrtValue.ortvalue_from_numpy(buf)
             self._values.append(value)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from edgerl.contract.chunk import ActionChunk, ChunkError
+from edgerl.contract.chunk import MAX_INTENT, ActionChunk, ChunkError
 
 
 def make_chunk(h: int = 5, a: int = 2, t0: float = 10.0, dt: float = 0.02, **kw) -> ActionChunk:
@@ -90,6 +90,39 @@ class TestValidation:
     def test_obs_after_end_rejected(self):
         with pytest.raises(ChunkError, match="obs_time"):
             ActionChunk(actions=np.zeros((2, 1)), t0=0.0, dt=0.1, obs_time=5.0)
+
+
+class TestIntent:
+    def test_intent_is_float32_read_only_and_sized(self):
+        c = make_chunk(intent=np.array([0.5, -1.0], np.float64))
+        assert c.intent.dtype == np.float32 and c.intent_dim == 2
+        np.testing.assert_array_equal(c.intent, [0.5, -1.0])
+        with pytest.raises(ValueError):
+            c.intent[0] = 0.0
+        assert make_chunk().intent is None and make_chunk().intent_dim == 0
+
+    def test_the_largest_intent_the_serial_link_carries(self):
+        assert MAX_INTENT == 8
+        assert make_chunk(intent=np.zeros(MAX_INTENT)).intent_dim == MAX_INTENT
+        with pytest.raises(ChunkError, match=r"1 <= I <= 8, got shape \(9,\)"):
+            make_chunk(intent=np.zeros(MAX_INTENT + 1))
+
+    @pytest.mark.parametrize("shape", [(0,), (2, 2), ()])
+    def test_bad_intent_shapes(self, shape):
+        with pytest.raises(ChunkError, match="intent must have shape"):
+            make_chunk(intent=np.zeros(shape))
+
+    def test_non_finite_or_non_numeric_intent_named(self):
+        with pytest.raises(ChunkError, match=r"intent\[1\] is not finite"):
+            make_chunk(intent=[0.0, np.inf])
+        with pytest.raises(ChunkError, match="intent must be numeric"):
+            make_chunk(intent=np.array(["a", "b"]))
+
+    def test_from_times_and_replace_keep_it(self):
+        import dataclasses
+
+        c = ActionChunk.from_times([1.0, 1.1], np.zeros((2, 1)), intent=[0.25])
+        np.testing.assert_array_equal(dataclasses.replace(c, step0=3).intent, [0.25])
 
 
 class TestFromTimes:

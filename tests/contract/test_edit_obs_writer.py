@@ -47,6 +47,35 @@ def test_writer_is_bitwise_build_edit_obs(indices):
         assert got.tobytes() == ref.tobytes(), (obs, rows, age, committed, has, got, ref)
 
 
+def test_writer_is_bitwise_build_edit_obs_with_an_intent():
+    """The planner intent segment too: the chunk's intent where a chunk is used, +0.0 without
+    one or without a chunk (so the bytes never depend on a stale chunk)."""
+    cfg = EditObsConfig(obs_dim=3, action_dim=2, n_committed=1, obs_indices=[1], intent_dim=3)
+    out = np.full(cfg.dim, 7.0, np.float32)
+    writer = EditObsWriter(cfg, out)
+    rng = np.random.default_rng(5)
+    seen_used = seen_zero = 0
+    for i, (obs, rows, age, committed, has) in enumerate(_cases(cfg, seed=9)):
+        intent = None if i % 5 == 0 else rng.uniform(-1, 1, 3).astype(np.float32)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ref = build_edit_obs(obs, rows, age, committed, 1.0 if has else 0.0, cfg,
+                                 intent=intent)
+            got = writer.write(obs, rows, age, committed, has, intent)
+        assert got.tobytes() == ref.tobytes(), (i, got, ref)
+        seg = {name: got[a:b] for name, a, b in cfg.layout()}
+        if has and intent is not None:
+            assert np.array_equal(seg["intent"], intent)
+            seen_used += 1
+        else:
+            assert seg["intent"].tobytes() == bytes(12)
+            seen_zero += 1
+        if not has:
+            chunk = np.concatenate([seg["chunk_now"], seg["chunk_next"]])
+            assert chunk.tobytes() == bytes(chunk.nbytes)
+    assert seen_used > 100 and seen_zero > 50
+
+
 def test_writer_refuses_a_wrong_buffer():
     cfg = EditObsConfig(obs_dim=3, action_dim=2)
     with pytest.raises(ValueError, match=r"out must be \(15,\) float32, got \(15,\) float64"):

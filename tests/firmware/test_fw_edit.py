@@ -26,13 +26,13 @@ pytestmark = pytest.mark.hil
 from tests.helpers.bundles import write_mlp_bundle  # noqa: E402
 
 
-def _split_bundle(path: Path) -> Path:
+def _split_bundle(path: Path, intent_dim: int = 0) -> Path:
     """An edit bundle that exercises every builder option: fast subset of a 6-element
     observation, normalisation outside the graph, 2 actions with rate limits, lookahead 3,
-    one committed action."""
+    one committed action (and, with ``intent_dim``, the planner's intent)."""
     b = write_mlp_bundle(path, obs_dim=6, action_dim=2, hidden=(24, 24), control_hz=100.0,
                          horizon=12, lookahead=3, n_committed=1, obs_indices=[0, 2, 5],
-                         max_rate=[20.0, 30.0], seed=4)
+                         max_rate=[20.0, 30.0], seed=4, intent_dim=intent_dim)
     m = json.loads((b / "manifest.json").read_text())
     m["observation"]["normalized_in_graph"] = False
     m["observation"]["mean"] = [0.1, -0.2, 0.3, 0.0, 0.5, -0.4]
@@ -62,16 +62,26 @@ def test_edit_header_refuses_what_the_fast_loop_cannot_run(tmp_path):
     assert "#define EDGERL_EDIT_NORMALIZE 1" in text
     assert "#define EDGERL_EDIT_PERIOD_US 10000u" in text
     assert (info.net.in_dim, info.net.out_dim) == (15, 2)
+    assert "#define EDGERL_EDIT_INTENT_DIM 0\n" in text
+    info = write_edit_header(_split_bundle(tmp_path / "i", intent_dim=3), tmp_path / "h4")
+    text = info.path.read_text()
+    assert "#define EDGERL_EDIT_INTENT_DIM 3\n" in text and info.intent_dim == 3
+    assert "#define EDGERL_EDIT_DIM 18\n" in text  # 15 + the intent
 
 
-@pytest.mark.parametrize("make", ["split", "cart"])
+@pytest.mark.parametrize("make", ["split", "cart", "intent"])
 def test_edit_step_host_build_matches_python_and_onnxruntime(tmp_path, make, cart_bundle):
-    bundle = _split_bundle(tmp_path / "s") if make == "split" else cart_bundle
+    bundle = {"split": lambda: _split_bundle(tmp_path / "s"), "cart": lambda: cart_bundle,
+              "intent": lambda: _split_bundle(tmp_path / "i", intent_dim=3)}[make]()
     rep = edit_parity(bundle, n=1000, seed=1)
     assert rep["rows_equal"], rep
     assert 50 < rep["no_row_ticks"] < 600  # no chunk, before t0, stale: all exercised
     assert rep["max_abs_err_edit_obs"] <= 1e-6, rep
     assert rep["max_abs_err_cmd"] <= 1e-5, rep
+    if make == "intent":  # the intent segment: read, zeros without a chunk or an intent,
+        # and a chunk with an intent of another size refused on both sides
+        assert rep["edit_dim"] == 18 and rep["intent_ticks"] > 300, rep
+        assert rep["max_abs_err_intent"] == 0.0 and rep["refused_intent_ticks"] > 10, rep
 
 
 def test_edit_step_on_the_m4_matches_python_and_counts_instructions(tmp_path):
@@ -157,6 +167,35 @@ def test_fast_loop_runs_chunks_at_the_firmware_rate_and_trips_the_watchdog(cart_
     assert all(abs(g["cmd"][0]) <= 1.0 for g in got)  # action limits
 
 
+def test_fast_loop_takes_chunks_with_the_planner_intent(tmp_path):
+    """Host build of an intent bundle: a CHUNK whose intent has the bundle's size (or none)
+    is taken, one of another size is refused and counted."""
+    bundle = write_mlp_bundle(tmp_path / "intent", obs_dim=4, action_dim=1, hidden=(8,),
+                              control_hz=50.0, horizon=10, period_s=0.1, intent_dim=2)
+    fw = fast_loop_firmware(bundle, FirmwareConfig(n_cmd=1, watchdog_ms=500), "host")
+    with fw, SerialTransport(SerialConfig(fw.port)) as t:
+        t.connect()
+        ticks = _edit_ticks(t)
+        for _ in range(200):
+            fw.send_sensor([0.1, -0.2, 0.05, 0.0], 0.0)
+            time.sleep(0.01)
+            if (s := t.latest_state()) is not None and s.state.shape[0] == 4:
+                break
+        assert t.set_mode(Mode.FAST_LOOP)
+        rows = np.zeros((10, 1), np.float32)
+        now = time.perf_counter()
+        assert t.send_chunk(rows, now, 0.02, now, step0=1, intent=np.array([0.5, -0.5]))
+        assert t.send_chunk(rows, now, 0.02, now, step0=2)  # no intent: zeros
+        assert t.send_chunk(rows, now, 0.02, now, step0=3, intent=np.array([0.1, 0.2, 0.3]))
+        end = time.perf_counter() + 2.0
+        while time.perf_counter() < end and not (ticks and ticks[-1].fields["chunks_rx"] == 2
+                                                 and ticks[-1].fields["chunks_rejected"] == 1):
+            fw.send_sensor([0.1, -0.2, 0.05, 0.0], 0.0)
+            time.sleep(0.02)
+    last = ticks[-1].fields
+    assert (last["chunks_rx"], last["chunks_rejected"]) == (2, 1), last
+
+
 def test_fast_loop_refused_by_firmware_without_an_edit_policy(link):
     fw, t = link(n_cmd=1)
     t.set_mode(Mode.FAST_LOOP)
@@ -165,7 +204,9 @@ def test_fast_loop_refused_by_firmware_without_an_edit_policy(link):
     assert t.send_chunk(np.zeros((4, 1), np.float32), 0.0, 0.02, 0.0)
     assert t.request_status(timeout_s=1.0)["setpoints_rejected"] == 2
     with pytest.raises(ValueError, match="does not fit a CHUNK"):
-        t.send_chunk(np.zeros((57, 1), np.float32), 0.0, 0.02, 0.0)
+        t.send_chunk(np.zeros((51, 1), np.float32), 0.0, 0.02, 0.0)
+    with pytest.raises(ValueError, match="intent of shape"):
+        t.send_chunk(np.zeros((4, 1), np.float32), 0.0, 0.02, 0.0, intent=np.zeros(9))
 
 
 @pytest.mark.slow

@@ -53,6 +53,22 @@ def mlp_onnx(weights: list[np.ndarray], biases: list[np.ndarray], in_name: str =
     return model.SerializeToString()
 
 
+def intent_planner_onnx(weights: list[np.ndarray], biases: list[np.ndarray],
+                        w_intent: np.ndarray, b_intent: np.ndarray) -> bytes:
+    """:func:`mlp_onnx` (``obs -> chunk``) with a second output ``intent = tanh(W obs + b)``
+    (``W`` ``(I, O)``), as the exporter writes an intent planner's ``planner.onnx``."""
+    model = onnx.load_from_string(mlp_onnx(weights, biases, out_name="chunk"))
+    graph = model.graph
+    graph.initializer.extend([numpy_helper.from_array(w_intent.astype(np.float32), "wi"),
+                              numpy_helper.from_array(b_intent.astype(np.float32), "bi")])
+    graph.node.extend([helper.make_node("Gemm", ["obs", "wi", "bi"], ["zi"], transB=1),
+                       helper.make_node("Tanh", ["zi"], ["intent"])])
+    graph.output.append(helper.make_tensor_value_info("intent", TensorProto.FLOAT,
+                                                      [1, w_intent.shape[0]]))
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
 def gru_onnx(in_dim: int, hidden: int, out_dim: int, seed: int = 0) -> bytes:
     """A one-step recurrent cell ``h' = tanh(W x + U h)``, ``y = V h'`` with state I/O
     ``h_in`` / ``h_out`` of shape ``(1, hidden)``."""
@@ -151,8 +167,13 @@ def edit_manifest(bundle: str | Path, change: Callable[[dict[str, Any]], object]
 
 def write_mlp_bundle(path: str | Path, *, hidden: tuple[int, ...] = (64, 64), seed: int = 0,
                      planner: bool = False, recurrent: bool = False, npz: bool = True,
-                     raw_obs_input: bool = False, **spec_kw) -> Path:
-    """Write a complete bundle into ``path`` (created); returns the path."""
+                     raw_obs_input: bool = False, planner_intent_dim: int | None = None,
+                     **spec_kw) -> Path:
+    """Write a complete bundle into ``path`` (created); returns the path.
+
+    With ``planner``, ``planner.onnx`` exports an ``intent`` of ``planner_intent_dim``
+    values beside its chunk (default: the manifest's ``intent_dim``; another size makes a
+    bundle the bundle check must refuse)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     spec = make_spec(**spec_kw)
@@ -182,7 +203,12 @@ def write_mlp_bundle(path: str | Path, *, hidden: tuple[int, ...] = (64, 64), se
             save_mlp_npz(path / "policy_mlp.npz", ws, bs, "elu")
     if planner:
         pw, pb = random_mlp([spec.observation.dim, 256, 256, spec.chunk.horizon * a], seed + 1)
-        (path / "planner.onnx").write_bytes(mlp_onnx(pw, pb, out_name="chunk"))
+        n_intent = spec.edit_obs.intent_dim if planner_intent_dim is None else planner_intent_dim
+        if n_intent:
+            (wi,), (bi,) = random_mlp([spec.observation.dim, n_intent], seed + 2)
+            (path / "planner.onnx").write_bytes(intent_planner_onnx(pw, pb, wi, bi))
+        else:
+            (path / "planner.onnx").write_bytes(mlp_onnx(pw, pb, out_name="chunk"))
         xp = x[:, :spec.observation.dim] if d_in >= spec.observation.dim else \
             np.random.default_rng(seed).standard_normal((32, spec.observation.dim))
         checks["planner_onnx"] = onnx_parity((path / "planner.onnx").read_bytes(),

@@ -93,6 +93,33 @@ class BatchAffinePlanner(AffinePlanner):
         return np.stack([expected_rows(o, t) for o, t in zip(observations, instructions)])
 
 
+INTENT_DIM = 2
+INTENT_INFO = dataclasses.replace(INFO, intent_dim=INTENT_DIM)
+
+
+def expected_intent(obs: np.ndarray) -> np.ndarray:
+    """What :class:`IntentAffinePlanner` exports beside its chunk: ``tanh(obs[:I])``."""
+    return np.tanh(np.asarray(obs, np.float32)[:INTENT_DIM]).astype(np.float32)
+
+
+class IntentAffinePlanner(BatchAffinePlanner):
+    """:class:`BatchAffinePlanner` whose chunks carry a planner intent
+    (:func:`expected_intent`); ``plan_batch`` answers ``(chunks, intent (n, I))``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.info = INTENT_INFO
+
+    def plan(self, observation: np.ndarray, instruction: str, now: float) -> ActionChunk:
+        chunk = super().plan(observation, instruction, now)
+        return dataclasses.replace(chunk, intent=expected_intent(observation))
+
+    def plan_batch(self, observations: np.ndarray, instructions: list[str],
+                   now: float) -> tuple[np.ndarray, np.ndarray]:
+        chunks = super().plan_batch(observations, instructions, now)
+        return chunks, np.stack([expected_intent(o) for o in observations])
+
+
 class ServedPlanners:
     """Planner servers a test starts, all stopped at its teardown.
 

@@ -20,14 +20,16 @@ def make_spec(obs_dim: int = 4, action_dim: int = 2, method: str = "edit",
               period_s: float = 0.05, residual_bound: float = 0.25,
               max_rate: list[float] | None = None, lookahead: int = 2,
               n_committed: int = 2, obs_indices: list[int] | None = None, *,
+              intent_dim: int = 0,
               expected_latency_s: float = 0.03, task: str = "test-task",
               observation: ObservationSpec | dict[str, Any] | None = None,
               action: ActionSpec | dict[str, Any] | None = None,
               **fields: Any) -> PolicySpec:
     """A valid manifest: obs ``obs_dim`` (mean 0, std 1), action ``action_dim`` (limits +-1,
     rates unlimited unless ``max_rate``), chunk ``horizon`` rows ``chunk_dt`` s apart (default
-    one control period) queried every ``period_s`` s. ``observation``/``action``: a whole
-    spec, or a dict of fields replacing the defaults."""
+    one control period) queried every ``period_s`` s; the edit observation reads a planner
+    intent of ``intent_dim`` values. ``observation``/``action``: a whole spec, or a dict of
+    fields replacing the defaults."""
     if not isinstance(observation, ObservationSpec):
         observation = ObservationSpec(**{
             "names": [f"o{i}" for i in range(obs_dim)], "units": ["1"] * obs_dim,
@@ -42,6 +44,7 @@ def make_spec(obs_dim: int = 4, action_dim: int = 2, method: str = "edit",
         chunk=ChunkSpec(horizon=horizon, dt_s=chunk_dt or 1.0 / control_hz, period_s=period_s,
                         expected_latency_s=expected_latency_s),
         edit_obs=EditObsConfig(obs_dim=obs_dim, action_dim=action_dim, lookahead=lookahead,
-                               n_committed=n_committed, obs_indices=obs_indices or []),
+                               n_committed=n_committed, obs_indices=obs_indices or [],
+                               intent_dim=intent_dim),
         residual_bound=residual_bound)
     return PolicySpec(**{**kwargs, **fields})

@@ -68,14 +68,20 @@ def rclpy_context(ros_domain):
 
 
 @pytest.fixture
-def graph(rclpy_context, session_bundle):
+def graph_bundle(session_bundle) -> Path:
+    """The bundle the ``graph`` fixture's edit node runs (a test module may override it)."""
+    return session_bundle
+
+
+@pytest.fixture
+def graph(rclpy_context, graph_bundle):
     """(EditPolicyNode, Probe, executor) spinning in a background thread."""
     from edgerl_ros.edit_policy_node import EditPolicyNode
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
 
     node = EditPolicyNode(context=rclpy_context, parameter_overrides=[
-        Parameter("bundle", value=str(session_bundle)),
+        Parameter("bundle", value=str(graph_bundle)),
         Parameter("diagnostics_period_s", value=0.2)])
     probe = Probe(rclpy_context)
     # single-threaded, as the node runs in production (run_node); under rclpy's

@@ -91,6 +91,51 @@ class TestTrajectory:
         back = trajectory_to_chunk(msg, ["a", "b"], tb)
         np.testing.assert_array_equal(back.actions, [[2.0, 1.0], [4.0, 3.0]])
 
+    def test_intent_travels_as_named_columns(self):
+        tb = TimeBase()
+        rows = np.arange(6, dtype=np.float32).reshape(3, 2)
+        intent = np.array([0.25, -0.5, 1.0], np.float32)
+        chunk = ActionChunk(rows, t0=100.0, dt=0.02, obs_time=100.0, intent=intent)
+        msg = chunk_to_trajectory(chunk, ["a", "b"], tb)
+        assert list(msg.joint_names) == ["a", "b", "intent/0", "intent/1", "intent/2"]
+        assert all(list(p.positions[2:]) == [0.25, -0.5, 1.0] for p in msg.points)
+        back = trajectory_to_chunk(msg, ["a", "b"], tb)
+        np.testing.assert_array_equal(back.actions, rows)
+        assert back.intent.dtype == np.float32
+        np.testing.assert_array_equal(back.intent, intent)
+        # the edit node splits the columns by name, in any order
+        order = [4, 1, 2, 0, 3]
+        msg.joint_names = [msg.joint_names[i] for i in order]
+        for p in msg.points:
+            p.positions = [p.positions[i] for i in order]
+        back = trajectory_to_chunk(msg, ["a", "b"], tb)
+        np.testing.assert_array_equal(back.actions, rows)
+        np.testing.assert_array_equal(back.intent, intent)
+        # without intent columns: no intent
+        plain = chunk_to_trajectory(ActionChunk(rows, t0=1.0, dt=0.02, obs_time=1.0),
+                                    ["a", "b"], tb)
+        assert list(plain.joint_names) == ["a", "b"]
+        assert trajectory_to_chunk(plain, ["a", "b"], tb).intent is None
+
+    def test_bad_intent_columns(self):
+        tb = TimeBase()
+        chunk = ActionChunk(np.zeros((3, 1)), t0=1.0, dt=0.1, obs_time=1.0, intent=[0.5, 0.1])
+        gap = chunk_to_trajectory(chunk, ["a"], tb)
+        gap.joint_names = ["a", "intent/0", "intent/2"]
+        with pytest.raises(BadMessage, match=r"^bad_chunk: intent columns"):
+            trajectory_to_chunk(gap, ["a"], tb)
+        differ = chunk_to_trajectory(chunk, ["a"], tb)
+        differ.points[2].positions = [0.0, 0.5, 0.2]
+        with pytest.raises(BadMessage, match="^bad_chunk: the intent columns differ"):
+            trajectory_to_chunk(differ, ["a"], tb)
+        nine = ActionChunk(np.zeros((2, 1)), t0=1.0, dt=0.1, obs_time=1.0, intent=np.zeros(8))
+        msg = chunk_to_trajectory(nine, ["a"], tb)
+        msg.joint_names = [*msg.joint_names, "intent/8"]
+        for p in msg.points:
+            p.positions = [*p.positions, 0.0]
+        with pytest.raises(BadMessage, match="^bad_chunk: intent must have shape"):
+            trajectory_to_chunk(msg, ["a"], tb)
+
     def test_bad_chunks(self):
         tb = TimeBase()
         good = chunk_to_trajectory(ActionChunk(np.zeros((3, 1)), t0=1.0, dt=0.1, obs_time=1.0),

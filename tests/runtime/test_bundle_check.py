@@ -17,6 +17,7 @@ from edgerl.contract.bundle_errors import (
     BundleError,
     BundleHashError,
     BundlePathError,
+    IntentMismatchError,
     ManifestEncodingError,
     ManifestNestingError,
     ManifestSyntaxError,
@@ -214,6 +215,31 @@ def test_wrong_shape_planner_is_named(make_bundle):
     _list(bundle, "planner.onnx")
     with pytest.raises(OnnxShapeError, match=r"planner\.onnx: output 'chunk' has 7 elements"):
         load_bundle(bundle)
+
+
+def test_intent_planner_bundle_loads(make_bundle):
+    bundle = make_bundle("intent", planner=True, hidden=(8,), intent_dim=2)
+    spec, _ = load_bundle(bundle)
+    assert spec.edit_obs.intent_dim == 2
+    verify_bundle(bundle, check_onnx=True)
+
+
+@pytest.mark.parametrize("manifest, planner, has", [
+    (2, 3, "an 'intent' output of 3 elements per row"),
+    (2, 0, "no intent output"),
+    (0, 2, "an 'intent' output of 2 elements per row"),
+])
+def test_planner_intent_that_differs_from_edit_obs_is_refused(make_bundle, manifest, planner,
+                                                               has):
+    """The edit policy reads edit_obs.intent_dim values: a planner.onnx sending another size
+    (or none, or one the policy does not read) is refused by name, at load and by inspect."""
+    bundle = make_bundle(f"i{manifest}{planner}", planner=True, hidden=(8,),
+                         intent_dim=manifest, planner_intent_dim=planner)
+    match = f"planner.onnx: has {has}; the manifest's edit_obs.intent_dim is {manifest}"
+    with pytest.raises(IntentMismatchError, match=match):
+        load_bundle(bundle)
+    with pytest.raises(IntentMismatchError, match=match):
+        verify_bundle(bundle, check_onnx=True)
 
 
 def test_wrong_output_width_is_named(mlp_bundle):

@@ -71,6 +71,23 @@ class TestChunk:
         assert g.check_chunk(chunk(n=20_000), NOW).startswith("too_long")
         assert g.check_chunk_rows(10) is None
 
+    def test_intent_of_the_wrong_size_dropped_and_counted(self):
+        spec = make_spec(method="edit", intent_dim=2)
+        g = InputGuard(spec)
+        assert g.bounds.intent_dim == 2
+
+        def with_intent(intent):
+            return ActionChunk(np.zeros((10, 2), np.float32), t0=NOW, dt=0.01, obs_time=NOW,
+                               intent=intent)
+
+        assert g.check_chunk(with_intent([0.1, -0.2]), NOW) is None
+        assert g.check_chunk(chunk(), NOW) is None  # no intent: the loop reads zeros
+        assert g.check_chunk(with_intent([0.1, 0.2, 0.3]), NOW).startswith(
+            "wrong_dim: an intent of 3 values, the manifest's edit_obs.intent_dim is 2")
+        # a manifest without an intent refuses one too
+        assert guard().check_chunk(with_intent([0.5]), NOW).startswith("wrong_dim")
+        assert g.counts() == {"chunk wrong_dim": 1}
+
     def test_values(self):
         g = guard()
         assert g.check_chunk(chunk(value=1e6), NOW).startswith("out_of_limits")

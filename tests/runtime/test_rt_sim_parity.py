@@ -5,7 +5,8 @@ the runtime (``EditLoop`` + ``ChunkBuffer`` on a virtual clock, chunks pushed at
 arrival times) run the same cartpole episode with the same bundle timing. The trace has
 jitter, a chunk overtaken by a newer one, a stretch without arrivals long enough for the
 chunk to go stale, blends (``blend``) and an episode reset with a chunk in flight across it;
-both sides must send the same commands to 1e-6.
+both sides must send the same commands to 1e-6. With a planner that exports an intent (a BC
+planner's encoder), both build the same edit observation, byte for byte, at every step.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from edgerl.runtime.safety import SafetyConfig  # noqa: E402
 from tests.helpers.bundles import write_mlp_bundle  # noqa: E402
 
 P, H, STEPS, BOUND, DT = 3, 8, 100, 0.3, 0.02
+INTENT = 2
 D_MAX = 15
 RESET_AT = 75  # the runtime and the wrapper both restart the episode before this step
 
@@ -75,18 +77,42 @@ def _make_env():
     return make_task("cartpole", num_envs=1, seed=3)
 
 
-def _bundle(tmp_path, method: str) -> tuple[PolicySpec, object, object]:
+class _IntentPlanner:
+    """The LQR chunks of :func:`_planner` (they keep the pole up, so the trace's stale stretch
+    happens) with a BC planner's intent head (random weights) as the intent:
+    ``(chunks (n, H, 1), intent (n, I))``, as an intent planner answers the wrapper."""
+
+    intent_dim = INTENT
+
+    def __init__(self, lqr: torch.Tensor) -> None:
+        from edgerl.policies.bc_planner import BCChunkPlanner
+
+        torch.manual_seed(11)
+        self.rows = _planner(lqr)
+        self.bc = BCChunkPlanner(4, 1, H, [-1.0], [1.0], hidden_dims=(16, 16),
+                                 intent_dim=INTENT, fast_indices=[0, 1])
+
+    def __call__(self, obs: torch.Tensor, env_ids=None) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad():
+            return self.rows(obs), self.bc.encode(obs)
+
+
+def _bundle(tmp_path, method: str, intent_dim: int = 0, seed: int = 5
+            ) -> tuple[PolicySpec, object, object]:
     """``(spec with the trace's timing, runtime backend, onnxruntime session for training)``."""
     path = write_mlp_bundle(tmp_path / method, obs_dim=4, action_dim=1, control_hz=1 / DT,
                             horizon=H, chunk_dt=DT, period_s=P * DT, residual_bound=BOUND,
-                            hidden=(16, 16), seed=5, method=method)
+                            hidden=(16, 16), seed=seed, method=method, intent_dim=intent_dim)
     spec, net = load_bundle(path, warmup=1)
     timing = _timing(method)
     sess = ort.InferenceSession(str(path / "policy.onnx"), providers=["CPUExecutionProvider"])
     return dataclasses.replace(spec, latency=timing.latency, timing=timing), net, sess
 
 
-def _run_wrapper(spec: PolicySpec, sess, method: str, delays: dict[int, int]) -> list[float]:
+def _run_wrapper(spec: PolicySpec, sess, method: str, delays: dict[int, int], plan=None,
+                 seen: list | None = None) -> list[float]:
+    """Commands of the training wrapper (``plan``: the planner, default the LQR one; ``seen``
+    collects each step's policy observation)."""
     from edgerl.sim.wrappers.latency import LatencyWrapper
     from edgerl.sim.wrappers.latency_config import LatencyCfg
 
@@ -98,13 +124,16 @@ def _run_wrapper(spec: PolicySpec, sess, method: str, delays: dict[int, int]) ->
 
     cfg = LatencyCfg.from_timing(spec.timing, method, edit_bound=BOUND,
                                  lookahead=spec.edit_obs.lookahead,
-                                 n_committed=spec.edit_obs.n_committed)
-    wrapped = LatencyWrapper(env, cfg, planner=_planner(env._lqr), delays=recorded)
+                                 n_committed=spec.edit_obs.n_committed,
+                                 intent_dim=spec.edit_obs.intent_dim)
+    wrapped = LatencyWrapper(env, cfg, planner=plan or _planner(env._lqr), delays=recorded)
     assert wrapped.horizon == H and wrapped.scheduler.stale_steps == spec.timing.stale_steps
     obs = wrapped.get_observations()
     cmds = []
     for k in range(STEPS):
         x = obs["policy"].numpy().astype(np.float32)
+        if seen is not None:
+            seen.append(x[0].copy())
         residual = (torch.from_numpy(sess.run(None, {"obs": x})[0]) if method == "edit"
                     else torch.zeros(1, 1))
         step[0] = k + 1  # the step at which step() queries the planner (on its new obs)
@@ -115,12 +144,13 @@ def _run_wrapper(spec: PolicySpec, sess, method: str, delays: dict[int, int]) ->
     return cmds
 
 
-def _run_runtime(spec: PolicySpec, net, delays: dict[int, int]
-                 ) -> tuple[list[float], EditLoop, int]:
-    """Commands, the loop, and how many pushes blended rows of the previous chunk."""
+def _run_runtime(spec: PolicySpec, net, delays: dict[int, int], plan=None,
+                 seen: list | None = None) -> tuple[list[float], EditLoop, int]:
+    """Commands, the loop, and how many pushes blended rows of the previous chunk (``plan``
+    and ``seen`` as :func:`_run_wrapper`'s: here the edit observation each tick built)."""
     env = _make_env()
-    plan = _planner(env._lqr)
-    buf = ChunkBuffer(spec.timing, spec.action.dim)
+    plan = plan or _planner(env._lqr)
+    buf = ChunkBuffer(spec.timing, spec.action.dim, intent_dim=spec.edit_obs.intent_dim)
     loop = EditLoop(spec, net, buf, clock=VirtualClock(0.0),
                     cfg=LoopConfig(safety=SafetyConfig(stale_policy="policy")))
     in_flight: dict[int, ActionChunk] = {}
@@ -130,14 +160,19 @@ def _run_runtime(spec: PolicySpec, net, delays: dict[int, int]
         t = k * DT
         loop.obs.write(robot[0].numpy(), t)
         if (k - episode_start) % P == 0:  # query on the newest observation
-            rows = plan(robot).numpy()[0]
+            answer = plan(robot)
+            rows, intent = answer if isinstance(answer, tuple) else (answer, None)
             arrive = k + _delay_at(delays, k)
             assert arrive not in in_flight, "two arrivals on one step: parity is per push"
-            in_flight[arrive] = ActionChunk(actions=rows, t0=t, dt=DT, obs_time=t)
+            in_flight[arrive] = ActionChunk(actions=rows.numpy()[0], t0=t, dt=DT, obs_time=t,
+                                            intent=None if intent is None else
+                                            intent.numpy()[0])
         if k in in_flight:
             blends += buf.push(in_flight.pop(k), now=t).meta.get("overlap_rows", 0) > 0
         cmd = loop.tick(t)
         cmds.append(float(cmd[0]))
+        if seen is not None:
+            seen.append(loop.backend.input[0].copy())  # the edit observation the net read
         out, _, dones, _ = env.step(torch.from_numpy(cmd.copy())[None])
         robot = out["policy"]  # the task restarts a done episode inside step()
         if k + 1 == RESET_AT:
@@ -168,4 +203,34 @@ def test_wrapper_and_runtime_agree_on_a_recorded_arrival_trace(tmp_path, method)
     assert states["no_chunk"] == delays[0] + delays[RESET_AT]  # before each episode's first
     stale_from, next_arrival = 33 + H + spec.timing.stale_steps, 45 + 4
     assert states["stale_chunk"] == next_arrival - stale_from == 5
+    assert loop.buffer.dropped_old == 4 and loop.buffer.dropped_pre_reset == 1
+
+
+def test_edit_observations_agree_byte_for_byte_with_an_intent_planner(tmp_path):
+    """The same recorded trace with a planner exporting an intent: the runtime's edit
+    observation (intent segment included) is the training wrapper's, byte for byte, at every
+    step (no chunk, fresh chunks, the stale stretch, the reset)."""
+    # seed 1: a random policy that, on these chunks, keeps the pole up for the whole trace
+    spec, net, sess = _bundle(tmp_path, "edit", intent_dim=INTENT, seed=1)
+    assert spec.edit_obs.intent_dim == INTENT and net.input.shape[-1] == spec.edit_obs.dim
+    planner = _IntentPlanner(_make_env()._lqr)
+    delays = _delays()
+    train_seen, runtime_seen = [], []
+    train = _run_wrapper(spec, sess, "edit", delays, planner, train_seen)
+    runtime, loop, _ = _run_runtime(spec, net, delays, planner, runtime_seen)
+    np.testing.assert_allclose(runtime, train, atol=1e-6)
+    a, b = np.stack(train_seen), np.stack(runtime_seen)
+    assert a.shape == b.shape == (STEPS, spec.edit_obs.dim) and a.dtype == b.dtype
+    for k in range(STEPS):
+        assert a[k].tobytes() == b[k].tobytes(), (k, a[k], b[k])
+    # the intent segment was really read: the planner's values while a chunk is used, zeros
+    # before the first chunk and in the stale stretch
+    seg = {name: (i0, i1) for name, i0, i1 in spec.edit_obs.layout()}
+    i0, i1 = seg["intent"]
+    has = a[:, seg["has_chunk"][0]] == 1.0
+    assert has.sum() > 60 and (~has).sum() >= 9
+    assert np.all(a[~has, i0:i1] == 0.0) and np.all(np.abs(a[has, i0:i1]) > 1e-4)
+    assert len({a[k, i0:i1].tobytes() for k in np.flatnonzero(has)}) > 10  # it changes
+    states = dict(zip(("ok", "no_chunk", "stale_chunk"), loop.metrics.state_counts[:3]))
+    assert states["stale_chunk"] == 5 and states["no_chunk"] == delays[0] + delays[RESET_AT]
     assert loop.buffer.dropped_old == 4 and loop.buffer.dropped_pre_reset == 1

@@ -2,7 +2,8 @@
 
 The child builds the planner from a ``"module:function"`` factory and answers requests over a
 local pipe as raw bytes (``struct`` header + float32 array; no pickle on the data path):
-``H`` hello (the planner's info), ``R`` request, ``C`` chunk, ``E`` error, ``Q`` quit.
+``H`` hello (the planner's info), ``R`` request, ``C`` chunk (its rows, then its planner
+intent, if any), ``E`` error, ``Q`` quit.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from edgerl.runtime.planners.client.config import PlannerClientConfig
 __all__ = ["PlannerCrashed"]
 
 _REQ = struct.Struct("<dII")  # obs time, obs elements, instruction bytes
-_CHUNK = struct.Struct("<ddqdII")  # t0, dt, step0, obs_time, H, A
-_HELLO = struct.Struct("<IIddd")  # horizon, action_dim, dt_s, period_s, expected_latency_s
+_CHUNK = struct.Struct("<ddqdIII")  # t0, dt, step0, obs_time, H, A, intent size I
+#: horizon, action_dim, dt_s, period_s, expected_latency_s, intent_dim
+_HELLO = struct.Struct("<IIdddI")
 #: While waiting for the child, the parent's thread wakes this often to notice a stop (s).
 STOP_POLL_S = 0.25
 
@@ -49,15 +51,18 @@ def _resolve(factory: str):
 
 
 def _encode_chunk(chunk: ActionChunk) -> bytes:
+    intent = b"" if chunk.intent is None else chunk.intent.tobytes()
     return b"C" + _CHUNK.pack(chunk.t0, chunk.dt, chunk.step0, chunk.obs_time, chunk.horizon,
-                              chunk.action_dim) + chunk.actions.tobytes()
+                              chunk.action_dim, chunk.intent_dim) + chunk.actions.tobytes() \
+        + intent
 
 
 def _decode_chunk(msg: bytes, source: str) -> ActionChunk:
-    t0, dt, step0, obs_time, h, a = _CHUNK.unpack_from(msg, 1)
+    t0, dt, step0, obs_time, h, a, i = _CHUNK.unpack_from(msg, 1)
     actions = np.frombuffer(msg, np.float32, h * a, 1 + _CHUNK.size).reshape(h, a)
+    intent = np.frombuffer(msg, np.float32, i, 1 + _CHUNK.size + 4 * h * a) if i else None
     return ActionChunk(actions=actions, t0=t0, dt=dt, step0=step0, obs_time=obs_time,
-                       source=source)
+                       source=source, intent=intent)
 
 
 def _child_main(conn, factory: str, kwargs: dict[str, Any]) -> None:
@@ -70,7 +75,7 @@ def _child_main(conn, factory: str, kwargs: dict[str, Any]) -> None:
     i = planner.info
     try:
         conn.send_bytes(b"H" + _HELLO.pack(i.horizon, i.action_dim, i.dt_s, i.period_s,
-                                           i.expected_latency_s))
+                                           i.expected_latency_s, getattr(i, "intent_dim", 0)))
     except OSError:  # the parent went away during our start
         return
     while True:
@@ -114,9 +119,9 @@ class _ProcessPlanner:
         if msg[:1] != b"H":
             self.close(kill=True)
             raise PlannerCrashed(f"planner process sent {msg[:1]!r} instead of hello")
-        h, a, dt, period, lat = _HELLO.unpack_from(msg, 1)
+        h, a, dt, period, lat, intent_dim = _HELLO.unpack_from(msg, 1)
         self.info = PlannerInfo(horizon=h, action_dim=a, dt_s=dt, period_s=period,
-                                expected_latency_s=lat)
+                                expected_latency_s=lat, intent_dim=intent_dim)
 
     @property
     def pid(self) -> int | None:

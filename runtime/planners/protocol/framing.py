@@ -24,14 +24,24 @@ Client -> server:
 Server -> client:
 
 * ``chunk``: ``id``, ``actions`` (array ``(H, A)`` float32), ``t0``, ``dt``, ``step0``,
-  ``obs_time``, ``source``, ``latency_s`` (server compute time).
+  ``obs_time``, ``source``, ``latency_s`` (server compute time); version 2: optional
+  ``intent`` (array ``(I,)`` float32, the planner's intent vector).
 * ``chunk_batch``: ``id``, ``actions`` (``(n, H, A)`` float32), ``t0``, ``dt``,
-  ``obs_time``, ``latency_s``.
+  ``obs_time``, ``latency_s``; version 2: optional ``intent`` (``(n, I)`` float32).
 * ``health``: ``id``, ``state`` (``PlannerHealth`` value), ``info`` (PlannerInfo fields),
-  ``metrics`` (counters and latency percentiles).
+  ``metrics`` (counters and latency percentiles), ``versions`` (the protocol versions the
+  server speaks; absent: 1 only).
 * ``error``: ``id`` (``-1`` when unknown), ``code`` (one of :data:`ERROR_CODES`), ``message``.
 * ``hello`` (authenticated servers only, the first frame, itself untagged): ``auth``
   (``"hmac-sha256"``), ``nonce`` (16 bytes).
+
+Versions (:data:`SUPPORTED_VERSIONS`): version 2 adds the planner ``intent`` to ``chunk``
+and ``chunk_batch``; nothing else differs. A message is stamped with the lowest version that
+defines all it carries, so only a reply with an intent is a version 2 message. A server
+answers a request in the request's version (a version 1 request never gets an intent, so a
+version 1 client, which refuses every other version, keeps working); a client sends
+version 2 requests only to a server whose health reply lists it (a version 1 server refuses
+them), so either side may be the older one.
 
 Authentication (:class:`FrameAuth`): with a shared secret every frame after ``hello`` carries a
 32-byte tag after its msgpack body (the length prefix counts it):
@@ -53,11 +63,13 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_MAX_FRAME",
+    "BASE_VERSION",
     "ERROR_CODES",
     "HEADER",
     "MAX_INSTRUCTION",
     "PRIORITIES",
     "PROTOCOL_VERSION",
+    "SUPPORTED_VERSIONS",
     "TAG_SIZE",
     "FrameReader",
     "FrameTooLarge",
@@ -69,9 +81,13 @@ __all__ = [
     "recv_frame",
 ]
 
-#: Version of this protocol. A server refuses other versions with an ``unsupported_version``
-#: error reply (the connection stays open: framing is version independent).
-PROTOCOL_VERSION = 1
+#: Newest version of this protocol (2: the planner intent in chunk replies).
+PROTOCOL_VERSION = 2
+#: Versions this side reads; a peer refuses any other with an ``unsupported_version`` error
+#: reply (the connection stays open: framing is version independent).
+SUPPORTED_VERSIONS = (1, 2)
+#: The version a message is stamped with when nothing in it needs a newer one.
+BASE_VERSION = 1
 #: Frame header: payload length, uint32 big-endian.
 HEADER = struct.Struct(">I")
 #: Default largest accepted payload (bytes). A camera image would need more; raise it.
@@ -169,9 +185,10 @@ def _refuse_ext(code: int, data: bytes) -> Any:
 
 
 def encode_frame(payload: dict[str, Any]) -> bytes:
-    """Header + msgpack bytes for one message (``"v"`` is added when missing)."""
+    """Header + msgpack bytes for one message (``"v"``, :data:`BASE_VERSION`, is added when
+    missing)."""
     if "v" not in payload:
-        payload = {"v": PROTOCOL_VERSION, **payload}
+        payload = {"v": BASE_VERSION, **payload}
     body = msgpack.packb(payload, use_bin_type=True)
     return HEADER.pack(len(body)) + body
 
@@ -201,10 +218,10 @@ def decode_payload(body: bytes, *, max_frame: int = DEFAULT_MAX_FRAME,
     if not isinstance(msg, dict):
         raise ProtocolError("malformed", f"payload must be a map, got {type(msg).__name__}")
     version = msg.get("v")
-    if version != PROTOCOL_VERSION:
-        raise ProtocolError("unsupported_version", f"protocol version {version!r} is not "
-                                                   "supported (this side speaks "
-                                                   f"{PROTOCOL_VERSION})")
+    if type(version) is not int or version not in SUPPORTED_VERSIONS:
+        raise ProtocolError("unsupported_version", f"protocol version {_short(version)} is "
+                                                   "not supported (this side speaks "
+                                                   f"{', '.join(map(str, SUPPORTED_VERSIONS))})")
     if not isinstance(msg.get("type"), str):
         raise ProtocolError("malformed", "payload.type: missing or not a string")
     return msg

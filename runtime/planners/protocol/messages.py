@@ -1,7 +1,9 @@
 """Planner protocol messages: validated ``plan`` / ``plan_batch`` requests and the replies.
 
 Each parser checks every field before use and raises :class:`~.framing.ProtocolError` naming
-it; the message list is in :mod:`.framing` and ``docs/planner.md``.
+it; the message list and the versions are in :mod:`.framing` and ``docs/planner.md``. A reply
+is built for the version of the request it answers: the planner intent travels only in a
+version 2 reply (:func:`chunk_to_msg`, :func:`batch_to_msg`).
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.chunk import MAX_INTENT, ActionChunk
 from edgerl.runtime.planners.protocol.framing import (
+    BASE_VERSION,
     ERROR_CODES,
     MAX_INSTRUCTION,
     PRIORITIES,
-    PROTOCOL_VERSION,
+    SUPPORTED_VERSIONS,
     ProtocolError,
     _short,
     decode_array,
@@ -25,14 +28,20 @@ from edgerl.runtime.planners.protocol.framing import (
 )
 
 __all__ = [
+    "INTENT_VERSION",
     "PlanRequest",
+    "batch_intent_from_msg",
     "batch_to_msg",
     "chunk_from_msg",
     "chunk_to_msg",
     "error_msg",
+    "negotiated_version",
     "parse_plan_batch_request",
     "parse_plan_request",
 ]
+
+#: The first protocol version whose chunk replies carry the planner intent.
+INTENT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,8 @@ class PlanRequest:
     instructions: tuple[str, ...] | None = None
     #: One of :data:`PRIORITIES`.
     priority: str = "robot"
+    #: The request's protocol version (its reply is built for it).
+    version: int = BASE_VERSION
 
     @property
     def rows(self) -> int:
@@ -87,6 +98,13 @@ def _priority(msg: dict, default: str) -> str:
     return value
 
 
+def _version(msg: dict) -> int:
+    """The message's version (``decode_payload`` has checked it; a hand-built map without one
+    is the base version)."""
+    version = msg.get("v", BASE_VERSION)
+    return version if type(version) is int else BASE_VERSION
+
+
 def parse_plan_request(msg: dict[str, Any], obs_dim: int | None = None) -> PlanRequest:
     """Validate a decoded ``plan`` message; raises :class:`ProtocolError` naming the field."""
     req_id = _int(msg, "id")
@@ -104,7 +122,8 @@ def parse_plan_request(msg: dict[str, Any], obs_dim: int | None = None) -> PlanR
         raise ProtocolError("malformed", f"deadline_s: must be >= 0, got {deadline_s}")
     return PlanRequest(id=req_id, obs=obs, obs_time=_number(msg, "obs_time"),
                        instruction=instruction, deadline_s=deadline_s,
-                       step=_int(msg, "step", -1), priority=_priority(msg, "robot"))
+                       step=_int(msg, "step", -1), priority=_priority(msg, "robot"),
+                       version=_version(msg))
 
 
 def parse_plan_batch_request(msg: dict[str, Any], obs_dim: int | None = None,
@@ -130,44 +149,97 @@ def parse_plan_batch_request(msg: dict[str, Any], obs_dim: int | None = None,
         raise ProtocolError("malformed", f"deadline_s: must be >= 0, got {deadline_s}")
     return PlanRequest(id=req_id, obs=obs, obs_time=_number(msg, "obs_time"), instruction="",
                        deadline_s=deadline_s, instructions=tuple(texts),
-                       priority=_priority(msg, "training"))
+                       priority=_priority(msg, "training"), version=_version(msg))
+
+
+def _reply_version(version: int, intent: object) -> int:
+    """The version a reply is stamped with: 2 only when it carries an intent for a request of
+    version 2 or newer."""
+    return INTENT_VERSION if intent is not None and version >= INTENT_VERSION else BASE_VERSION
 
 
 def batch_to_msg(req_id: int, actions: np.ndarray, dt: float, obs_time: float,
-                 latency_s: float) -> dict[str, Any]:
-    """The ``chunk_batch`` reply: ``actions (n, H, A)``, all rows starting at ``obs_time``."""
-    return {"v": PROTOCOL_VERSION, "type": "chunk_batch", "id": req_id,
-            "actions": encode_array(np.asarray(actions, dtype=np.float32)), "t0": obs_time,
-            "dt": float(dt), "obs_time": obs_time, "latency_s": float(latency_s)}
+                 latency_s: float, intent: np.ndarray | None = None,
+                 version: int = INTENT_VERSION) -> dict[str, Any]:
+    """The ``chunk_batch`` reply: ``actions (n, H, A)``, all rows starting at ``obs_time``;
+    ``intent (n, I)`` travels when the request's ``version`` carries it."""
+    v = _reply_version(version, intent)
+    msg = {"v": v, "type": "chunk_batch", "id": req_id,
+           "actions": encode_array(np.asarray(actions, dtype=np.float32)), "t0": obs_time,
+           "dt": float(dt), "obs_time": obs_time, "latency_s": float(latency_s)}
+    if v >= INTENT_VERSION:
+        msg["intent"] = encode_array(np.asarray(intent, dtype=np.float32))
+    return msg
 
 
-def chunk_to_msg(req_id: int, chunk: ActionChunk, latency_s: float) -> dict[str, Any]:
-    """The ``chunk`` reply for request ``req_id``."""
-    return {"v": PROTOCOL_VERSION, "type": "chunk", "id": req_id,
-            "actions": encode_array(chunk.actions), "t0": chunk.t0, "dt": chunk.dt,
-            "step0": chunk.step0, "obs_time": chunk.obs_time, "source": chunk.source,
-            "latency_s": float(latency_s)}
+def chunk_to_msg(req_id: int, chunk: ActionChunk, latency_s: float,
+                 version: int = INTENT_VERSION) -> dict[str, Any]:
+    """The ``chunk`` reply for request ``req_id`` (of protocol ``version``): the chunk's
+    intent travels when the version carries it."""
+    v = _reply_version(version, chunk.intent)
+    msg = {"v": v, "type": "chunk", "id": req_id,
+           "actions": encode_array(chunk.actions), "t0": chunk.t0, "dt": chunk.dt,
+           "step0": chunk.step0, "obs_time": chunk.obs_time, "source": chunk.source,
+           "latency_s": float(latency_s)}
+    if v >= INTENT_VERSION:
+        msg["intent"] = encode_array(chunk.intent)
+    return msg
+
+
+def _intent_field(msg: dict[str, Any], ndim: int) -> np.ndarray | None:
+    """The reply's ``intent`` (version 2 and present), float32, at most ``MAX_INTENT`` wide
+    and finite; ``None`` without one (a version 1 reply never has one)."""
+    if _version(msg) < INTENT_VERSION or msg.get("intent") is None:
+        return None
+    intent = decode_array(msg.get("intent"), "intent", ndim=ndim).astype(np.float32)
+    if not 1 <= intent.shape[-1] <= MAX_INTENT:
+        raise ProtocolError("malformed", f"intent: {intent.shape[-1]} values per row, expected "
+                                         f"1..{MAX_INTENT}")
+    if not np.all(np.isfinite(intent)):
+        raise ProtocolError("malformed", "intent: contains NaN or inf")
+    return intent
 
 
 def chunk_from_msg(msg: dict[str, Any]) -> ActionChunk:
-    """Build the :class:`ActionChunk` of a ``chunk`` reply; raises :class:`ProtocolError`."""
+    """Build the :class:`ActionChunk` of a ``chunk`` reply (with its intent, if it carries
+    one); raises :class:`ProtocolError`."""
     actions = decode_array(msg.get("actions"), "actions", ndim=2)
     source = msg.get("source", "remote")
+    intent = _intent_field(msg, ndim=1)
     try:
         return ActionChunk(actions=actions.astype(np.float32), t0=_number(msg, "t0"),
                            dt=_number(msg, "dt"), step0=_int(msg, "step0", -1),
                            obs_time=_number(msg, "obs_time"), source=str(source),
                            meta={"latency_s": _number(msg, "latency_s", 0.0),
-                                 "id": _int(msg, "id")})
+                                 "id": _int(msg, "id")}, intent=intent)
     except ValueError as exc:  # ChunkError
         if isinstance(exc, ProtocolError):
             raise
         raise ProtocolError("malformed", f"chunk: {exc}") from exc
 
 
+def batch_intent_from_msg(msg: dict[str, Any], rows: int) -> np.ndarray | None:
+    """A ``chunk_batch`` reply's ``intent (rows, I)`` float32, or ``None`` without one;
+    raises :class:`ProtocolError` for a wrong row count or values."""
+    intent = _intent_field(msg, ndim=2)
+    if intent is not None and intent.shape[0] != rows:
+        raise ProtocolError("malformed", f"intent: {intent.shape[0]} rows for {rows} chunks")
+    return intent
+
+
+def negotiated_version(health: dict[str, Any]) -> int:
+    """The newest version both sides speak, from a server's ``health`` reply (its
+    ``versions``; a server that lists none speaks version 1 only)."""
+    theirs = health.get("versions")
+    if not isinstance(theirs, list):
+        return BASE_VERSION
+    common = [v for v in theirs if type(v) is int and v in SUPPORTED_VERSIONS]
+    return max(common, default=BASE_VERSION)
+
+
 def error_msg(req_id: int, code: str, message: str) -> dict[str, Any]:
     """An ``error`` reply."""
     if code not in ERROR_CODES:
         raise ValueError(f"unknown error code {code!r}")
-    return {"v": PROTOCOL_VERSION, "type": "error", "id": req_id, "code": code,
+    return {"v": BASE_VERSION, "type": "error", "id": req_id, "code": code,
             "message": message}

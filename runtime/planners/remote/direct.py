@@ -8,9 +8,11 @@ chunks, and every thread hand-off costs a scheduler wake-up (milliseconds on a b
 wake-up per round trip on this side. :meth:`DirectPlanner.send_many` /
 :meth:`DirectPlanner.receive` split a call in two, still thread-free: the requests go out
 at once and the answers wait in the socket until the caller reads them (training sends a
-query, simulates the ``D`` steps of its delay, then reads the chunks). Same network protocol,
-same authentication, same reply validation (ids, shapes, finite values); a lost connection
-is reopened and every unanswered piece is sent again (``reconnects`` times at most).
+query, simulates the ``D`` steps of its delay, then reads the chunks). Same network protocol
+(version negotiated from the server's health reply; a version 2 server's planner intents are
+kept in :attr:`BatchTicket.intents`), same authentication, same reply validation (ids,
+shapes, finite values); a lost connection is reopened and every unanswered piece is sent
+again (``reconnects`` times at most).
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ import numpy as np
 from edgerl.contract.planner import PlannerInfo
 from edgerl.runtime.planners.protocol.auth import FrameAuth
 from edgerl.runtime.planners.protocol.framing import (
+    BASE_VERSION,
     DEFAULT_MAX_FRAME,
     PRIORITIES,
-    PROTOCOL_VERSION,
     TAG_SIZE,
     ProtocolError,
     decode_array,
@@ -41,6 +43,7 @@ from edgerl.runtime.planners.protocol.framing import (
     encode_frame,
     recv_frame,
 )
+from edgerl.runtime.planners.protocol.messages import batch_intent_from_msg, negotiated_version
 from edgerl.runtime.planners.remote.config import RemotePlannerError
 
 __all__ = ["BatchTicket", "DirectPlanner"]
@@ -59,6 +62,8 @@ class BatchTicket:
     now: float
     deadline: float  # client monotonic seconds
     results: list[np.ndarray | None] = field(default_factory=list)  # (n_i, H, A) or None
+    #: Each answered piece's planner intent ``(n_i, I)`` (``None``: the server sent none).
+    intents: list[np.ndarray | None] = field(default_factory=list)
     waiting: set[int] = field(default_factory=set)  # pieces sent, not yet answered
     refused: list[int] = field(default_factory=list)  # pieces to send again (quota)
     retry_at: float = 0.0  # client monotonic seconds: send the refused pieces again then
@@ -67,6 +72,7 @@ class BatchTicket:
 
     def __post_init__(self) -> None:
         self.results = [None] * len(self.pieces)
+        self.intents = [None] * len(self.pieces)
 
     @property
     def done(self) -> bool:
@@ -104,6 +110,8 @@ class DirectPlanner:
         self._open: list[BatchTicket] = []  # sent, not yet received
         self._inflight: dict[int, tuple[BatchTicket, int]] = {}  # request id -> piece
         self._lost: OSError | None = None  # a send failed: reconnect in receive()
+        #: Protocol version of the plan_batch requests (negotiated in :meth:`connect`).
+        self.version = BASE_VERSION
 
     # --- connection ------------------------------------------------------------------------
     def connect(self) -> DirectPlanner:
@@ -116,7 +124,7 @@ class DirectPlanner:
             raise RemotePlannerError("unreachable", f"no planner server at {self.host}:"
                                                     f"{self.port} ({exc})") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._sock, self._auth = sock, None
+        self._sock, self._auth, self.version = sock, None, BASE_VERSION
         try:
             if self.secret is not None:
                 hello = self._recv(time.monotonic() + self.timeout_s, raw=True)
@@ -134,7 +142,9 @@ class DirectPlanner:
                 raise RemotePlannerError(str(reply.get("code")), str(reply.get("message")))
             info = reply.get("info") or {}
             self.info = PlannerInfo(**{k: info[k] for k in (
-                "horizon", "action_dim", "dt_s", "period_s", "expected_latency_s")})
+                "horizon", "action_dim", "dt_s", "period_s", "expected_latency_s")},
+                intent_dim=int(info.get("intent_dim", 0)))
+            self.version = negotiated_version(reply)
         except (KeyError, TypeError) as exc:
             self.close()
             raise RemotePlannerError("malformed", f"the server's health reply has no valid "
@@ -163,7 +173,7 @@ class DirectPlanner:
     # --- frames ----------------------------------------------------------------------------
     def _send(self, payload: dict[str, Any]) -> None:
         assert self._sock is not None
-        payload = {"v": PROTOCOL_VERSION, **payload}
+        payload = {"v": BASE_VERSION, **payload}
         frame = self._auth.seal(payload) if self._auth else encode_frame(payload)
         self._sock.sendall(frame)
 
@@ -272,7 +282,8 @@ class DirectPlanner:
             req_id = next(self._ids)
             self._inflight[req_id] = (ticket, i)
             ticket.waiting.add(i)
-            self._send({"type": "plan_batch", "id": req_id, "obs": encode_array(
+            self._send({"v": self.version, "type": "plan_batch", "id": req_id,
+                        "obs": encode_array(
                 ticket.pieces[i]), "instructions": ticket.texts[i], "obs_time": ticket.now,
                 "deadline_s": 0.0, "priority": self.priority})
 
@@ -301,7 +312,8 @@ class DirectPlanner:
                                                   str(reply.get("message")))
         else:
             try:
-                ticket.results[i] = self._validated(reply, len(ticket.pieces[i]))
+                ticket.results[i], ticket.intents[i] = self._validated(
+                    reply, len(ticket.pieces[i]))
             except RemotePlannerError as exc:
                 ticket.error = exc
         if (ticket.done or ticket.error is not None) and ticket in self._open:
@@ -323,17 +335,20 @@ class DirectPlanner:
         for req_id in [k for k, (t, _) in self._inflight.items() if t is ticket]:
             del self._inflight[req_id]
 
-    def _validated(self, reply: dict[str, Any], rows: int) -> np.ndarray:
+    def _validated(self, reply: dict[str, Any], rows: int
+                   ) -> tuple[np.ndarray, np.ndarray | None]:
+        """A ``chunk_batch`` reply's ``(actions (rows, H, A), intent (rows, I) or None)``."""
         assert self.info is not None
         if reply.get("type") != "chunk_batch":
             raise RemotePlannerError("malformed", f"expected chunk_batch, got "
                                                   f"{str(reply.get('type'))[:40]!r}")
         try:
             actions = decode_array(reply.get("actions"), "actions", ndim=3)
+            intent = batch_intent_from_msg(reply, rows)
         except ProtocolError as exc:
             raise RemotePlannerError("malformed", exc.message) from exc
         expected = (rows, self.info.horizon, self.info.action_dim)
         if actions.shape != expected or not np.all(np.isfinite(actions)):
             raise RemotePlannerError("malformed", f"actions {actions.shape} (expected "
                                                   f"{expected}, finite)")
-        return actions.astype(np.float32)
+        return actions.astype(np.float32), intent

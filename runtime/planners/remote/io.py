@@ -17,6 +17,7 @@ import numpy as np
 from edgerl.contract.chunk import ActionChunk
 from edgerl.runtime.planners.protocol.auth import FrameAuth
 from edgerl.runtime.planners.protocol.framing import (
+    BASE_VERSION,
     TAG_SIZE,
     ProtocolError,
     decode_array,
@@ -24,7 +25,7 @@ from edgerl.runtime.planners.protocol.framing import (
     encode_frame,
     recv_frame,
 )
-from edgerl.runtime.planners.protocol.messages import chunk_from_msg
+from edgerl.runtime.planners.protocol.messages import batch_intent_from_msg, chunk_from_msg
 from edgerl.runtime.planners.remote.config import RemotePlannerError, _Sent, _Waiter
 
 __all__: list[str] = []
@@ -168,6 +169,8 @@ class _RemoteIO:
             return
         if kind == "error" and req_id == -1:  # about the connection (e.g. overloaded)
             self._counts[f"error_{msg.get('code', '?')}"] += 1
+            if msg.get("code") == "unsupported_version" and self.version != BASE_VERSION:
+                self.version = BASE_VERSION  # an older server since a reconnect
             log.warning("planner server: %s: %s", msg.get("code"), msg.get("message"))
             with self._cv:
                 first = self._conn_error
@@ -232,6 +235,10 @@ class _RemoteIO:
             raise ProtocolError("shape", f"actions {chunk.actions.shape}, expected {expected}")
         if not np.all(np.isfinite(chunk.actions)):
             raise ProtocolError("non_finite", "actions contain NaN or inf")
+        if chunk.intent is not None and self._info_known \
+                and chunk.intent_dim != self.info.intent_dim:
+            raise ProtocolError("shape", f"intent of {chunk.intent_dim} values, the server's "
+                                         f"planner exports {self.info.intent_dim}")
         return chunk
 
     def _accept_batch(self, msg: dict[str, Any], sent: _Sent, waiter: _Waiter | None) -> None:
@@ -244,11 +251,12 @@ class _RemoteIO:
                                                           self.info.action_dim):
                 raise ProtocolError("shape", f"actions {actions.shape}, expected (n, "
                                              f"{self.info.horizon}, {self.info.action_dim})")
+            intent = batch_intent_from_msg(msg, actions.shape[0])
         except ProtocolError as exc:
             self._reject(exc.code, exc.message, waiter)
             return
         if waiter is not None:
-            waiter.reply = {**msg, "_actions": actions}
+            waiter.reply = {**msg, "_actions": actions, "_intent": intent}
             waiter.event.set()
 
     def _wake_all(self, reply: dict[str, Any]) -> None:

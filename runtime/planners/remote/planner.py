@@ -24,6 +24,10 @@ thread survives anything a server sends. ``health()`` is honest: ``DEAD`` when d
 when the receive thread is gone or when a request has had no answer for ``dead_after_s``;
 ``SLOW`` when one has waited more than ``slow_factor`` x the expected latency (+ 5 ms).
 
+Requests go out in the newest protocol version both sides speak (the server's health reply
+lists its versions; an older server gets version 1 requests), so a version 2 server's chunks
+carry the planner's intent (``ActionChunk.intent``, checked against ``info.intent_dim``).
+
 With ``secret`` set, the client expects the server's ``hello`` and tags every frame
 (:class:`~edgerl.runtime.planners.protocol.auth.FrameAuth`); a server that asks for
 authentication from a client without the secret is reported as ``unauthorized``.
@@ -52,12 +56,12 @@ from edgerl.contract.chunk import ActionChunk
 from edgerl.contract.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.planners.protocol.auth import FrameAuth
 from edgerl.runtime.planners.protocol.framing import (
-    PROTOCOL_VERSION,
+    BASE_VERSION,
     decode_payload,
     encode_array,
     recv_frame,
 )
-from edgerl.runtime.planners.protocol.messages import chunk_from_msg
+from edgerl.runtime.planners.protocol.messages import chunk_from_msg, negotiated_version
 from edgerl.runtime.planners.remote.batch import _BatchRequests
 from edgerl.runtime.planners.remote.config import (
     RemotePlannerConfig,
@@ -102,6 +106,9 @@ class RemotePlanner(_BatchRequests, _RemoteIO):
         self._counts: Counter[str] = Counter()
         self._threads: list[threading.Thread] = []
         self._conn_error: dict[str, Any] | None = None  # last connection-level error reply
+        #: Protocol version of the requests sent (the server's newest we speak, from its
+        #: health reply in start(); version 2 replies carry the planner intent).
+        self.version = BASE_VERSION
 
     # --- life cycle ------------------------------------------------------------------------
     def start(self) -> RemotePlanner:
@@ -131,8 +138,10 @@ class RemotePlanner(_BatchRequests, _RemoteIO):
             reply = self.query_health(timeout_s=max(1.0, deadline - time.monotonic()))
             info = reply.get("info")
             self.info = PlannerInfo(**{k: info[k] for k in (
-                "horizon", "action_dim", "dt_s", "period_s", "expected_latency_s")})
+                "horizon", "action_dim", "dt_s", "period_s", "expected_latency_s")},
+                intent_dim=int(info.get("intent_dim", 0)))
             self._info_known = True
+            self.version = negotiated_version(reply)
         except (TypeError, KeyError) as exc:
             self.close()
             raise RemotePlannerError("malformed", f"the server's health reply has no valid "
@@ -230,7 +239,7 @@ class RemotePlanner(_BatchRequests, _RemoteIO):
             raise ValueError(f"now must be a finite time, got {now}")
         obs = np.ascontiguousarray(observation, dtype=np.float32).reshape(-1)
         req_id = next(self._ids)
-        payload = {"v": PROTOCOL_VERSION, "type": "plan", "id": req_id,
+        payload = {"v": self.version, "type": "plan", "id": req_id,
                    "obs": encode_array(obs), "obs_time": float(now),
                    "instruction": instruction, "deadline_s": self.config.deadline_s,
                    "step": int(step), "priority": self.config.priority}
@@ -324,7 +333,7 @@ class RemotePlanner(_BatchRequests, _RemoteIO):
                     raise RemotePlannerError("timeout", f"no health reply within {timeout_s} s")
 
         reply = self._await_reply(req_id, waiter, timeout_s, "health", wait=wait, send=lambda:
-                                  self._send_now({"v": PROTOCOL_VERSION, "type": "health",
+                                  self._send_now({"v": BASE_VERSION, "type": "health",
                                                   "id": req_id}))
         state = reply.get("state")
         self.server_state = state if state in {h.value for h in PlannerHealth} else "dead"

@@ -90,6 +90,22 @@ class _Worker:
         return not self.thread.is_alive()
 
 
+def _batch_answer(answer: Any, n: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """A planner's ``plan_batch`` answer, ``(n, H, A)`` chunks or ``(chunks, intent (n, I))``
+    as float32 arrays; ``ValueError`` naming a wrong shape."""
+    chunks, intent = answer if isinstance(answer, tuple) else (answer, None)
+    out = np.asarray(chunks, dtype=np.float32)
+    if out.ndim != 3 or out.shape[0] != n:
+        raise ValueError(f"plan_batch returned shape {out.shape} for {n} observations "
+                         "(expected (n, H, A))")
+    if intent is not None:
+        intent = np.asarray(intent, dtype=np.float32)
+        if intent.ndim != 2 or intent.shape[0] != n or not np.all(np.isfinite(intent)):
+            raise ValueError(f"plan_batch returned an intent of shape {intent.shape} for {n} "
+                             "observations (expected finite (n, I))")
+    return out, intent
+
+
 def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
     if fut.done():
         return
@@ -252,7 +268,8 @@ class _Scheduler:
 
     def _compute(self, batch: list[_Job]) -> tuple[list[Any], float]:
         """Run the planner on a batch (worker thread). Returns one result per job (an
-        ``ActionChunk``, an ``(n, H, A)`` array or an ``Exception``) and the seconds taken."""
+        ``ActionChunk``, a ``plan_batch`` answer ``((n, H, A), (n, I) or None)`` or an
+        ``Exception``) and the seconds taken."""
         start = time.monotonic()
         merged = self._has_batch and (len(batch) > 1 or batch[0].request.instructions
                                       is not None)
@@ -280,10 +297,7 @@ class _Scheduler:
             texts.extend(j.request.instructions if j.request.instructions is not None
                          else [j.request.instruction])
         try:
-            out = np.asarray(self.planner.plan_batch(obs, texts, 0.0), dtype=np.float32)
-            if out.ndim != 3 or out.shape[0] != len(texts):
-                raise ValueError(f"plan_batch returned shape {out.shape} for {len(texts)} "
-                                 "observations (expected (n, H, A))")
+            out, intent = _batch_answer(self.planner.plan_batch(obs, texts, 0.0), len(texts))
         except Exception as exc:
             return [exc] * len(batch)
         results: list[Any] = []
@@ -292,12 +306,14 @@ class _Scheduler:
         for j in batch:
             req = j.request
             if req.instructions is not None:
-                results.append(out[i:i + req.rows])
+                results.append((out[i:i + req.rows],
+                                None if intent is None else intent[i:i + req.rows]))
             else:
                 try:
                     results.append(ActionChunk(actions=out[i], t0=req.obs_time, dt=dt,
                                                step0=req.step, obs_time=req.obs_time,
-                                               source="batch"))
+                                               source="batch",
+                                               intent=None if intent is None else intent[i]))
                 except ValueError as exc:
                     results.append(exc)
             i += req.rows
@@ -326,7 +342,9 @@ class _Scheduler:
             self._counters["served"] += 1
             self._responses.append(end - job.received)
         if req.instructions is not None:
-            self._send(session, batch_to_msg(req.id, result, self.planner.info.dt_s,
-                                             req.obs_time, seconds))
+            actions, intent = result
+            self._send(session, batch_to_msg(req.id, actions, self.planner.info.dt_s,
+                                             req.obs_time, seconds, intent=intent,
+                                             version=req.version))
         else:
-            self._send(session, chunk_to_msg(req.id, result, seconds))
+            self._send(session, chunk_to_msg(req.id, result, seconds, version=req.version))

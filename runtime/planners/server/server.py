@@ -28,10 +28,12 @@ Life of a request:
    earliest deadline, up to ``max_batch_rows`` rows, waiting at most ``batch_window_s`` after
    the oldest one for others to join (planners with ``plan_batch``, when more than one client
    is connected). Requests past their deadline are answered ``deadline_exceeded`` without
-   running. A planner with ``plan_batch(obs (n, O), instructions, now) -> (n, H, A)``
-   answers a whole batch across clients in one call; otherwise each ``plan`` runs alone.
-5. **Reply**: ``chunk`` / ``chunk_batch``, or ``deadline_exceeded`` when the answer is late,
-   or ``planner_error`` when the planner raised. A client that does not read its replies
+   running. A planner with ``plan_batch(obs (n, O), instructions, now) -> (n, H, A)`` (or
+   ``(chunks, intent (n, I))``) answers a whole batch across clients in one call; otherwise
+   each ``plan`` runs alone.
+5. **Reply**: ``chunk`` / ``chunk_batch`` in the request's protocol version (the planner's
+   intent in a version 2 reply), or ``deadline_exceeded`` when the answer is late, or
+   ``planner_error`` when the planner raised. A client that does not read its replies
    (more than ``max_outbuf`` bytes queued) is closed.
 
 Every failure inside a connection's coroutine ends as a named error reply (``internal`` for
@@ -67,9 +69,10 @@ import numpy as np
 from edgerl.contract.planner import Planner, PlannerHealth
 from edgerl.runtime.planners.protocol.auth import is_loopback
 from edgerl.runtime.planners.protocol.framing import (
+    BASE_VERSION,
     DEFAULT_MAX_FRAME,
     HEADER,
-    PROTOCOL_VERSION,
+    SUPPORTED_VERSIONS,
     TAG_SIZE,
 )
 from edgerl.runtime.planners.protocol.messages import error_msg
@@ -346,5 +349,6 @@ class PlannerServer(_Connections, _Scheduler):
         except Exception as exc:  # a broken planner must not break the health endpoint
             log.warning("planner.health() failed: %s", exc)
             state = PlannerHealth.DEAD.value
-        return {"v": PROTOCOL_VERSION, "type": "health", "id": req_id, "state": state,
-                "info": dataclasses.asdict(self.planner.info), "metrics": self.metrics()}
+        return {"v": BASE_VERSION, "type": "health", "id": req_id, "state": state,
+                "info": dataclasses.asdict(self.planner.info), "metrics": self.metrics(),
+                "versions": list(SUPPORTED_VERSIONS)}

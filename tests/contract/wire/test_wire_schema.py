@@ -68,3 +68,25 @@ def test_codec_rejects_bad_fields():
     with pytest.raises(KeyError, match="unknown wire message 'NOPE'"):
         codec.encode("NOPE", 0)
     assert not codec.finite([1.0, math.nan])
+
+
+def test_chunk_carries_the_planner_intent_within_one_frame():
+    chunk = schema.message_by_name("CHUNK")
+    assert schema.MAX_INTENT == 8 and schema.MAX_CHUNK_FLOATS == 50  # 56 before the intent
+    assert chunk.size == 255  # the whole 255-byte payload
+    names = [f.name for f in chunk.fields]
+    assert names[-2:] == ["intent_n", "intent"] and chunk.fields[-1].count == schema.MAX_INTENT
+    intent = [0.25, -0.5, 1.0]
+    frame = codec.encode("CHUNK", 9, step0=3, host_time_us=10, t0_us=11, dt_us=20000,
+                         obs_time_us=9, horizon=2, n=1, actions=[0.5, -0.5],
+                         intent_n=3, intent=intent)
+    msg = codec.decode(FrameParser().feed(frame)[0])
+    assert msg["intent_n"] == 3 and msg["intent"][:3] == tuple(intent)
+    assert msg["intent"][3:] == (0.0,) * 5 and msg["actions"][:2] == (0.5, -0.5)
+    without = codec.decode(FrameParser().feed(codec.encode("CHUNK", 10, horizon=1, n=1,
+                                                           actions=[0.1]))[0])
+    assert without["intent_n"] == 0
+    with pytest.raises(ValueError, match="at most 8"):
+        codec.encode_payload("CHUNK", intent=[0.0] * 9)
+    header = gen_c.generate_header()
+    assert "#define EDGERL_MAX_INTENT 8\n" in header and "float intent[8];" in header

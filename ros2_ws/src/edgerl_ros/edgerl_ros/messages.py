@@ -4,6 +4,10 @@ Every check failure raises :class:`BadMessage` whose text starts with a short re
 (``wrong_length``, ``non_finite``, ``unknown_joint``, ``missing_joint``, ``decreasing_times``,
 ``bad_chunk``); the nodes count and drop such messages and keep running.
 
+Chunks travel as ``trajectory_msgs/JointTrajectory``; a chunk's planner intent (I values)
+travels as extra named columns ``intent/0 .. intent/I-1`` after the action names, the same
+values in every point, so the message stays standard and says what it carries.
+
 Time: message stamps are ROS time (the system clock, shared by every process on a host and
 synchronised across hosts); the fast loop runs on the monotonic clock. :class:`TimeBase`
 converts between the two with one offset measured at start-up.
@@ -24,6 +28,7 @@ from edgerl.contract.chunk import ActionChunk, ChunkError
 
 __all__ = [
     "COMMAND_FIELDS",
+    "INTENT_PREFIX",
     "BadMessage",
     "StampMemo",
     "TimeBase",
@@ -38,6 +43,8 @@ __all__ = [
 
 #: JointState fields a command may be written to (``command_field`` parameter).
 COMMAND_FIELDS = ("position", "velocity", "effort")
+#: Joint-name prefix of a chunk's planner-intent columns (``intent/0``, ``intent/1``...).
+INTENT_PREFIX = "intent/"
 
 
 class BadMessage(ValueError):
@@ -174,15 +181,33 @@ def make_joint_state(names: Sequence[str], values: np.ndarray, stamp_ns: int,
     return msg
 
 
+def _split_intent(names: list[str]) -> tuple[list[int], list[int]]:
+    """``(action columns, intent columns in intent order)`` of a trajectory's joint names; the
+    intent columns must be ``intent/0 .. intent/I-1``, each once."""
+    cols = [i for i, n in enumerate(names) if n.startswith(INTENT_PREFIX)]
+    action_cols = [i for i, n in enumerate(names) if not n.startswith(INTENT_PREFIX)]
+    if not cols:
+        return action_cols, []
+    index = {names[i][len(INTENT_PREFIX):]: i for i in cols}
+    want = [str(k) for k in range(len(cols))]
+    if len(index) != len(cols) or sorted(index) != sorted(want):
+        raise BadMessage(f"bad_chunk: intent columns {[names[i] for i in cols][:4]} are not "
+                         f"{INTENT_PREFIX}0..{len(cols) - 1}")
+    return action_cols, [index[k] for k in want]
+
+
 def trajectory_to_chunk(msg: JointTrajectory, action_names: Sequence[str], timebase: TimeBase,
                         source: str = "planner") -> ActionChunk:
     """A JointTrajectory chunk -> :class:`ActionChunk` on the monotonic clock.
 
     ``header.stamp`` is the planner's observation time; point ``i`` is meant for
     ``stamp + time_from_start[i]``; ``positions`` hold the action row (names as in the
-    manifest, any order).
+    manifest, any order) and, in the columns named ``intent/k``, the planner intent (the same
+    in every point).
     """
-    names = list(msg.joint_names)
+    all_names = list(msg.joint_names)
+    action_cols, intent_cols = _split_intent(all_names)
+    names = [all_names[i] for i in action_cols]
     unknown = [n for n in names if n not in action_names]
     if unknown:
         raise BadMessage(f"unknown_joint: {unknown[:3]} not in the manifest's action names")
@@ -191,26 +216,33 @@ def trajectory_to_chunk(msg: JointTrajectory, action_names: Sequence[str], timeb
                          f"{len(names)}")
     if not msg.points:
         raise BadMessage("bad_chunk: no points")
-    rows = np.empty((len(msg.points), len(names)), dtype=np.float64)
+    values = np.empty((len(msg.points), len(all_names)), dtype=np.float64)
     offsets = np.empty(len(msg.points), dtype=np.float64)
     for i, point in enumerate(msg.points):
-        if len(point.positions) != len(names):
+        if len(point.positions) != len(all_names):
             raise BadMessage(f"wrong_length: point {i} has {len(point.positions)} positions "
-                             f"for {len(names)} joints")
-        rows[i] = point.positions
+                             f"for {len(all_names)} joints")
+        values[i] = point.positions
         offsets[i] = duration_to_s(point.time_from_start)
-    _finite("points.positions", rows.ravel())
+    _finite("points.positions", values.ravel())
     if offsets.size > 1 and np.any(np.diff(offsets) <= 0):
         i = int(np.argmax(np.diff(offsets) <= 0))
         raise BadMessage(f"decreasing_times: time_from_start[{i + 1}]={offsets[i + 1]:.6f} <= "
                          f"time_from_start[{i}]={offsets[i]:.6f}")
+    rows = values[:, action_cols]
     if names != list(action_names):
         index = {n: i for i, n in enumerate(names)}
         rows = rows[:, [index[n] for n in action_names]]
+    intent = None
+    if intent_cols:
+        per_point = values[:, intent_cols]
+        if np.any(per_point != per_point[0]):
+            raise BadMessage("bad_chunk: the intent columns differ between points")
+        intent = per_point[0]
     obs_time = timebase.to_mono(stamp_to_ns(msg.header.stamp))
     try:
         return ActionChunk.from_times(obs_time + offsets, rows, obs_time=obs_time,
-                                      source=source)
+                                      source=source, intent=intent)
     except ChunkError as exc:
         raise BadMessage(f"bad_chunk: {exc}") from exc
 
@@ -218,16 +250,18 @@ def trajectory_to_chunk(msg: JointTrajectory, action_names: Sequence[str], timeb
 def chunk_to_trajectory(chunk: ActionChunk, action_names: Sequence[str], timebase: TimeBase,
                         stamp_ns: int | None = None) -> JointTrajectory:
     """:class:`ActionChunk` -> JointTrajectory (stamp = observation time; ``stamp_ns`` gives
-    the exact original stamp when known, else it is converted from ``obs_time``)."""
+    the exact original stamp when known, else it is converted from ``obs_time``); a planner
+    intent goes into the columns ``intent/0 .. intent/I-1`` of every point."""
     if chunk.action_dim != len(action_names):
         raise ValueError(f"chunk has {chunk.action_dim} columns for {len(action_names)} names")
     ref = chunk.obs_time if math.isfinite(chunk.obs_time) else chunk.t0
     msg = JointTrajectory()
     msg.header.stamp = ns_to_stamp(timebase.to_wall_ns(ref) if stamp_ns is None else stamp_ns)
-    msg.joint_names = list(action_names)
+    intent = [] if chunk.intent is None else [float(v) for v in chunk.intent]
+    msg.joint_names = list(action_names) + [f"{INTENT_PREFIX}{k}" for k in range(len(intent))]
     for i, t in enumerate(chunk.times()):
         point = JointTrajectoryPoint()
-        point.positions = [float(v) for v in chunk.actions[i]]
+        point.positions = [float(v) for v in chunk.actions[i]] + intent
         point.time_from_start = _s_to_duration(float(t) - ref)
         msg.points.append(point)
     return msg

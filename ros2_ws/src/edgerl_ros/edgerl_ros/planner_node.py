@@ -6,11 +6,12 @@ supervision, late/error counters, backoff) plans every ``period_s`` (default: th
 ``chunk.period_s``) from the newest observation and the node publishes each chunk as
 ``trajectory_msgs/JointTrajectory``: ``header.stamp`` = the observation's stamp, point ``i``
 at ``time_from_start = i * dt`` (row 0 is meant for the observation time; rows already past
-when the chunk arrives are dropped by the edit loop), ``joint_names`` = the action names.
+when the chunk arrives are dropped by the edit loop), ``joint_names`` = the action names
+(then ``intent/0 ..`` for a planner that exports an intent, :mod:`edgerl_ros.messages`).
 
 Modes (``mode`` parameter):
 * ``onnx``: the bundle's ``planner.onnx`` through onnxruntime (input ``(1, O)``, output
-  ``(1, H, A)`` or ``(1, H*A)``).
+  ``(1, H, A)`` or ``(1, H*A)``, and ``intent`` ``(1, I)`` when it has one).
 * ``expert`` (sim only): the sim task's privileged scripted expert, which ``sim_robot_node``
   publishes as a chunk on ``sim/expert_chunk`` (stamped with its state); the node serves the
   newest one at its own period and latency, truncated/held to the manifest's horizon.
