@@ -127,6 +127,8 @@ class DistillConfig:
             fine-tunes a good start, so it explores less than from scratch.
         critic_warmup: PPO iterations with the distilled actor frozen, so the critic learns
             the student's values before the first policy update.
+        smooth: Weight of matching the command's step-to-step change to the teacher's (0 =
+            imitation of each step alone).
     """
 
     rounds: int = 8
@@ -136,13 +138,15 @@ class DistillConfig:
     learning_rate: float = 1e-3
     init_std: float = 0.1
     critic_warmup: int = 0
+    smooth: float = 1.0
 
     def __post_init__(self) -> None:
         for key in ("steps", "epochs", "batch_size"):
             if getattr(self, key) < 1:
                 raise ValueError(f"distill.{key}: must be >= 1, got {getattr(self, key)}")
-        if self.rounds < 0 or self.learning_rate <= 0:
-            raise ValueError("distill.rounds must be >= 0 and distill.learning_rate > 0")
+        if self.rounds < 0 or self.learning_rate <= 0 or self.smooth < 0:
+            raise ValueError("distill.rounds and distill.smooth must be >= 0 and "
+                             "distill.learning_rate > 0")
 
 
 @dataclass(frozen=True)
@@ -154,14 +158,18 @@ class GuardConfig:
             iteration is deployed, as for other methods).
         seed_offset: Validation envs are seeded ``seed + seed_offset`` (evaluation uses
             ``seed + 1000``, training ``seed``).
+        max_rate_ratio: A candidate competes only if its command's mean |du| per tick is at
+            most this times the teacher's in the same episodes (when any candidate is).
     """
 
     episodes: int = 30
     seed_offset: int = 2000
+    max_rate_ratio: float = 1.2
 
     def __post_init__(self) -> None:
-        if self.episodes < 0:
-            raise ValueError(f"guard.episodes: must be >= 0, got {self.episodes}")
+        if self.episodes < 0 or self.max_rate_ratio <= 0:
+            raise ValueError(f"guard.episodes must be >= 0 and guard.max_rate_ratio > 0, got "
+                             f"{self.episodes} and {self.max_rate_ratio}")
 
 
 @dataclass(frozen=True)
@@ -214,6 +222,9 @@ class TrainConfig:
         planner_prefix: ``edit``: the BC planner is trained with, and asked with, the
             committed prefix (the chunk rows the robot executes while it thinks), as ``rtc``'s
             is: training-time real-time chunking under the edit.
+        smooth_weight: ``edit``: during PPO, the cost of a command change in excess of the
+            teacher's, in units of the typical reward per step
+            (:mod:`edgerl.policies.smoothness`); 0 = off.
     """
 
     task: str
@@ -245,6 +256,7 @@ class TrainConfig:
     distill: DistillConfig = field(default_factory=DistillConfig)
     guard: GuardConfig = field(default_factory=GuardConfig)
     planner_prefix: bool = False
+    smooth_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
@@ -277,6 +289,8 @@ class TrainConfig:
         if self.intent_dim > 0 and self.planner != "bc" and info.uses_planner:
             raise SchemaError(f"intent_dim: {self.intent_dim} needs a learned planner that exports "
                               f"an intent (--planner bc), not {self.planner!r}")
+        if self.smooth_weight < 0:
+            raise SchemaError(f"smooth_weight: must be >= 0, got {self.smooth_weight}")
         if self.residual_bound < 0:
             raise SchemaError(f"residual_bound: must be >= 0, got {self.residual_bound}")
         # frozen: the per-method defaults are set once, here, and never changed afterwards

@@ -67,36 +67,61 @@ def distill_actor(env: Any, actor: Any, teacher: Teacher, cfg: DistillConfig, se
                   show_progress: bool = True) -> list[float]:
     """Warm-start ``actor`` (an rsl_rl ``MLPModel`` reading the ``"policy"`` group) on
     ``env`` (a :class:`~edgerl.sim.wrappers.LatencyWrapper` running an edit method) as the
-    student of ``teacher``. Returns the final regression loss of each round (residual units).
+    student of ``teacher``. Returns the final imitation loss of each round (residual units).
+
+    With ``cfg.smooth`` > 0 the regression also matches the command's change from one step to
+    the next to the teacher's (the imitation error must not jump between consecutive steps),
+    so the student's command is as smooth as its teacher's where it cannot be as exact.
     """
     if cfg.rounds == 0:
         return []
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
-    xs: list[torch.Tensor] = []
-    ys: list[torch.Tensor] = []
+    steps: list[dict[str, torch.Tensor]] = []  # one entry per rolled step, in order
     losses: list[float] = []
     opt = torch.optim.Adam(actor.mlp.parameters(), lr=cfg.learning_rate)
+    bound = float(env.latency_cfg.edit_bound)
     obs = env.get_observations()
+    fresh = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
     for rnd in progress(range(cfg.rounds), total=cfg.rounds, desc="distill",
                         disable=not show_progress or None):
         for _ in range(cfg.steps):
-            target = _residual_target(env, teacher(env))
+            action = teacher(env).detach()
+            target = _residual_target(env, action)
             actor.update_normalization(obs)
-            xs.append(obs["policy"].detach().clone())
-            ys.append(target.detach().clone())
+            steps.append({"x": obs["policy"].detach().clone(), "y": target.detach().clone(),
+                          "v": action.clone(), "row": env.current_row().detach().clone(),
+                          "first": fresh.clone()})
             with torch.no_grad():
                 act = target if rnd == 0 else actor(obs)
-            obs, _, _, _ = env.step(act)
-        x, y = torch.cat(xs), torch.cat(ys)
-        losses.append(_fit(actor, opt, x, y, cfg, gen))
-    log.info("distill: %d rounds, %d samples, loss %s", cfg.rounds, len(xs) * xs[0].shape[0],
-             [round(v, 4) for v in losses])
+            obs, _, dones, _ = env.step(act)
+            fresh = dones.to(torch.bool)
+        fresh = torch.ones_like(fresh)  # the next round's first step pairs with nothing
+        losses.append(_fit(actor, opt, _pairs(steps), cfg, bound, gen))
+    log.info("distill: %d rounds, %d samples, loss %s", cfg.rounds,
+             len(steps) * env.num_envs, [round(v, 4) for v in losses])
     return losses
 
 
-def _fit(actor: Any, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor,
-         cfg: DistillConfig, gen: torch.Generator) -> float:
-    """Regress the actor's mean on ``y`` over ``x`` for ``cfg.epochs``; the last epoch's loss."""
+def _pairs(steps: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Every rolled sample beside the one of the step before it (same env): ``x``, ``y``
+    and ``x0``, ``y0``, the teacher's change ``dv`` and the chunk row's ``drow`` from that
+    step, and ``linked`` (False where the sample starts an episode or a round)."""
+    cat = {k: torch.cat([s[k] for s in steps]) for k in ("x", "y", "v", "row")}
+    n = steps[0]["x"].shape[0]
+    prev = {k: torch.cat([v[:n], v[:-n]]) for k, v in cat.items()}  # the step before
+    # a sample that starts an episode or a round (``first``) follows no sample of its own,
+    # nor does the data's first step
+    linked = ~torch.cat([s["first"] for s in steps])
+    linked[:n] = False
+    return {"x": cat["x"], "y": cat["y"], "x0": prev["x"], "y0": prev["y"],
+            "dv": cat["v"] - prev["v"], "drow": cat["row"] - prev["row"], "linked": linked}
+
+
+def _fit(actor: Any, opt: torch.optim.Optimizer, data: dict[str, torch.Tensor],
+         cfg: DistillConfig, bound: float, gen: torch.Generator) -> float:
+    """Regress the actor's mean on the targets for ``cfg.epochs`` (plus the smoothness term);
+    the last epoch's mean imitation loss."""
+    x, y = data["x"], data["y"]
     m = x.shape[0]
     loss_sum = 0.0
     for _ in range(cfg.epochs):
@@ -105,11 +130,18 @@ def _fit(actor: Any, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tenso
         for start in range(0, m, cfg.batch_size):
             idx = perm[start:start + cfg.batch_size]
             pred = actor.mlp(actor.obs_normalizer(x[idx]))
-            loss = ((pred - y[idx]) ** 2).mean()
+            imitation = ((pred - y[idx]) ** 2).mean()
+            loss = imitation
+            linked = data["linked"][idx]
+            if cfg.smooth > 0 and bool(linked.any()):
+                before = actor.mlp(actor.obs_normalizer(data["x0"][idx]))
+                command_change = bound * (pred - before) + data["drow"][idx]
+                gap = (command_change - data["dv"][idx])[linked]
+                loss = loss + cfg.smooth * (gap / max(bound, 1e-6)).pow(2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
-            loss_sum += float(loss.detach()) * idx.numel()
+            loss_sum += float(imitation.detach()) * idx.numel()
             count += idx.numel()
         loss_sum /= max(count, 1)
     return loss_sum

@@ -104,21 +104,28 @@ def _rank_config(cfg: TrainConfig, local_rank: int) -> TrainConfig:
     return TrainConfig.from_dict({**cfg.to_dict(), "device": f"cuda:{local_rank}"})
 
 
-def _warm_start(env: Any, runner: Any, cfg: TrainConfig, planner_net: Any,
-                show_progress: bool) -> dict[str, Any]:
-    """DAgger warm start of the edit actor from the planner without delay (the BC planner's
-    fresh chunk; the task's expert action for the scripted planner and for a planner that
-    reads the committed prefix, whose first rows continue the prefix rather than act on the
-    state); returns what ``config.json`` records."""
-    from edgerl.policies.distill import distill_actor, planner_teacher
+def edit_teacher(cfg: TrainConfig, planner_net: Any) -> tuple[Any, str]:
+    """The edit's teacher, ``teacher(env) -> (N, A)``, and its name: the planner without delay
+    (the BC planner's fresh chunk); the task's expert action for the scripted planner and for
+    a planner that reads the committed prefix (whose first rows continue the prefix rather
+    than act on the state)."""
+    from edgerl.policies.distill import planner_teacher
 
     if planner_net is not None and not cfg.prefix_conditioned:
-        teacher = planner_teacher(planner_net.plan_fn())
-        source = "bc planner, no delay"
-    else:
-        def teacher(wrapped: Any) -> torch.Tensor:
-            return wrapped.unwrapped.expert_action()
-        source = "task expert"
+        return planner_teacher(planner_net.plan_fn()), "bc planner, no delay"
+
+    def expert(wrapped: Any) -> torch.Tensor:
+        return wrapped.unwrapped.expert_action()
+    return expert, "task expert"
+
+
+def _warm_start(env: Any, runner: Any, cfg: TrainConfig, teacher: Any, source: str,
+                show_progress: bool) -> dict[str, Any]:
+    """DAgger warm start of the edit actor from ``teacher`` (:mod:`edgerl.policies.distill`),
+    then the actor's exploration std set to ``distill.init_std``; what ``config.json``
+    records."""
+    from edgerl.policies.distill import distill_actor
+
     t0 = time.perf_counter()
     actor = runner.alg.get_policy()
     losses = distill_actor(env, actor, teacher, cfg.distill, seed=cfg.seed,
@@ -129,12 +136,35 @@ def _warm_start(env: Any, runner: Any, cfg: TrainConfig, planner_net: Any,
             dist.log_std_param.fill_(math.log(cfg.distill.init_std))
         else:
             dist.std_param.fill_(cfg.distill.init_std)
-    return {"teacher": source,
-            "losses": losses, "wall_s": round(time.perf_counter() - t0, 3)}
+    return {"teacher": source, "losses": losses, "wall_s": round(time.perf_counter() - t0, 3)}
+
+
+def _learn(runner: Any, cfg: TrainConfig, env: Any, teacher: Any, source: str,
+           document: dict[str, Any], show_progress: bool) -> dict | None:
+    """The learned part of a run: the edit's warm start, the critic's warm-up, PPO (an edit
+    paying for a command jerkier than its teacher's); the warm-start actor state, if any."""
+    warmup, warm_state = 0, None
+    if cfg.is_edit and cfg.distill.rounds:
+        document["distill"] = _warm_start(env, runner, cfg, teacher, source, show_progress)
+        warmup = min(cfg.distill.critic_warmup, cfg.iterations)
+        warm_state = copy.deepcopy(runner.alg.get_policy().state_dict())
+    if cfg.is_edit and cfg.smooth_weight > 0:
+        from edgerl.policies.smoothness import RatePenalty
+
+        runner.env = RatePenalty(env, teacher, cfg.smooth_weight)
+    if warmup:
+        actor_params = list(runner.alg.get_policy().parameters())
+        for p in actor_params:
+            p.requires_grad_(False)
+        runner.learn(warmup)
+        for p in actor_params:
+            p.requires_grad_(True)
+    runner.learn(cfg.iterations - warmup)
+    return warm_state
 
 
 def _guard(cfg: TrainConfig, runner: Any, planner_net: Any, warm_state: dict | None,
-           run_dir: Path) -> dict[str, Any]:
+           run_dir: Path, teacher: Any) -> dict[str, Any]:
     """Choose the deployed edit actor on validation episodes (:mod:`edgerl.policies.guard`):
     the final, the best-training, the warm-start and the zero-residual (planner alone)
     actors."""
@@ -155,7 +185,7 @@ def _guard(cfg: TrainConfig, runner: Any, planner_net: Any, warm_state: dict | N
     env = make_method_env(make_base_env(cfg, cfg.num_envs, seed=seed), cfg, planner_net,
                           seed=seed)
     try:
-        return select_deployed(env, actor, candidates, cfg.guard, run_dir)
+        return select_deployed(env, actor, candidates, cfg.guard, run_dir, teacher=teacher)
     finally:
         env.close()
 
@@ -216,23 +246,13 @@ def train(cfg: TrainConfig, out: str | Path | None = None, root: str | Path = "r
                                 total_iterations=cfg.iterations, show_progress=show_progress,
                                 stop_at_success=cfg.stop_at_success)
             scale_output_layer(runner.alg.get_policy().mlp, float(cfg.actor.output_scale))
-            warmup, warm_state = 0, None
-            if cfg.is_edit and cfg.distill.rounds:
-                document["distill"] = _warm_start(env, runner, cfg, planner_net, show_progress)
-                if lead:
-                    (run_dir / CONFIG_NAME).write_text(json.dumps(document, indent=2) + "\n")
-                warmup = min(cfg.distill.critic_warmup, cfg.iterations)
-                warm_state = copy.deepcopy(runner.alg.get_policy().state_dict())
-            if warmup:
-                actor_params = list(runner.alg.get_policy().parameters())
-                for p in actor_params:
-                    p.requires_grad_(False)
-                runner.learn(warmup)
-                for p in actor_params:
-                    p.requires_grad_(True)
-            runner.learn(cfg.iterations - warmup)
+            teacher, source = edit_teacher(cfg, planner_net)
+            warm_state = _learn(runner, cfg, env, teacher, source, document, show_progress)
+            if lead:
+                (run_dir / CONFIG_NAME).write_text(json.dumps(document, indent=2) + "\n")
             if cfg.is_edit and cfg.guard.episodes and lead:
-                document["guard"] = _guard(cfg, runner, planner_net, warm_state, run_dir)
+                document["guard"] = _guard(cfg, runner, planner_net, warm_state, run_dir,
+                                           teacher)
                 (run_dir / CONFIG_NAME).write_text(json.dumps(document, indent=2) + "\n")
             result.history = runner.history
             result.env_steps = runner.logger.tot_timesteps

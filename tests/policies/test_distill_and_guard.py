@@ -132,3 +132,72 @@ def test_an_env_can_be_evaluated_again_after_an_evaluation():
             assert out.episodes == 2 and out.return_mean > 0
     finally:
         env.close()
+
+
+def test_pairs_link_each_sample_to_the_step_before_it_in_its_episode():
+    from edgerl.policies.distill import _pairs
+
+    steps = []
+    for t in range(4):
+        first = torch.tensor([t == 0, t == 2])  # env 1 starts a new episode at step 2
+        steps.append({"x": torch.full((2, 1), float(t)), "y": torch.zeros(2, 1),
+                      "v": torch.full((2, 1), 10.0 * t), "row": torch.full((2, 1), float(t)),
+                      "first": first})
+    d = _pairs(steps)
+    assert d["x"][:, 0].tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert d["x0"][2:, 0].tolist() == [0, 0, 1, 1, 2, 2]
+    assert d["linked"].tolist() == [False, False, True, True, True, False, True, True]
+    assert d["dv"][2:, 0].tolist() == [10.0] * 6 and d["drow"][2:, 0].tolist() == [1.0] * 6
+
+
+def test_the_smoothness_term_makes_the_students_error_steadier():
+    """A teacher the student cannot follow exactly (a step-by-step zigzag its inputs do not
+    show): with the smoothness term its command changes less from step to step."""
+    rates = {}
+    for smooth in (0.0, 5.0):
+        env = _edit_env(row=0.0)
+        actor = _actor(env)
+        zig = {"k": 0}
+
+        def teacher(e):
+            zig["k"] += 1
+            return torch.full((e.num_envs, 1), 0.3 if zig["k"] % 2 else -0.3)
+
+        distill_actor(env, actor, teacher, DistillConfig(rounds=2, steps=16, epochs=40,
+                                                         smooth=smooth,
+                                                         learning_rate=3e-3),
+                      show_progress=False)
+        outs = []
+        obs = env.get_observations()
+        with torch.no_grad():
+            for _ in range(6):
+                outs.append(actor(obs))
+                obs, *_ = env.step(outs[-1])
+        rates[smooth] = float(torch.stack(outs).diff(dim=0).abs().mean())
+    assert rates[5.0] < rates[0.0], rates
+
+
+def test_the_guard_deploys_the_best_candidate_that_is_smooth_enough(monkeypatch, tmp_path):
+    """Scores as validation would give them (in evaluation order: candidates, then the
+    teacher): the jerky best loses to the best smooth one; with none smooth, the best wins."""
+    import edgerl.policies.guard as guard
+
+    env = _edit_env(row=0.0)
+    actor = _actor(env)
+    state = actor.state_dict()
+    cands = {"final": state, "best": state, "warm": state}
+
+    def run(summaries):
+        it = iter(summaries)
+        monkeypatch.setattr(guard, "_evaluate", lambda *a: next(it))
+        return select_deployed(env, actor, cands, GuardConfig(episodes=2), tmp_path,
+                               teacher=lambda e: torch.zeros(e.num_envs, 1))
+
+    def s(ret, rate):
+        return {"success_rate": float("nan"), "return_mean": ret, "action_rate": rate}
+
+    out = run([s(-5, 0.03), s(-3, 0.09), s(-4, 0.02), s(-2, 0.02)])  # teacher: rate 0.02
+    assert out["deployed"] == "warm" and out["smooth_enough"] == ["warm"]
+    assert out["teacher"]["action_rate"] == 0.02
+    out = run([s(-5, 0.5), s(-3, 0.9), s(-4, 0.7), s(-2, 0.02)])
+    assert out["deployed"] == "best" and out["smooth_enough"] == []
