@@ -138,7 +138,7 @@ class DistillConfig:
     learning_rate: float = 1e-3
     init_std: float = 0.1
     critic_warmup: int = 0
-    smooth: float = 1.0
+    smooth: float = 5.0
 
     def __post_init__(self) -> None:
         for key in ("steps", "epochs", "batch_size"):
