@@ -35,14 +35,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CELLS", "ProtocolCell", "ProtocolConfig", "cell_config", "protocol_cells",
-           "run_cell", "run_protocol", "summarize"]
+__all__ = ["CELLS", "EXTRA_CELLS", "ProtocolCell", "ProtocolConfig", "cell_config",
+           "protocol_cells", "run_cell", "run_protocol", "summarize"]
 
 log = logging.getLogger(__name__)
 
 #: The cells of one seed, in the order they run (the expert first: the others learn from it).
 CELLS = ("nodelay", "edit", "edit_zero_chunks", "edit_zero_chunks_cold", "planner",
          "planner@0")
+#: Cells a protocol may add (``extra_cells``): the chunk-merging baselines and the edit over a
+#: planner that reads the committed prefix (training-time real-time chunking).
+EXTRA_CELLS = ("rtc", "blend", "edit_prefix")
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class ProtocolConfig:
             cell (the one configuration; e.g. ``{"intent_dim": 8}``).
         task_kwargs: Extra task factory arguments.
         jobs: Cells trained at once (processes).
+        extra_cells: Cells beyond :data:`CELLS`, out of :data:`EXTRA_CELLS`.
     """
 
     task: str
@@ -86,8 +90,13 @@ class ProtocolConfig:
     train: dict[str, Any] = field(default_factory=dict)
     task_kwargs: dict[str, Any] = field(default_factory=dict)
     jobs: int = 1
+    extra_cells: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        unknown = [c for c in self.extra_cells if c not in EXTRA_CELLS]
+        if unknown:
+            raise ValueError(f"unknown extra cells {unknown}; choose from "
+                             f"{', '.join(EXTRA_CELLS)}")
         if self.delay_ms < 0 or self.iterations < 1 or self.episodes < 1 or self.jobs < 1:
             raise ValueError("delay_ms must be >= 0, iterations, episodes and jobs >= 1")
         if not self.seeds:
@@ -105,16 +114,17 @@ class ProtocolCell:
 
     @property
     def method(self) -> str:
-        return {"edit_zero_chunks_cold": "edit_zero_chunks", "planner@0": "planner"}.get(
-            self.name, self.name)
+        return {"edit_zero_chunks_cold": "edit_zero_chunks", "planner@0": "planner",
+                "edit_prefix": "edit"}.get(self.name, self.name)
 
     def run_dir(self, root: Path) -> Path:
         return root / f"{self.name.replace('@', '_d')}__s{self.seed}"
 
 
 def protocol_cells(cfg: ProtocolConfig) -> list[ProtocolCell]:
-    """Every cell, seed by seed (experts first; see :data:`CELLS`)."""
-    return [ProtocolCell(name, seed) for seed in cfg.seeds for name in CELLS]
+    """Every cell, seed by seed (experts first; see :data:`CELLS`), then the extra cells."""
+    names = (*CELLS, *cfg.extra_cells)
+    return [ProtocolCell(name, seed) for seed in cfg.seeds for name in names]
 
 
 def needs_expert_run(task: str) -> bool:
@@ -154,6 +164,8 @@ def cell_config(cfg: ProtocolConfig, cell: ProtocolCell, control_hz: float,
     nested = {k: replace(getattr(base, k), **train[k]) for k in sections}
     if cell.name == "edit_zero_chunks_cold":
         nested["distill"] = replace(nested.get("distill", base.distill), rounds=0)
+    if cell.name == "edit_prefix":
+        nested["planner_prefix"] = True
     return replace(base, **nested) if nested else base
 
 
@@ -273,7 +285,7 @@ def summarize(rows: list[dict[str, Any]], metric: str = "return_mean") -> dict[s
     by = {(r["cell"], r["seed"]): r for r in rows}
     seeds = sorted({r["seed"] for r in rows})
     cells: dict[str, Any] = {}
-    for name in CELLS:
+    for name in (*CELLS, *EXTRA_CELLS):
         vals = [by[(name, s)][metric] for s in seeds if (name, s) in by]
         rates = [by[(name, s)]["action_rate"] for s in seeds if (name, s) in by]
         if vals:

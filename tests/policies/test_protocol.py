@@ -43,6 +43,13 @@ def test_each_cell_gets_the_one_configuration_and_its_budget():
     cold = cell_config(cfg, ProtocolCell("edit_zero_chunks_cold", 1), 50.0, "runs/expert")
     assert cold.method == "edit_zero_chunks" and cold.distill.rounds == 0
     assert cell_config(cfg, ProtocolCell("planner@0", 0), 50.0, "x").delay_steps == 0
+    rtc = _cfg(extra_cells=("rtc", "edit_prefix"))
+    assert [c.name for c in protocol_cells(rtc)][6:8] == ["rtc", "edit_prefix"]
+    prefix = cell_config(rtc, ProtocolCell("edit_prefix", 0), 50.0, "x")
+    assert prefix.method == "edit" and prefix.planner_prefix and prefix.prefix_conditioned
+    assert cell_config(rtc, ProtocolCell("rtc", 0), 50.0, "x").method == "rtc"
+    with pytest.raises(ValueError, match="unknown extra cells"):
+        _cfg(extra_cells=("naive",))
     top = cell_config(cfg, ProtocolCell("nodelay", 0), 50.0, None)
     assert top.method == "nodelay" and top.privileged and "expert_run" not in top.task_kwargs
     # the expert's budget covers the edit's PPO steps and its warm-start samples
