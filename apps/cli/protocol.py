@@ -42,6 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the score the summary compares (default return_mean)")
     p.add_argument("--task-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra task factory argument (repeatable; VALUE parsed as JSON)")
+    p.add_argument("--extra-cells", default="", metavar="CELLS",
+                   help="comma-separated extra cells: rtc, blend, edit_prefix (the edit over a "
+                        "planner that reads the committed prefix)")
     p.add_argument("--jobs", type=int, default=1, help="cells trained at once (default 1)")
     p.add_argument("--out", required=True, help="folder for the runs and protocol.json")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -67,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
                              expert_iterations=args.expert_iterations, num_envs=args.num_envs,
                              episodes=args.episodes, planner=args.planner,
                              expert_run=args.expert_run, jobs=args.jobs,
+                             extra_cells=tuple(_items(args.extra_cells)),
                              task_kwargs=parse_task_args(args.task_arg))
     except ValueError as exc:
         raise CliError(str(exc)) from exc
