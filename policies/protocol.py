@@ -288,11 +288,13 @@ def summarize(rows: list[dict[str, Any]], metric: str = "return_mean") -> dict[s
     for name in (*CELLS, *EXTRA_CELLS):
         vals = [by[(name, s)][metric] for s in seeds if (name, s) in by]
         rates = [by[(name, s)]["action_rate"] for s in seeds if (name, s) in by]
+        budgets = [by[(name, s)].get("budget_env_steps", 0) for s in seeds if (name, s) in by]
         if vals:
             m, se = _mean_se(vals)
             rm, rse = _mean_se(rates)
             cells[name] = {"mean": m, "se": se, "n": len(vals), "action_rate": rm,
-                           "action_rate_se": rse, "per_seed": vals}
+                           "action_rate_se": rse, "per_seed": vals,
+                           "budget_env_steps": max(budgets)}
     gains, margins, zeros = [], [], []
     for s in seeds:
         need = [(n, s) in by for n in ("nodelay", "edit", "planner")]
