@@ -3,10 +3,11 @@ library, so task declarations and adapters can name it without importing the reg
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TaskInfo"]
+__all__ = ["TaskInfo", "describe_built"]
 
 
 @dataclass(frozen=True)
@@ -40,3 +41,20 @@ class TaskInfo:
         return {"name": self.name, "backend": self.backend, "obs_dim": self.obs_dim,
                 "action_dim": self.action_dim, "control_hz": self.control_hz,
                 "description": self.description}
+
+
+def describe_built(name: str, build: Callable[[], Any], errors: type[Exception] | tuple,
+                   backend: str, description: str, entry_point: str) -> TaskInfo:
+    """A task family member's :class:`TaskInfo`, read off a one-env instance ``build()``
+    (closed after); the family's ``errors`` become a ``KeyError`` naming the task."""
+    try:
+        env = build()
+    except errors as exc:
+        raise KeyError(f"task {name!r}: {exc}") from exc
+    try:
+        spec = env.spec
+        return TaskInfo(name=name, backend=backend, obs_dim=spec.obs_dim,
+                        action_dim=spec.action_dim, control_hz=spec.control_hz,
+                        description=description, entry_point=entry_point)
+    finally:
+        env.close()

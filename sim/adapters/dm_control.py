@@ -34,8 +34,8 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from edgerl.sim.adapters.expert import clipped_expert_action
-from edgerl.sim.task_info import TaskInfo
+from edgerl.sim.adapters.expert import EXPERT_RUN_HOW, clipped_expert_action, resolve_expert
+from edgerl.sim.task_info import TaskInfo, describe_built
 from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
 
 __all__ = ["DMC_PREFIX", "DmcAdapterError", "DmcVecEnv", "describe_dmc_task", "make_dmc_task"]
@@ -138,11 +138,7 @@ class DmcVecEnv(EdgeVecEnv):
         self._low = torch.tensor(self.spec.action_low, dtype=torch.float32, device=self.device)
         self._high = torch.tensor(self.spec.action_high, dtype=torch.float32,
                                   device=self.device)
-        if isinstance(expert, (str, Path)):
-            from edgerl.sim.adapters.expert import RunExpert
-
-            expert = RunExpert(expert, self.spec.obs_dim, self.spec.action_dim, self.device)
-        self._expert = expert
+        self._expert = resolve_expert(expert, self.spec.obs_dim, self.spec.action_dim, self.device)
         self.episode_length_buf = torch.zeros(self.num_envs, dtype=torch.long,
                                               device=self.device)
         self.final_obs = torch.zeros(self.num_envs, self.spec.obs_dim, device=self.device)
@@ -222,10 +218,8 @@ class DmcVecEnv(EdgeVecEnv):
     # --- edgerl additions -----------------------------------------------------------------
     def expert_action(self) -> torch.Tensor:
         """The expert's action for the current observations, (N, A), within the limits."""
-        return clipped_expert_action(
-            self._expert, self._obs, self.spec.name, "build the task with expert_run=<that "
-            "run> (edgerl train ... --task-arg expert_run=RUN)", self.device, self._low,
-            self._high)
+        return clipped_expert_action(self._expert, self._obs, self.spec.name, EXPERT_RUN_HOW,
+                                     self.device, self._low, self._high)
 
     def close(self) -> None:
         for env in self.envs:
@@ -234,19 +228,10 @@ class DmcVecEnv(EdgeVecEnv):
 
 def describe_dmc_task(name: str) -> TaskInfo:
     """The registry's :class:`TaskInfo` for ``dmc:<domain>-<task>`` (builds the task once)."""
-    try:
-        env = DmcVecEnv(name, num_envs=1)
-    except DmcAdapterError as exc:
-        raise KeyError(f"task {name!r}: {exc}") from exc
-    try:
-        spec = env.spec
-        return TaskInfo(name=name, backend="dm_control", obs_dim=spec.obs_dim,
-                        action_dim=spec.action_dim, control_hz=spec.control_hz,
-                        description=f"dm_control suite task {name[len(DMC_PREFIX):]} "
-                                    "(edgerl.sim.adapters)",
-                        entry_point="edgerl.sim.adapters.dm_control:make_dmc_task")
-    finally:
-        env.close()
+    return describe_built(name, lambda: DmcVecEnv(name, num_envs=1), DmcAdapterError,
+                          "dm_control", f"dm_control suite task {name[len(DMC_PREFIX):]} "
+                          "(edgerl.sim.adapters)",
+                          "edgerl.sim.adapters.dm_control:make_dmc_task")
 
 
 def make_dmc_task(name: str, num_envs: int = 1, device: str = "cpu", seed: int = 0,

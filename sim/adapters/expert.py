@@ -23,7 +23,12 @@ import torch
 
 from edgerl.sim.adapters.run_loader import run_loader, set_run_loader
 
-__all__ = ["ExpertError", "RunExpert", "clipped_expert_action", "set_run_loader"]
+__all__ = ["EXPERT_RUN_HOW", "ExpertError", "RunExpert", "clipped_expert_action",
+           "resolve_expert", "set_run_loader"]
+
+#: How to give a family task an expert (the adapters' message when it has none).
+EXPERT_RUN_HOW = ("build the task with expert_run=<that run> (edgerl train ... --task-arg "
+                  "expert_run=RUN)")
 
 log = logging.getLogger(__name__)
 
@@ -92,3 +97,13 @@ def clipped_expert_action(expert: Callable[[torch.Tensor], torch.Tensor] | None,
             f"(edgerl train {task} --method nodelay) and {how_to_build}")
     act = expert(obs).to(device, torch.float32)
     return torch.maximum(torch.minimum(act, high), low)
+
+
+def resolve_expert(expert: Callable[[torch.Tensor], torch.Tensor] | str | Path | None,
+                   obs_dim: int, action_dim: int, device: torch.device
+                   ) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """An adapter's ``expert`` argument as a callable: a ``nodelay`` run directory becomes a
+    :class:`RunExpert` (loaded on first use); a callable or ``None`` is kept."""
+    if isinstance(expert, (str, Path)):
+        return RunExpert(expert, obs_dim, action_dim, device)
+    return expert

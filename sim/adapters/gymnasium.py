@@ -35,8 +35,8 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from edgerl.sim.adapters.expert import clipped_expert_action
-from edgerl.sim.task_info import TaskInfo
+from edgerl.sim.adapters.expert import EXPERT_RUN_HOW, clipped_expert_action, resolve_expert
+from edgerl.sim.task_info import TaskInfo, describe_built
 from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
 
 __all__ = ["GYM_PREFIX", "GymAdapterError", "GymVecEnv", "describe_gym_task", "make_gym_task",
@@ -153,11 +153,7 @@ class GymVecEnv(EdgeVecEnv):
         self._low = torch.tensor(self.spec.action_low, dtype=torch.float32, device=self.device)
         self._high = torch.tensor(self.spec.action_high, dtype=torch.float32, device=self.device)
         self._act_dtype = self.vec.single_action_space.dtype or np.float32
-        if isinstance(expert, (str, Path)):
-            from edgerl.sim.adapters.expert import RunExpert
-
-            expert = RunExpert(expert, self.spec.obs_dim, self.spec.action_dim, self.device)
-        self._expert = expert
+        self._expert = resolve_expert(expert, self.spec.obs_dim, self.spec.action_dim, self.device)
         self.episode_length_buf = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
         self.final_obs = torch.zeros(self.num_envs, self.spec.obs_dim, device=self.device)
         self.seed(seed)
@@ -278,10 +274,8 @@ class GymVecEnv(EdgeVecEnv):
     # --- edgerl additions -----------------------------------------------------------------
     def expert_action(self) -> torch.Tensor:
         """The expert's action for the current observations, (N, A), within the limits."""
-        return clipped_expert_action(
-            self._expert, self._obs, self.spec.name, "build the task with expert_run=<that "
-            "run> (edgerl train ... --task-arg expert_run=RUN)", self.device, self._low,
-            self._high)
+        return clipped_expert_action(self._expert, self._obs, self.spec.name, EXPERT_RUN_HOW,
+                                     self.device, self._low, self._high)
 
     def close(self) -> None:
         self.vec.close()
@@ -312,18 +306,9 @@ def _planner_only_names(items: list[int | str], obs_names: list[str]) -> list[st
 
 def describe_gym_task(name: str) -> TaskInfo:
     """The registry's :class:`TaskInfo` for ``gym:<EnvId>`` (builds the env once to read it)."""
-    try:
-        env = GymVecEnv(_env_id(name), num_envs=1)
-    except GymAdapterError as exc:
-        raise KeyError(f"task {name!r}: {exc}") from exc
-    try:
-        spec = env.spec
-        return TaskInfo(name=name, backend="gymnasium", obs_dim=spec.obs_dim,
-                        action_dim=spec.action_dim, control_hz=spec.control_hz,
-                        description=f"gymnasium env {_env_id(name)} (edgerl.sim.adapters)",
-                        entry_point="edgerl.sim.adapters.gymnasium:make_gym_task")
-    finally:
-        env.close()
+    return describe_built(name, lambda: GymVecEnv(_env_id(name), num_envs=1), GymAdapterError,
+                          "gymnasium", f"gymnasium env {_env_id(name)} (edgerl.sim.adapters)",
+                          "edgerl.sim.adapters.gymnasium:make_gym_task")
 
 
 def make_gym_task(name: str, num_envs: int = 1, device: str = "cpu", seed: int = 0,

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
-from edgerl.sim.adapters.expert import clipped_expert_action
+from edgerl.sim.adapters.expert import clipped_expert_action, resolve_expert
 from edgerl.sim.task_info import TaskInfo
 from edgerl.sim.vec_env import EdgeVecEnv, TaskSpec
 from edgerl.sim.wrappers.base import forwarded_property
@@ -177,11 +177,7 @@ class RslRlEnvAdapter(EdgeVecEnv):
         self.max_episode_length = max_len
         self._low = torch.tensor(low, dtype=torch.float32, device=self.device)
         self._high = torch.tensor(high, dtype=torch.float32, device=self.device)
-        if isinstance(expert, (str, Path)):
-            from edgerl.sim.adapters.expert import RunExpert
-
-            expert = RunExpert(expert, obs_dim, self.num_actions, self.device)
-        self._expert = expert
+        self._expert = resolve_expert(expert, obs_dim, self.num_actions, self.device)
         self._obs = self._remap(first)
         log.info("%s: layout from %s: obs %s, actions %s, %.1f Hz", name, layout.source,
                  layout.obs_names, layout.action_names, hz)
