@@ -36,7 +36,6 @@ ROOTS = ("contract", "sim", "runtime", "policies", "export", "hil", "bench", "ap
 #: whose text is already clean fails :func:`test_pending_entries_still_pending`). An entry is a
 #: path glob, or ``"PATH#Heading"``: the table rows of that markdown section (heading prefix).
 PENDING = {
-    "docs/architecture.md",         # its owner rewrites the structure notes
 }
 
 #: The dated chronology: it may name sessions and issues (never a machine's paths).
