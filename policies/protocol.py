@@ -35,8 +35,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CELLS", "EXTRA_CELLS", "ProtocolCell", "ProtocolConfig", "cell_config",
-           "protocol_cells", "run_cell", "run_protocol", "summarize"]
+__all__ = ["CELLS", "EXTRA_CELLS", "QUESTION", "ProtocolCell", "ProtocolConfig", "cell_config",
+           "protocol_cells", "record", "rows_from_store", "run_cell", "run_protocol",
+           "store_rows", "summarize"]
 
 log = logging.getLogger(__name__)
 
@@ -177,9 +178,24 @@ def _warm_iterations(cfg: ProtocolConfig) -> int:
     return math.ceil(samples / (cfg.num_envs * cfg.steps_per_env))
 
 
+#: The repository the running code came from (its git revision goes into each row).
+CODE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def cell_provenance(command: str) -> dict[str, Any]:
+    """Where a cell's row came from: the protocol's command line, the git revision of the
+    code that ran it, the time and the machine (load average now)."""
+    from edgerl.contract.results_store import Provenance, git_commit, utc_now
+
+    prov = Provenance(command=command, commit=git_commit(CODE_ROOT), date=utc_now(),
+                      machine={"cpu_count": __import__("os").cpu_count(), "load_average": []})
+    prov.sample_load()
+    return prov.to_dict()
+
+
 def run_cell(cfg: ProtocolConfig, cell: ProtocolCell, root: Path, control_hz: float,
-             expert_run: str | None) -> dict[str, Any]:
-    """Train (or set up) and evaluate one cell; its row."""
+             expert_run: str | None, command: str = "") -> dict[str, Any]:
+    """Train (or set up) and evaluate one cell; its row (with its ``provenance``)."""
     import shutil
 
     import torch
@@ -206,7 +222,8 @@ def run_cell(cfg: ProtocolConfig, cell: ProtocolCell, root: Path, control_hz: fl
             "success_rate": ev["success_rate"], "action_rate": ev["action_rate"],
             "episodes": ev["episodes"], "delay_ms": ev["delay_ms"],
             "delay_steps": ev["delay_steps"], "budget_env_steps": env_steps + distill_samples,
-            "train_wall_s": round(wall, 2), "run": str(out)}
+            "train_wall_s": round(wall, 2), "run": str(out),
+            "provenance": cell_provenance(command)}
 
 
 #: The rows finished so far, one JSON line each, under the protocol's root (a rerun with the
@@ -226,9 +243,12 @@ def finished_rows(cfg: ProtocolConfig, root: Path) -> dict[tuple[str, int], dict
 
 
 def run_protocol(cfg: ProtocolConfig, root: str | Path,
-                 on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+                 on_row: Callable[[dict[str, Any]], None] | None = None,
+                 command: str = "") -> list[dict[str, Any]]:
     """Run every cell of ``cfg`` under ``root`` (``cfg.jobs`` at once); the rows. Cells that a
-    previous run of the same configuration finished there are not run again."""
+    previous run of the same configuration finished there are not run again (their rows keep
+    the provenance of the run that made them). ``command``: the command line for the rows'
+    provenance."""
     from edgerl.sim.registry import get_task_info
 
     root = Path(root)
@@ -253,7 +273,8 @@ def run_protocol(cfg: ProtocolConfig, root: str | Path,
     with ProcessPoolExecutor(max_workers=cfg.jobs) as pool:
         for group in (experts, rest):
             todo = [c for c in group if (c.name, c.seed) not in before]
-            futures = {c: pool.submit(run_cell, cfg, c, root, hz, expert_of.get(c.seed))
+            futures = {c: pool.submit(run_cell, cfg, c, root, hz, expert_of.get(c.seed),
+                                      command)
                        for c in todo}
             for c in group:
                 row = before.get((c.name, c.seed))
@@ -314,6 +335,51 @@ def summarize(rows: list[dict[str, Any]], metric: str = "return_mean") -> dict[s
             "zero_control": {"mean": z, "se": z_se, "per_seed": zeros},
             "g": {"mean": g, "se": g_se, "per_seed": gains},
             "edit_minus_planner": {"mean": m, "se": m_se, "per_seed": margins}}
+
+
+#: The question the protocol's results answer in the results store.
+QUESTION = "planner-gain"
+#: Per-row metrics recorded in the store.
+ROW_METRICS = ("return_mean", "return_std", "success_rate", "action_rate", "episodes",
+               "budget_env_steps", "delay_steps", "delay_ms", "train_wall_s")
+
+
+def store_rows(cfg: ProtocolConfig, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The protocol's rows as results rows: one per cell, seed and metric, each with its
+    cell's provenance."""
+    out = []
+    for r in sorted(rows, key=lambda r: (r["seed"], r["cell"])):
+        context = {"task": cfg.task, "cell": r["cell"], "method": r["method"],
+                   "seed": r["seed"]}
+        for metric in ROW_METRICS:
+            if metric in r:
+                row = {**context, "metric": metric, "value": r[metric]}
+                if "provenance" in r:
+                    row["provenance"] = r["provenance"]
+                out.append(row)
+    return out
+
+
+def record(store: str | Path, experiment: str, cfg: ProtocolConfig,
+           rows: list[dict[str, Any]]) -> Path:
+    """Write the protocol's rows as the results file of ``experiment`` in the results store
+    ``store`` (``experiments/``), question :data:`QUESTION`; its path."""
+    from edgerl.contract.results_store import write_results
+
+    path = Path(store) / QUESTION / "results" / f"{experiment}.json"
+    write_results(path, experiment=experiment, question=QUESTION, config=asdict(cfg),
+                  seeds=cfg.seeds, rows=store_rows(cfg, rows))
+    return path
+
+
+def rows_from_store(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`store_rows`' inverse: one row per cell and seed, as :func:`summarize` reads."""
+    by: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in rows:
+        key = (r["cell"], int(r["seed"]))
+        by.setdefault(key, {"cell": r["cell"], "method": r["method"], "seed": int(r["seed"])})
+        by[key][r["metric"]] = r["value"]
+    return list(by.values())
 
 
 def write_rows(path: str | Path, cfg: ProtocolConfig, rows: list[dict[str, Any]]) -> None:

@@ -47,6 +47,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "planner that reads the committed prefix)")
     p.add_argument("--jobs", type=int, default=1, help="cells trained at once (default 1)")
     p.add_argument("--out", required=True, help="folder for the runs and protocol.json")
+    p.add_argument("--record", default="", metavar="STORE",
+                   help="also write the rows, with provenance, into this results store "
+                        "(experiments/) as the results of --experiment")
+    p.add_argument("--experiment", default="",
+                   help="the experiment's name in the store (default planner-gain-<task>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -61,7 +66,13 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.apps.cli.errors import CliError
     from edgerl.apps.cli.train import parse_task_args
     from edgerl.contract.report import print_json, print_table
-    from edgerl.policies.protocol import ProtocolConfig, run_protocol, summarize, write_rows
+    from edgerl.policies.protocol import (
+        ProtocolConfig,
+        record,
+        run_protocol,
+        summarize,
+        write_rows,
+    )
 
     try:
         cfg = ProtocolConfig(task=args.task, planner_only=_items(args.planner_only),
@@ -80,8 +91,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {row['cell']:<22} seed {row['seed']}: {args.metric} "
               f"{row[args.metric]:.3f}, |du| {row['action_rate']:.3f}", file=sys.stderr)
 
-    rows = run_protocol(cfg, out, on_row=progress)
+    from edgerl.contract.results_store import relative_command
+
+    command = relative_command(["edgerl", *sys.argv[1:]], Path.cwd())
+    rows = run_protocol(cfg, out, on_row=progress, command=command)
     write_rows(out / "protocol.json", cfg, rows)
+    if args.record:
+        name = args.experiment or "planner-gain-" + "-".join(
+            "".join(c if c.isalnum() else " " for c in args.task.lower()).split())
+        print(f"recorded: {record(args.record, name, cfg, rows)}", file=sys.stderr)
     summary = summarize(rows, args.metric)
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     if args.json:
