@@ -17,9 +17,11 @@ HELP = (f"train a latency-aware policy ({'/'.join(LEARNED_METHODS)}) or set up a
 CONFIG_FLAGS = ("method", "delay_steps", "seed", "num_envs", "iterations", "num_steps_per_env",
                 "ppo.learning_rate", "ppo.num_mini_batches", "device", "planner", "horizon",
                 "period_steps", "residual_bound", "edit_inputs", "privileged", "stop_at_success",
-                "trigger")
+                "trigger", "intent_dim", "planner_prefix", "distill.rounds", "guard.episodes",
+                "smooth_weight")
 #: Flags named other than their field.
-FLAG_NAMES = {"num_steps_per_env": "steps-per-env", "ppo.num_mini_batches": "mini-batches"}
+FLAG_NAMES = {"num_steps_per_env": "steps-per-env", "ppo.num_mini_batches": "mini-batches",
+              "distill.rounds": "warm-start-rounds", "guard.episodes": "guard-episodes"}
 #: Fields whose flag, left unset, takes the task's tuned value (edgerl.policies.task_defaults).
 TASK_DEFAULTED = ("num_envs", "num_steps_per_env", "ppo.learning_rate", "ppo.num_mini_batches")
 _TASK_DEFAULT_TEXT = ("the task's, edgerl.policies.task_defaults; {field_default} for untuned "
@@ -107,6 +109,7 @@ def config_from_args(args: argparse.Namespace):
             raise CliError(f"{flag.flag}: must be > 0, got {value}")
     given = {k: values.pop(k) for k in TASK_DEFAULTED if values[k] is not None}
     values = {k: v for k, v in values.items() if k not in TASK_DEFAULTED}
+    nested = {k: values.pop(k) for k in [k for k in values if "." in k]}  # e.g. distill.rounds
     latency = None
     if args.latency_model is not None:
         latency = measured_latency(args.latency_model, args.task, values["period_steps"])
@@ -115,7 +118,7 @@ def config_from_args(args: argparse.Namespace):
         cfg = TrainConfig(task=args.task, **values, latency_model=latency,
                           task_kwargs=parse_task_args(args.task_arg))
         # flags left unset take the task's defaults for the device
-        return replace_paths(apply_task_defaults(cfg), given)
+        return replace_paths(apply_task_defaults(cfg), {**nested, **given})
     except (SchemaError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc
 

@@ -15,4 +15,5 @@ DRIVERS: dict[str, str] = {
     "code_ab": "edgerl.apps.experiments.drivers.code_ab",
     "deploy_trigger": "edgerl.apps.experiments.drivers.deploy_trigger",
     "probe": "edgerl.apps.experiments.drivers.probe",
+    "protocol": "edgerl.apps.experiments.drivers.protocol",
 }

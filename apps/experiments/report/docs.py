@@ -18,6 +18,7 @@ from edgerl.apps.experiments.config import ExperimentConfig
 from edgerl.apps.experiments.report.bench import ratio_claims, ratio_history
 from edgerl.apps.experiments.report.claims import CLAIMS, default
 from edgerl.apps.experiments.report.grid import grid_tables
+from edgerl.apps.experiments.report.planner_gain import planner_gain
 from edgerl.apps.experiments.report.readme import readme_blocks, replace_blocks
 from edgerl.apps.experiments.report.tables import render_cells
 from edgerl.apps.experiments.report.wrap import wrap_markdown
@@ -105,7 +106,8 @@ def experiment_section(store: Store, e: ExperimentConfig, level: int) -> list[st
 
 def question_section(store: Store, q: Question) -> list[str]:
     out = [f"## {q.title}", "", f"*{q.text}*", "", "### What holds today", ""]
-    claims = {**CLAIMS, "runtime-timing": ratio_claims}.get(q.name)
+    claims = {**CLAIMS, "runtime-timing": ratio_claims, "planner-gain": planner_gain}.get(
+        q.name)
     out += (claims(store) if claims else default(store, q.name)) + [""]
     top = [e for e in store.of_question(q.name) if not e.part_of]
     out += ["### Experiments", ""]

@@ -233,4 +233,7 @@ def measures_block(store: Store) -> str:
 
 
 def readme_blocks(store: Store) -> dict[str, str]:
-    return {"planner-matters": planner_matters_block(store), "measures": measures_block(store)}
+    from edgerl.apps.experiments.report.planner_gain import planner_gain_block
+
+    return {"planner-gain": planner_gain_block(store),
+            "planner-matters": planner_matters_block(store), "measures": measures_block(store)}

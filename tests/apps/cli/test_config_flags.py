@@ -16,7 +16,7 @@ from edgerl.apps.cli.config_flags import (
     replace_paths,
 )
 from edgerl.apps.cli.train import CONFIG_FLAGS, add_arguments, config_flag_specs, config_from_args
-from edgerl.policies.config import BCConfig, PPOConfig, TrainConfig
+from edgerl.policies.config import BCConfig, DistillConfig, GuardConfig, PPOConfig, TrainConfig
 from edgerl.policies.task_defaults import apply_task_defaults
 
 
@@ -134,6 +134,10 @@ def _config(*argv: str) -> TrainConfig:
           horizon=12, period_steps=3, residual_bound=0.5, stop_at_success=0.9,
           task_kwargs={"x": 1, "y": "abc"},
           ppo=dict(learning_rate=3e-4, num_mini_batches=2))),
+    (["cartpole_goal", "--planner", "bc", "--intent-dim", "4", "--warm-start-rounds", "2",
+      "--guard-episodes", "0", "--planner-prefix", "--smooth-weight", "0.5"],
+     dict(method="edit", planner="bc", intent_dim=4, planner_prefix=True, smooth_weight=0.5,
+          distill=DistillConfig(rounds=2), guard=GuardConfig(episodes=0))),
 ])
 def test_flags_build_the_same_train_config(argv, expected):
     expected = dict(expected)
