@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.import_graph import Import, ImportVisitor, cycles
+
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = {"torch", "mujoco", "mujoco_warp", "rsl_rl", "tensordict", "gymnasium", "rclpy",
          "onnx", "onnxscript", "tensorrt"}
@@ -125,68 +127,11 @@ def module_exists(module: str) -> bool:
     return file_of_module(module) is not None
 
 
-@dataclass(frozen=True)
-class Import:
-    line: int
-    module: str
-    top_level: bool  # runs when the module is imported (not inside a function)
-
-
-class _Imports(ast.NodeVisitor):
-    def __init__(self, package: str) -> None:
-        self.package, self.depth, self.found = package, 0, []
-        self.child_argv: set[int] = set()
-
-    def _add(self, node: ast.AST, module: str) -> None:
-        self.found.append(Import(node.lineno, module, self.depth == 0))
-
-    def visit_FunctionDef(self, node: ast.AST) -> None:
-        self.depth += 1
-        self.generic_visit(node)
-        self.depth -= 1
-
-    visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef
-
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            self._add(node, alias.name)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        """``from pkg import name`` imports ``pkg.name`` where that is a module, else ``pkg``."""
-        if node.level == 0:
-            module = node.module or ""
-        else:
-            base = self.package.split(".")
-            base = base[:len(base) - (node.level - 1)]
-            module = ".".join(base + ([node.module] if node.module else []))
-        submodules = [f"{module}.{a.name}" for a in node.names
-                      if module_exists(f"{module}.{a.name}")]
-        for name in submodules or [module]:
-            self._add(node, name)
-
-    def visit_List(self, node: ast.List | ast.Tuple) -> None:
-        """``[..., "-m", "edgerl.apps", ...]`` runs a module in a child process: a command
-        line, not an import (the child is a separate program)."""
-        for before, item in zip(node.elts, node.elts[1:]):
-            if (isinstance(before, ast.Constant) and before.value == "-m"
-                    and isinstance(item, ast.Constant)):
-                self.child_argv.add(id(item))
-        self.generic_visit(node)
-
-    visit_Tuple = visit_List
-
-    def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str) and id(node) not in self.child_argv:
-            match = _MODULE_STRING.fullmatch(node.value)
-            if match and module_exists(match.group(1)):
-                self._add(node, match.group(1))
-
-
 def imports_of(source: str, rel: str) -> list[Import]:
     """Every import in ``source`` (the text of repo file ``rel``), at any depth."""
     module = module_of_file(rel)
     package = module if rel.endswith("__init__.py") else module.rpartition(".")[0]
-    visitor = _Imports(package)
+    visitor = ImportVisitor(package, module_exists, _MODULE_STRING)
     visitor.visit(ast.parse(source, filename=rel))
     return visitor.found
 
@@ -234,41 +179,6 @@ def import_graph(files: list[str]) -> dict[str, set[str]]:
             if module_exists(imp.module) and imp.module != me:
                 targets.add(imp.module)
     return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return sorted(found)
 
 
 # --- the contract --------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from edgerl.apps.cli import main
-from edgerl.bench.ratios import plot_trend
+from edgerl.bench.ratio_history import plot_trend
 
 TINY = ["--sim-tasks", "arm_reach", "--sim-envs", "4", "--sim-steps", "3", "--sim-repeats", "1",
         "--train-tasks", "cartpole", "--train-envs", "4", "--train-steps-per-env", "4",
