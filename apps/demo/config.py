@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from edgerl.contract.config_groups import change
 
 __all__ = ["EXIT_HIL_FAILED", "DemoChecks", "DemoConfig", "DemoError", "DemoTraining",
            "StageResult"]
@@ -88,13 +90,7 @@ class DemoConfig:
         cfg = cls(training=DemoTraining(iterations=250, naive_iterations=250),
                   checks=DemoChecks(eval_episodes=50, deploy_s=8.0, hil_episodes=1)) \
             if fast else cls()
-        given = {k: v for k, v in overrides.items() if v is not None}
-
-        def group(part: Any) -> Any:
-            names = {f.name for f in fields(part)}
-            return replace(part, **{k: given.pop(k) for k in list(given) if k in names})
-
-        return replace(cfg, training=group(cfg.training), checks=group(cfg.checks), **given)
+        return change(cfg, **{k: v for k, v in overrides.items() if v is not None})
 
     def validate(self) -> None:
         """Raise :class:`DemoError` naming the first bad field."""
