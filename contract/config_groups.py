@@ -53,9 +53,11 @@ def _split(cls: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
 
 
 def setting_names(cls: type) -> set[str]:
-    """Every name :func:`build` accepts for ``cls``: its fields and its groups' fields."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    for default in _group_defaults(cls).values():
+    """Every setting of ``cls`` by its own name (what a flat table of it may hold): its fields
+    other than its groups, and its groups' fields."""
+    groups = _group_defaults(cls)
+    names = {f.name for f in dataclasses.fields(cls)} - set(groups)
+    for default in groups.values():
         names |= {f.name for f in dataclasses.fields(default)}
     return names
 

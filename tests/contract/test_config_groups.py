@@ -33,7 +33,7 @@ def test_build_and_change_route_each_name_to_its_group():
     cfg = build(_Config, host="h", max_rows=4)
     assert cfg == _Config(host="h", limits=_Limits(max_rows=4))
     assert change(cfg, tries=1).tries == 1 and cfg.retry.tries == 3
-    assert setting_names(_Config) == {"host", "retry", "limits", "tries", "max_rows", "pause_s"}
+    assert setting_names(_Config) == {"host", "tries", "max_rows", "pause_s"}
     assert change(cfg, limits=_Limits(max_rows=2), max_rows=3).limits.max_rows == 3
 
 
