@@ -3,7 +3,7 @@
 The rows (``sim/<task>``, ``train/<task>``, ``loop/jitter_p99``, ``loop/miss_rate``,
 ``hil/rtt_p99``, ``ros2/e2e_p99``, ``ros2/node_tick_p99``), their references and targets are
 :mod:`edgerl.bench.ratios`'. This verb parses the flags into a
-:class:`~edgerl.bench.ratios.RatiosConfig`, runs it, and prints the table (``--json``: the
+:class:`~edgerl.bench.ratios_config.RatiosConfig`, runs it, and prints the table (``--json``: the
 run's line); ``--record experiments`` writes the run into the results store (a
 ``bench-ratios`` results file with command, commit, date and load), ``--history`` appends the
 line to a JSON-lines file, and ``--png`` redraws the trend of every ratio over the recorded
@@ -20,7 +20,7 @@ from edgerl.apps.cli import flags
 from edgerl.apps.cli.errors import CliError
 
 if TYPE_CHECKING:
-    from edgerl.bench.ratios import RatiosConfig
+    from edgerl.bench.ratios_config import RatiosConfig
 
 HELP = "ratio of each path to its limit measured in the same run; appends a history line"
 
@@ -81,11 +81,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def config(args: argparse.Namespace) -> RatiosConfig:
-    """The :class:`~edgerl.bench.ratios.RatiosConfig` of the parsed flags (``CliError`` for
+    """The :class:`~edgerl.bench.ratios_config.RatiosConfig` of the parsed flags (``CliError`` for
     sizes out of range)."""
     from edgerl.bench.loop.spin import SpinConfig
     from edgerl.bench.loop.timing import LoopTiming
-    from edgerl.bench.ratios import HilRow, RatiosConfig, SimRows, TrainRows
+    from edgerl.bench.ratios_config import HilRow, RatiosConfig, SimRows, TrainRows
 
     if min(args.sim_envs, args.sim_steps, args.sim_repeats, args.train_envs,
            args.train_steps_per_env, args.train_iterations, args.train_repeats,
