@@ -37,6 +37,7 @@ significantly above 1.5x the bare loop's (one-sided exact conditional binomial t
 :func:`measure_ratios` returns one JSON line (UTC time, git revision, load averages before and
 after, every ratio and its raw numbers), appends it to ``history`` and, with ``png``, redraws
 the trend of every ratio over the history. ``make bench`` runs it (:mod:`edgerl.bench.suite`).
+What it measures: :class:`~edgerl.bench.ratios_config.RatiosConfig`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import json
 import os
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ from edgerl.bench.ratio_history import (
     record_ratios,
     recorded_lines,
 )
+from edgerl.bench.ratios_config import RatiosConfig
 from edgerl.contract.errors import UserError
 
 __all__ = ["TARGETS", "RatiosConfig", "bounds", "hil_row", "measure_ratios", "meets",
@@ -64,71 +66,6 @@ __all__ = ["TARGETS", "RatiosConfig", "bounds", "hil_row", "measure_ratios", "me
 TARGETS: dict[str, tuple[float | None, str]] = {
     "sim": (0.75, "min"), "train": (0.5, "min"), "loop": (1.5, "max"), "hil": (2.0, "max"),
     "ros2": (None, "max")}
-
-
-@dataclass(frozen=True)
-class RatiosConfig:
-    """What ``edgerl bench ratios`` measures (an empty task list or a zero count skips rows).
-
-    Attributes:
-        sim_tasks: MuJoCo tasks of the ``sim/<task>`` rows.
-        sim_envs: Envs per sim task.
-        sim_steps: Steps per sim block.
-        sim_repeats: Interleaved (task, raw) blocks; the best of each side is compared.
-        train_tasks: Tasks of the ``train/<task>`` rows.
-        train_envs: Envs per trainer.
-        train_steps_per_env: Rollout steps per env per PPO iteration.
-        train_iterations: PPO iterations per block.
-        train_repeats: (ours, bare) pairs.
-        bundle: Edit bundle of the loop and ros2 rows (``None`` skips them).
-        loop_cpus: CPUs of both loops' threads (``""`` = not pinned).
-        planner_cpus: CPUs of the edit loop's planner (``""`` = not pinned).
-        planner_process: The loop rows' burn planner in its own process (else a thread).
-        loop_rate: Loop rate of the loop rows (Hz).
-        loop_seconds: Seconds per loop block.
-        loop_pairs: (bare, loop) pairs (0 skips the loop rows).
-        miss_alpha: Level of the one-sided miss-rate test.
-        rt_priority: SCHED_FIFO priority of both loops (0 = normal scheduling).
-        hil_target: Firmware build of the hil row: ``host`` or ``qemu-m4``.
-        hil_runs: (paced bench serial, bench serial, hil) sets of the hil row (0 skips it).
-        hil_rt_priority: SCHED_FIFO priority of the hil row's processes (firmware +1).
-        hil_episodes: Hil episodes per set.
-        hil_max_steps: Hil steps per episode.
-        ros2_seconds: Seconds of the deploy and of the bench loop behind the ros2 rows (0
-            skips them).
-        history: Append the run's JSON line here (``None``: do not).
-        record: Write the run into this results store (``experiments/``) as a
-            ``bench-ratios`` results file of the ``runtime-timing`` question (``None``: do not).
-        png: Redraw the trend plot of the recorded runs (else of ``history``) here.
-    """
-
-    sim_tasks: tuple[str, ...] = ("arm_reach", "arm_push", "ball_balance")
-    sim_envs: int = 256
-    sim_steps: int = 20
-    sim_repeats: int = 15
-    train_tasks: tuple[str, ...] = ("cartpole", "ball_balance")
-    train_envs: int = 64
-    train_steps_per_env: int = 32
-    train_iterations: int = 3
-    train_repeats: int = 3
-    bundle: Path | None = None
-    loop_cpus: str = ""
-    planner_cpus: str = ""
-    planner_process: bool = False
-    loop_rate: float = 1000.0
-    loop_seconds: float = 10.0
-    loop_pairs: int = 1
-    miss_alpha: float = 0.05
-    rt_priority: int = 0
-    hil_target: str = "host"
-    hil_runs: int = 1
-    hil_rt_priority: int = 10
-    hil_episodes: int = 2
-    hil_max_steps: int = 250
-    ros2_seconds: float = 10.0
-    history: Path | None = None
-    record: Path | None = None
-    png: Path | None = None
 
 
 def _load() -> list[float]:
@@ -149,14 +86,14 @@ def sim_ratios(cfg: RatiosConfig) -> dict[str, dict[str, Any]]:
     (:func:`edgerl.bench.sim.overhead.overhead_ratio`)."""
     from edgerl.bench.sim.overhead import overhead_ratio
 
-    out = {}
-    for task in cfg.sim_tasks:
-        row = overhead_ratio(task, cfg.sim_envs, cfg.sim_steps, cfg.sim_repeats)
+    sim, out = cfg.sim, {}
+    for task in sim.tasks:
+        row = overhead_ratio(task, sim.envs, sim.steps, sim.repeats)
         out[f"sim/{task}"] = {"ratio": row["ratio"], "ours": row["steps_per_s"],
                               "reference": row["raw_physics_steps_per_s"],
                               "median_pair_ratio": row["median_pair_ratio"],
                               "ratio_from_rest": row["ratio_from_rest"],
-                              "unit": "env-steps/s", "num_envs": cfg.sim_envs}
+                              "unit": "env-steps/s", "num_envs": sim.envs}
     return out
 
 
@@ -167,34 +104,27 @@ def train_ratios(cfg: RatiosConfig) -> dict[str, dict[str, Any]]:
     from edgerl.bench.train.throughput import ThroughputCfg, compare
 
     torch.set_num_threads(1)
-    out = {}
-    for task in cfg.train_tasks:
-        row = compare(ThroughputCfg(task=task, num_envs=cfg.train_envs,
-                                    steps_per_env=cfg.train_steps_per_env,
-                                    iterations=cfg.train_iterations,
-                                    repeats=cfg.train_repeats))
+    train, out = cfg.train, {}
+    for task in train.tasks:
+        row = compare(ThroughputCfg(task=task, num_envs=train.envs,
+                                    steps_per_env=train.steps_per_env,
+                                    iterations=train.iterations, repeats=train.repeats))
         out[f"train/{task}"] = {"ratio": row["ratio"], "ours": row["ours_steps_per_s"],
                                 "reference": row["bare_steps_per_s"], "unit": "env-steps/s",
-                                "num_envs": cfg.train_envs}
+                                "num_envs": train.envs}
     return out
 
 
 def loop_ratios(cfg: RatiosConfig) -> dict[str, dict[str, Any]]:
     """``loop/jitter_p99`` and ``loop/miss_rate``: edit loop / bare sleep+spin loop."""
-    if cfg.bundle is None or cfg.loop_pairs == 0:
+    if cfg.bundle is None or cfg.loop.pairs == 0:
         return {}
-    from edgerl.bench.loop.spin import SpinConfig, compare
-    from edgerl.bench.loop.timing import LoopTiming
+    from edgerl.bench.loop.spin import compare
 
-    timing = LoopTiming(rate_hz=cfg.loop_rate, seconds=cfg.loop_seconds, warmup_s=0.5,
-                        spin_us=300.0, switch_interval_us=200.0, spin_switch_interval_us=5000.0,
-                        prewarm_us=150.0, rt_priority=cfg.rt_priority)
-    r = compare(SpinConfig(timing=timing, work_us=0.0, bundle=cfg.bundle,
-                           pairs=cfg.loop_pairs, planner_latency_ms=70.0,
-                           planner_period_ms=100.0, planner_process=cfg.planner_process,
-                           loop_cpus=cfg.loop_cpus, planner_cpus=cfg.planner_cpus))
-    pinned = {"loop_cpus": cfg.loop_cpus, "planner_cpus": cfg.planner_cpus,
-              "planner_mode": "process" if cfg.planner_process else "thread"}
+    loop = cfg.loop
+    r = compare(replace(loop, bundle=cfg.bundle))
+    pinned = {"loop_cpus": loop.loop_cpus, "planner_cpus": loop.planner_cpus,
+              "planner_mode": "process" if loop.planner_process else "thread"}
     return {"loop/jitter_p99": {"ratio": r["jitter_p99_ratio"], "ours": r["loop_jitter_p99_us"],
                                 "reference": r["bare_jitter_p99_us"], "unit": "us", **pinned},
             "loop/miss_rate": {**miss_rate_row(r, cfg.miss_alpha), **pinned,
@@ -224,13 +154,14 @@ def miss_rate_row(r: dict[str, Any], alpha: float = 0.05) -> dict[str, Any]:
 
 
 def hil_ratios(cfg: RatiosConfig) -> dict[str, dict[str, Any]]:
-    """``hil/rtt_p99``: ``hil_runs`` sets of :func:`edgerl.bench.hil.rt_ratio.pair`."""
-    if cfg.hil_runs == 0:
+    """``hil/rtt_p99``: ``hil.runs`` sets of :func:`edgerl.bench.hil.rt_ratio.pair`."""
+    hil = cfg.hil
+    if hil.runs == 0:
         return {}
     from edgerl.bench.hil.rt_ratio import pair
 
-    sets = [pair(cfg.hil_rt_priority, 2000, cfg.hil_episodes, cfg.hil_target,
-                 cfg.hil_max_steps) for _ in range(cfg.hil_runs)]
+    sets = [pair(hil.rt_priority, 2000, hil.episodes, hil.target, hil.max_steps)
+            for _ in range(hil.runs)]
     return {"hil/rtt_p99": hil_row(sets)}
 
 

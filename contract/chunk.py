@@ -40,13 +40,20 @@ def check_intent(intent: object) -> np.ndarray:
     if arr.ndim != 1 or not 1 <= arr.shape[0] <= MAX_INTENT:
         raise ChunkError(f"intent must have shape (I,) with 1 <= I <= {MAX_INTENT}, got shape "
                          f"{arr.shape} (None: no intent)")
+    arr = _finite_float32(arr, "intent")
+    arr.setflags(write=False)
+    return arr
+
+
+def _finite_float32(arr: np.ndarray, name: str) -> np.ndarray:
+    """The numeric ``arr`` as a C-contiguous float32 array; :class:`ChunkError` naming a
+    non-numeric dtype or the first entry that is not finite (``name[i, j]``)."""
     if not np.issubdtype(arr.dtype, np.number):
-        raise ChunkError(f"intent must be numeric, got dtype {arr.dtype}")
+        raise ChunkError(f"{name} must be numeric, got dtype {arr.dtype}")
     arr = np.ascontiguousarray(arr, dtype=np.float32)
     if not np.all(np.isfinite(arr)):
-        i = int(np.argmax(~np.isfinite(arr)))
-        raise ChunkError(f"intent[{i}] is not finite ({arr[i]})")
-    arr.setflags(write=False)
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        raise ChunkError(f"{name}[{', '.join(map(str, bad))}] is not finite ({arr[bad]})")
     return arr
 
 
@@ -82,12 +89,7 @@ class ActionChunk:
         if actions.shape[0] < 1 or actions.shape[1] < 1:
             raise ChunkError(f"actions must have H >= 1 rows and A >= 1 columns, got "
                              f"{actions.shape}")
-        if not np.issubdtype(actions.dtype, np.number):
-            raise ChunkError(f"actions must be numeric, got dtype {actions.dtype}")
-        actions = np.ascontiguousarray(actions, dtype=np.float32)
-        if not np.all(np.isfinite(actions)):
-            bad = np.argwhere(~np.isfinite(actions))[0]
-            raise ChunkError(f"actions[{bad[0]}, {bad[1]}] is not finite ({actions[tuple(bad)]})")
+        actions = _finite_float32(actions, "actions")
         if not (math.isfinite(self.dt) and self.dt > 0.0):
             raise ChunkError(f"dt must be a finite positive number of seconds, got {self.dt!r}")
         if not math.isfinite(self.t0):

@@ -19,32 +19,40 @@ recorder) into the recording together with the loop's logged transitions.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from edgerl.contract.config_groups import build
 from edgerl.contract.intervention import Intervention
 from edgerl.contract.key_values import SpecValueError, parse_key_values
 from edgerl.hil.lqr import plant_lqr
 
-__all__ = ["OperatorChannel", "OperatorConfig", "ScriptedOperator", "operator_channel"]
+__all__ = ["Flaws", "OperatorChannel", "OperatorConfig", "ScriptedOperator", "Takeover",
+           "operator_channel"]
 
 
 @dataclass
-class OperatorConfig:
-    """Scripted operator settings.
+class Takeover:
+    """When the operator takes over, and for how long.
 
     Attributes:
         theta_trigger: Pole angle (rad) beyond which it takes over.
         x_trigger: Cart position (m) beyond which it takes over.
         hold_steps: Control steps per takeover.
-        gain_scale: Its LQR gain times this (1 = the expert; < 1 detuned).
-        damping: Its gain on the two rates (cart and pole velocity) times this on top (0 =
-            it reacts only to where the cart and pole are, not to how fast they move: a
-            crude correction that rescues for a few steps but does not balance well).
-        noise: Std of the Gaussian added to its command (action units).
-        seed: Noise seed.
+    """
+
+    theta_trigger: float = 0.2
+    x_trigger: float = 1.5
+    hold_steps: int = 15
+
+
+@dataclass
+class Flaws:
+    """How its command departs from a clean rescue (commands bad to copy; none by default).
+
+    Attributes:
         bias: A constant added to its command (action units): it still rescues the pole but
             pushes the cart one way while doing so (bad to copy outside a rescue).
         bangbang: Command ``sign(correction)`` at full scale (+-1) instead of the clipped
@@ -54,25 +62,43 @@ class OperatorConfig:
             commands that are bad to copy although the takeover as a whole prevents failure.
     """
 
-    theta_trigger: float = 0.2
-    x_trigger: float = 1.5
-    hold_steps: int = 15
-    gain_scale: float = 0.6
-    damping: float = 1.0
-    noise: float = 0.2
-    seed: int = 0
     bias: float = 0.0
     bangbang: bool = False
     flip: int = 0
 
+
+@dataclass
+class OperatorConfig:
+    """Scripted operator settings (:meth:`parse`, and
+    :func:`edgerl.contract.config_groups.build`, set a group's field by its own name).
+
+    Attributes:
+        takeover: When it takes over and for how long.
+        gain_scale: Its LQR gain times this (1 = the expert; < 1 detuned).
+        damping: Its gain on the two rates (cart and pole velocity) times this on top (0 =
+            it reacts only to where the cart and pole are, not to how fast they move: a
+            crude correction that rescues for a few steps but does not balance well).
+        noise: Std of the Gaussian added to its command (action units).
+        seed: Noise seed.
+        flaws: Its deliberate flaws (bias, bang-bang, startled flip).
+    """
+
+    takeover: Takeover = field(default_factory=Takeover)
+    gain_scale: float = 0.6
+    damping: float = 1.0
+    noise: float = 0.2
+    seed: int = 0
+    flaws: Flaws = field(default_factory=Flaws)
+
     def __post_init__(self) -> None:
-        if self.theta_trigger <= 0 or self.x_trigger <= 0:
+        take, flip = self.takeover, self.flaws.flip
+        if take.theta_trigger <= 0 or take.x_trigger <= 0:
             raise ValueError("operator: theta_trigger and x_trigger must be > 0")
-        if self.hold_steps < 1:
-            raise ValueError(f"operator: hold_steps must be >= 1, got {self.hold_steps}")
-        if not 0 <= self.flip <= self.hold_steps:
-            raise ValueError(f"operator: flip must be in [0, hold_steps={self.hold_steps}], "
-                             f"got {self.flip}")
+        if take.hold_steps < 1:
+            raise ValueError(f"operator: hold_steps must be >= 1, got {take.hold_steps}")
+        if not 0 <= flip <= take.hold_steps:
+            raise ValueError(f"operator: flip must be in [0, hold_steps={take.hold_steps}], "
+                             f"got {flip}")
         if self.gain_scale <= 0 or self.noise < 0 or self.damping < 0:
             raise ValueError("operator: gain_scale must be > 0, damping and noise >= 0")
 
@@ -86,7 +112,7 @@ class OperatorConfig:
                   "seed": ("seed", int), "bias": ("bias", float),
                   "bangbang": ("bangbang", _zero_or_one), "flip": ("flip", int)}
         kw = parse_key_values(text, "operator", fields)
-        return cls(**kw)  # type: ignore[arg-type]
+        return build(cls, **kw)
 
 
 def _zero_or_one(value: str) -> bool:
@@ -117,7 +143,8 @@ class ScriptedOperator:
 
     def in_danger(self, state: np.ndarray) -> bool:
         """Whether ``state`` ``[x, x_dot, theta, theta_dot, ...]`` is near failure."""
-        return bool(abs(state[2]) > self.cfg.theta_trigger or abs(state[0]) > self.cfg.x_trigger)
+        take = self.cfg.takeover
+        return bool(abs(state[2]) > take.theta_trigger or abs(state[0]) > take.x_trigger)
 
     def step(self, state: np.ndarray, now: float) -> Intervention | None:
         """The record to send for this control step (``None``: nothing new)."""
@@ -131,10 +158,10 @@ class ScriptedOperator:
             if not self.active:  # a new takeover (a still-dangerous state extends one)
                 self.takeovers += 1
                 self.into = 0
-            self.left = self.cfg.hold_steps
+            self.left = self.cfg.takeover.hold_steps
         self.left -= 1
         self.active = True
-        wrong = self.into < self.cfg.flip
+        wrong = self.into < self.cfg.flaws.flip
         self.into += 1
         return Intervention("override", now,
                             np.asarray([self.command(state, wrong)], np.float32))
@@ -143,9 +170,9 @@ class ScriptedOperator:
         """Its command for ``state`` (action units, in ``[-1, 1]``; draws the noise);
         ``wrong``: the correction's sign is flipped (the bias is not)."""
         a = -float(state[:self.gain.shape[0]] @ self.gain) * (-1.0 if wrong else 1.0)
-        a += self.cfg.bias
+        a += self.cfg.flaws.bias
         a += self.cfg.noise * float(self.rng.standard_normal())
-        if self.cfg.bangbang:
+        if self.cfg.flaws.bangbang:
             return float(np.sign(a))
         return float(np.clip(a, -1.0, 1.0))
 

@@ -115,7 +115,13 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.contract.spec import BundleError
     from edgerl.runtime.inference import InferenceError
     from edgerl.runtime.planners.protocol.auth import load_secret
-    from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig
+    from edgerl.runtime.planners.server.config import (
+        Batching,
+        ConnectionLimits,
+        ServerConfig,
+        WorkQuotas,
+    )
+    from edgerl.runtime.planners.server.server import PlannerServer
 
     if not 0 <= args.port < 65536:
         raise CliError(f"--port must be in 0..65535, got {args.port}")
@@ -139,12 +145,13 @@ def run(args: argparse.Namespace) -> int:
         secret = load_secret(args.secret_file)
         config = ServerConfig(host=args.host, port=args.port, max_frame=args.max_frame,
                               max_clients=args.max_clients, obs_dim=obs_dim, secret=secret,
-                              idle_timeout_s=args.idle_timeout,
-                              read_timeout_s=args.read_timeout,
-                              max_batch_rows=args.max_batch_rows,
-                              batch_window_s=args.batch_window_ms / 1000.0,
-                              rows_per_s=args.rows_per_s, admission=not args.no_admission,
-                              inline=args.inline)
+                              connections=ConnectionLimits(idle_timeout_s=args.idle_timeout,
+                                                           read_timeout_s=args.read_timeout),
+                              batching=Batching(max_batch_rows=args.max_batch_rows,
+                                                batch_window_s=args.batch_window_ms / 1000.0,
+                                                inline=args.inline),
+                              quotas=WorkQuotas(rows_per_s=args.rows_per_s,
+                                                admission=not args.no_admission))
         server = PlannerServer(planner, config)
     except (OSError, ValueError) as exc:
         raise CliError(str(exc)) from exc

@@ -25,12 +25,12 @@ settings it holds.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from edgerl.contract.config_groups import build, setting_names
 from edgerl.contract.errors import UserError
 
 __all__ = ["ExperimentConfig", "load_config", "params_from"]
@@ -113,15 +113,17 @@ def load_config(path: str | Path) -> ExperimentConfig:
 
 
 def params_from(cls: type[P], table: dict[str, Any], where: str) -> P:
-    """The driver's ``Params`` from a config's ``[run]`` table (``driver`` left out); a key
-    the dataclass does not have is an error naming it."""
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    """The driver's ``Params`` from a config's ``[run]`` table (``driver`` left out; a
+    setting in one of the dataclass's groups by its own name:
+    :func:`edgerl.contract.config_groups.build`); a key the dataclass does not have is an
+    error naming it."""
+    names = setting_names(cls)
     given = {k: v for k, v in table.items() if k != "driver"}
     unknown = sorted(set(given) - names)
     if unknown:
         raise UserError(f"{where}: unknown setting(s) {unknown} for driver "
                         f"{table.get('driver')!r}; known: {sorted(names)}")
     try:
-        return cls(**given)
+        return build(cls, **given)
     except (TypeError, ValueError) as exc:
         raise UserError(f"{where}: {exc}") from exc

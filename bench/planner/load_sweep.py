@@ -106,13 +106,15 @@ def sweep(rates: list[float], point_s: float) -> dict[str, Any]:
     :func:`run_open_loop` from 32 robots with a 50 ms deadline."""
     from edgerl.contract.logs import progress
     from edgerl.runtime.planners.local.synthetic import SyntheticPlanner
-    from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig
+    from edgerl.runtime.planners.server.config import ServerConfig, WorkQuotas
+    from edgerl.runtime.planners.server.server import PlannerServer
 
     points = []
     for admission, rate in progress([(a, r) for a in (True, False) for r in rates],
                                     total=2 * len(rates), desc="load sweep"):
         server = PlannerServer(SyntheticPlanner(base_s=0.005, row_s=0.0, batch=False),
-                               ServerConfig(port=0, obs_dim=8, admission=admission))
+                               ServerConfig(port=0, obs_dim=8,
+                                            quotas=WorkQuotas(admission=admission)))
         try:
             point = run_open_loop(server.start(), rate, clients=32, duration_s=point_s,
                                   deadline_s=0.05)

@@ -17,6 +17,7 @@ import msgpack
 import numpy as np
 
 from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.config_groups import build
 from edgerl.contract.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.planners.protocol.framing import (
     PROTOCOL_VERSION,
@@ -134,7 +135,8 @@ class ServedPlanners:
         self.connections: list[Any] = []
 
     def __call__(self, planner: AffinePlanner, **cfg: Any) -> PlannerServer:
-        server = PlannerServer(planner, ServerConfig(**{"port": 0, "obs_dim": OBS_DIM, **cfg}))
+        config = build(ServerConfig, **{"port": 0, "obs_dim": OBS_DIM, **cfg})
+        server = PlannerServer(planner, config)
         server.start()
         self.started.append((server, planner))
         return server

@@ -7,7 +7,7 @@ import pytest
 
 from edgerl.contract.intervention_log import control_steps, read_recording
 from edgerl.hil.harness import HilConfig, run_hil
-from edgerl.hil.operator import OperatorConfig
+from edgerl.hil.operator import OperatorConfig, Takeover
 
 pytestmark = [pytest.mark.hil, pytest.mark.slow]
 
@@ -20,8 +20,8 @@ def test_operator_takes_over_and_the_recording_shows_it(fw_binaries, tmp_path):
     rec = tmp_path / "iv.mcap"
     # a hair trigger: the operator takes over at once and holds for 5 steps at a time
     res = run_hil(HilConfig(bundle=bundle, task="cartpole", max_steps=40, check_estop=False,
-                            link_probe=0, operator=OperatorConfig(theta_trigger=1e-4,
-                                                                  x_trigger=1e-4, hold_steps=5),
+                            link_probe=0, operator=OperatorConfig(Takeover(
+                                theta_trigger=1e-4, x_trigger=1e-4, hold_steps=5)),
                             record=rec)).as_dict()
     assert res["operator_takeovers"] >= 1 and res["operator_records"]["override"] >= 5
     assert res["recorded_ticks"] > 0 and res["dropped_ticks"] == 0

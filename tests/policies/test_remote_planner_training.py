@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from edgerl.apps.cli import main
+from edgerl.contract.config_groups import build
 from edgerl.contract.serde import SchemaError
 from edgerl.policies.bc_planner import BCChunkPlanner
 from edgerl.policies.config import TrainConfig
@@ -34,8 +35,8 @@ def served():
     torch.manual_seed(0)
     net = BCChunkPlanner(OBS, ACT, H, [-2.0], [2.0], hidden_dims=(16,))
     server = PlannerServer(BCServedPlanner(net, dt_s=0.02, period_s=0.02),
-                           ServerConfig(port=0, obs_dim=OBS, max_batch_rows=64,
-                                        max_pending_batches=2))
+                           build(ServerConfig, port=0, obs_dim=OBS, max_batch_rows=64,
+                                 max_pending_batches=2))
     host, port = server.start()
     yield net, f"remote:{host}:{port}", server
     server.stop()

@@ -3,7 +3,7 @@
 The rows (``sim/<task>``, ``train/<task>``, ``loop/jitter_p99``, ``loop/miss_rate``,
 ``hil/rtt_p99``, ``ros2/e2e_p99``, ``ros2/node_tick_p99``), their references and targets are
 :mod:`edgerl.bench.ratios`'. This verb parses the flags into a
-:class:`~edgerl.bench.ratios.RatiosConfig`, runs it, and prints the table (``--json``: the
+:class:`~edgerl.bench.ratios_config.RatiosConfig`, runs it, and prints the table (``--json``: the
 run's line); ``--record experiments`` writes the run into the results store (a
 ``bench-ratios`` results file with command, commit, date and load), ``--history`` appends the
 line to a JSON-lines file, and ``--png`` redraws the trend of every ratio over the recorded
@@ -20,7 +20,7 @@ from edgerl.apps.cli import flags
 from edgerl.apps.cli.errors import CliError
 
 if TYPE_CHECKING:
-    from edgerl.bench.ratios import RatiosConfig
+    from edgerl.bench.ratios_config import RatiosConfig
 
 HELP = "ratio of each path to its limit measured in the same run; appends a history line"
 
@@ -81,9 +81,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def config(args: argparse.Namespace) -> RatiosConfig:
-    """The :class:`~edgerl.bench.ratios.RatiosConfig` of the parsed flags (``CliError`` for
+    """The :class:`~edgerl.bench.ratios_config.RatiosConfig` of the parsed flags (``CliError`` for
     sizes out of range)."""
-    from edgerl.bench.ratios import RatiosConfig
+    from edgerl.bench.loop.spin import SpinConfig
+    from edgerl.bench.loop.timing import LoopTiming
+    from edgerl.bench.ratios_config import HilRow, RatiosConfig, SimRows, TrainRows
 
     if min(args.sim_envs, args.sim_steps, args.sim_repeats, args.train_envs,
            args.train_steps_per_env, args.train_iterations, args.train_repeats,
@@ -96,12 +98,22 @@ def config(args: argparse.Namespace) -> RatiosConfig:
                        f"(0, 0.5) (got {args.miss_alpha})")
     if args.bundle is not None and not (args.bundle / "manifest.json").is_file():
         raise CliError(f"--bundle {args.bundle}: no manifest.json (not a bundle)")
-    names = ("sim_tasks", "sim_envs", "sim_steps", "sim_repeats", "train_tasks", "train_envs",
-             "train_steps_per_env", "train_iterations", "train_repeats", "bundle", "loop_rate",
-             "loop_seconds", "loop_pairs", "loop_cpus", "planner_cpus", "planner_process",
-             "rt_priority", "miss_alpha", "hil_runs", "hil_target", "hil_rt_priority",
-             "hil_episodes", "hil_max_steps", "ros2_seconds", "history", "record", "png")
-    return RatiosConfig(**{name: getattr(args, name) for name in names})
+    timing = LoopTiming(rate_hz=args.loop_rate, seconds=args.loop_seconds, warmup_s=0.5,
+                        rt_priority=args.rt_priority)
+    return RatiosConfig(
+        sim=SimRows(tasks=args.sim_tasks, envs=args.sim_envs, steps=args.sim_steps,
+                    repeats=args.sim_repeats),
+        train=TrainRows(tasks=args.train_tasks, envs=args.train_envs,
+                        steps_per_env=args.train_steps_per_env,
+                        iterations=args.train_iterations, repeats=args.train_repeats),
+        bundle=args.bundle,
+        loop=SpinConfig(pairs=args.loop_pairs, loop_cpus=args.loop_cpus,
+                        planner_cpus=args.planner_cpus, timing=timing,
+                        planner_process=args.planner_process),
+        miss_alpha=args.miss_alpha,
+        hil=HilRow(target=args.hil_target, runs=args.hil_runs, rt_priority=args.hil_rt_priority,
+                   episodes=args.hil_episodes, max_steps=args.hil_max_steps),
+        ros2_seconds=args.ros2_seconds, history=args.history, record=args.record, png=args.png)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -37,7 +37,7 @@ def stage_deploy(cfg: DemoConfig, bundle_dir: Path, out: Path, delay_s: float,
     try:
         # ok when at least half of the deployed episodes reach the task's success (the
         # policy's own success rate is ~0.93: all of 4 episodes is a coin flip); k/n is shown
-        res = deploy(DeployConfig(bundle=bundle_dir, duration_s=cfg.deploy_s,
+        res = deploy(DeployConfig(bundle=bundle_dir, duration_s=cfg.checks.deploy_s,
                                   params_file=demo_params(out, delay_s), record=mcap,
                                   min_success=0.5),
                      on_progress=on_progress)

@@ -47,7 +47,7 @@ def stage_eval(cfg: DemoConfig, edit_run: Path, controls: dict[str, Path]) -> St
                               ("naive", controls.get("naive"), False)):
         if run is None:
             continue
-        r = _evaluate(run, cfg.eval_episodes, zero, cfg.show_progress)
+        r = _evaluate(run, cfg.checks.eval_episodes, zero, cfg.show_progress)
         rows.append({"method": method, "success_rate": r["success_rate"],
                      "return_mean": r["return_mean"], "episodes": r["episodes"],
                      "delay_ms": delay_ms, "eval_seed": r["eval_seed"],

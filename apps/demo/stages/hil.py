@@ -18,8 +18,9 @@ def stage_hil(cfg: DemoConfig, bundle_dir: Path, delay_s: float = 0.0) -> StageR
 
     t0 = time.perf_counter()
     try:
-        res = run_hil(HilConfig(bundle=bundle_dir, task=cfg.task, episodes=cfg.hil_episodes,
-                                seed=cfg.seed, planner_latency_s=delay_s)).as_dict()
+        res = run_hil(HilConfig(bundle=bundle_dir, task=cfg.task,
+                                episodes=cfg.checks.hil_episodes, seed=cfg.seed,
+                                planner_latency_s=delay_s)).as_dict()
     except (FirmwareError, OSError, ValueError) as exc:
         return StageResult("HIL (firmware on pty)", False, f"error: {str(exc)[:200]}",
                            time.perf_counter() - t0, {"error": str(exc)})

@@ -27,10 +27,11 @@ def _task_kwargs(cfg: DemoConfig) -> dict[str, Any]:
 def _train_config(cfg: DemoConfig, method: str, iterations: int):
     from edgerl.policies.config import TrainConfig
 
+    budget = cfg.training
     return TrainConfig(task=cfg.task, method=method, delay_steps=cfg.delay_steps,
-                       seed=cfg.seed, num_envs=cfg.num_envs, iterations=iterations,
+                       seed=cfg.seed, num_envs=budget.num_envs, iterations=iterations,
                        planner=cfg.planner if method == "edit" else "expert",
-                       stop_at_success=cfg.stop_at_success, task_kwargs=_task_kwargs(cfg))
+                       stop_at_success=budget.stop_at_success, task_kwargs=_task_kwargs(cfg))
 
 
 #: The controls the demo trains beside ``edit``, each in its own child process.
@@ -39,12 +40,13 @@ CONTROLS = ("naive", "edit_zero_chunks")
 
 def start_control(cfg: DemoConfig, method: str, run_dir: Path) -> subprocess.Popen | None:
     """Start ``edgerl train TASK --method METHOD`` as a child process (None when skipped)."""
-    if cfg.naive_iterations == 0:
+    budget = cfg.training
+    if budget.naive_iterations == 0:
         return None
     cmd = [sys.executable, "-m", "edgerl.apps", "--log-level", "WARNING", "train", cfg.task,
            "--method", method, "--delay-steps", str(cfg.delay_steps), "--seed", str(cfg.seed),
-           "--num-envs", str(cfg.num_envs), "--iterations", str(cfg.naive_iterations),
-           "--stop-at-success", str(cfg.stop_at_success), "--out", str(run_dir),
+           "--num-envs", str(budget.num_envs), "--iterations", str(budget.naive_iterations),
+           "--stop-at-success", str(budget.stop_at_success), "--out", str(run_dir),
            "--no-progress", "--json"]
     for key, value in _task_kwargs(cfg).items():
         cmd += ["--task-arg", f"{key}={json.dumps(value)}"]
@@ -88,7 +90,7 @@ def stage_train(cfg: DemoConfig, run_dir: Path) -> StageResult:
 
     t0 = time.perf_counter()
     torch.set_num_threads(1)
-    result = train(_train_config(cfg, "edit", cfg.iterations), out=run_dir,
+    result = train(_train_config(cfg, "edit", cfg.training.iterations), out=run_dir,
                    show_progress=cfg.show_progress)
     final = result.final()
     succ = final.get("success_rate")

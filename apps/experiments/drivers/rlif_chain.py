@@ -16,7 +16,9 @@ A finished round (its ``round.json``) or start is reused on a rerun.
 S``), ``stagger_s`` apart, as one machine's cores allow; then the ``reeval`` evaluations run one
 bundle after another with nothing else of the experiment running (``rlif_reeval``).
 ``prepare``: copies (and small steps) made before anything runs, e.g. the starts of an earlier
-run; ``variants``: the same chain again with some settings changed (a screen).
+run; ``variants``: the same chain again with some settings changed (a screen). The settings
+(:class:`~.rlif_chain_params.Params`) sit in groups by concern; a config names each by its own
+name.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from __future__ import annotations
 import json
 import shlex
 import statistics
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from edgerl.apps.experiments.context import Outcome, RunContext
@@ -34,9 +37,11 @@ from edgerl.apps.experiments.drivers.rlif_actions import (
     weaken,
     weaken_region,
 )
+from edgerl.apps.experiments.drivers.rlif_chain_params import Params
 from edgerl.apps.experiments.drivers.rlif_reeval import ReevalSpec, reevaluate
 from edgerl.apps.experiments.execute import Executor
 from edgerl.apps.experiments.rows import RLIF_CELLS, reeval_rows, rlif_seed_rows
+from edgerl.contract.config_groups import change, setting_names
 from edgerl.contract.errors import UserError
 
 __all__ = ["Params", "run", "run_prepare"]
@@ -45,54 +50,44 @@ COLLECT_KEYS = ("success", "steps", "operator_takeovers", "operator_records", "r
 NICE = 15
 
 
-@dataclass
-class Params:
-    """The ``[run]`` table of an ``rlif_chain`` config (defaults as the first runs had)."""
-
-    base: str
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    out: str = "runs/rlif"
-    shrink: float = 0.35
-    noise: float = 0.1
-    collect: int = 30
-    episodes: int = 20
-    steps: int = 2000
-    latency_ms: float = 100.0
-    operator: str = "theta=0.2,x=1.5,hold=15,gain=0.6,noise=0.2"
-    region: str = ""
-    controls: bool = False
-    own: bool = False
-    qmax: bool = False
-    rounds: int = 0
-    explore_std: float = 0.0
-    rlif_args: str = "--method rlif --actor-data own"
-    from_start: bool = False
-    no_noise_control: bool = False
-    eval_rounds: bool = False
-    nice: bool = False
-    json_out: str = ""                    # per run (``{seed}``: per seed process)
-    parallel_seeds: bool = False
-    stagger_s: float = 20.0
-    prepare: list[dict[str, Any]] = field(default_factory=list)
-    reeval: list[dict[str, Any]] = field(default_factory=list)
-    variants: list[dict[str, Any]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.rounds and not self.region:
-            raise ValueError("rounds needs region (the region-weakened start)")
-        if self.parallel_seeds and "{seed}" not in self.json_out:
-            raise ValueError("parallel_seeds needs json_out naming {seed} (each seed's process "
-                             "writes its own)")
-
-
 def _cli(ex: Executor, p: Params, args: list[str], nice: bool = False) -> dict[str, Any]:
-    return ex.run([*args, "--json"], nice=NICE if nice and p.nice else 0, json_out=True,
-                  retries=1)
+    return ex.run([*args, "--json"], nice=NICE if nice and p.processes.nice else 0,
+                  json_out=True, retries=1)
 
 
 def _hil(ex: Executor, p: Params, bundle: str, episodes: int, seed: int, *extra: str,
          nice: bool = False) -> dict[str, Any]:
-    return _cli(ex, p, hil_args(bundle, episodes, seed, p.latency_ms, *extra), nice=nice)
+    latency_ms = p.evaluation.latency_ms
+    return _cli(ex, p, hil_args(bundle, episodes, seed, latency_ms, *extra), nice=nice)
+
+
+def _collect(ex: Executor, p: Params, bundle: str, plant: int, rec: str, *extra: str,
+             nice: bool = False) -> dict[str, Any]:
+    """The operator's takeovers in ``collect`` HIL episodes of ``bundle`` at plant seed
+    ``plant``, recorded to ``rec``; the collection's numbers (:data:`COLLECT_KEYS`)."""
+    c = p.collection
+    col = _hil(ex, p, bundle, c.collect, plant, "--operator", f"{c.operator},seed={plant}",
+               "--record", rec, *extra, nice=nice)
+    return {k: col.get(k) for k in COLLECT_KEYS}
+
+
+def _finetune(ex: Executor, p: Params, recs: list[str], start: str, out: str,
+              args: Sequence[str], seed: int, nice: bool = False) -> dict[str, Any]:
+    """``edgerl finetune`` of ``start`` on ``recs`` into ``out`` with ``args``; its numbers
+    (the recordings' list left out)."""
+    ft = _cli(ex, p, ["edgerl", "finetune", "--interventions", *recs, "--bundle", start,
+                      "--out", out, *args, "--steps", str(p.finetuning.steps),
+                      "--seed", str(seed)], nice=nice)
+    return {k: v for k, v in ft.items() if k != "recordings"}
+
+
+def _evaluate(ex: Executor, p: Params, bundles: dict[str, str], seed: int) -> dict[str, Any]:
+    """Each bundle's HIL success at plant seed ``1000 + seed`` (the base's too with
+    ``controls``)."""
+    if p.cells.controls:
+        bundles = {**bundles, "base": p.base}
+    return {name: _hil(ex, p, b, p.evaluation.episodes, 1000 + seed)["success"]
+            for name, b in bundles.items()}
 
 
 def run_prepare(ex: Executor, steps: list[dict[str, Any]], **fmt: Any) -> None:
@@ -130,17 +125,13 @@ def _chain(ex: Executor, p: Params, d: str, start: str, seed: int, explore_std: 
             continue
         plant = seed + 100 * r
         extra = ("--explore-std", str(explore_std)) if explore_std > 0 else ()
-        col = _hil(ex, p, bundle, p.collect, plant, "--operator", f"{p.operator},seed={plant}",
-                   "--record", rec, *extra, nice=True)
-        src = start if p.from_start else bundle
-        ft = _cli(ex, p, ["edgerl", "finetune", "--interventions", *recs, "--bundle", src,
-                          "--out", out, *p.rlif_args.split(), "--steps", str(p.steps),
-                          "--seed", str(seed)], nice=True)
-        entry: dict[str, Any] = {"round": r, "plant_seed": plant,
-                                 "collect": {k: col.get(k) for k in COLLECT_KEYS},
-                                 "finetune": {k: v for k, v in ft.items() if k != "recordings"}}
-        if p.eval_rounds and r < p.rounds - 1:
-            entry["eval"] = _hil(ex, p, out, p.episodes, 1000 + seed)["success"]
+        col = _collect(ex, p, bundle, plant, rec, *extra, nice=True)
+        src = start if p.finetuning.from_start else bundle
+        ft = _finetune(ex, p, recs, src, out, p.finetuning.rlif_args.split(), seed, nice=True)
+        entry: dict[str, Any] = {"round": r, "plant_seed": plant, "collect": col,
+                                 "finetune": ft}
+        if p.evaluation.eval_rounds and r < p.rounds - 1:
+            entry["eval"] = _hil(ex, p, out, p.evaluation.episodes, 1000 + seed)["success"]
         ex.write_text(done, json.dumps(entry))
         log.append(entry)
         bundle = out
@@ -153,28 +144,23 @@ def run_rounds(ex: Executor, p: Params, seed: int) -> dict[str, Any]:
     weak = f"{d}/weak"
     res: dict[str, Any] = {"seed": seed}
     if not ex.exists(f"{weak}/manifest.json"):
-        res["weaken_region"] = weaken_region(ex, p.base, weak, p.region,
+        res["weaken_region"] = weaken_region(ex, p.base, weak, p.weakening.region,
                                              f"{p.out}/base_obs.mcap", seed)
         ex.write_text(f"{d}/weaken.json", json.dumps(res["weaken_region"]))
     else:
         res["weaken_region"] = ex.read_json(f"{d}/weaken.json")
     bundles = {"start": weak}
-    bundles["rlif"], recs, res["rounds_rlif"] = _chain(ex, p, d, weak, seed, p.explore_std,
-                                                       "rlif")
+    bundles["rlif"], recs, res["rounds_rlif"] = _chain(ex, p, d, weak, seed,
+                                                       p.collection.explore_std, "rlif")
     res["bc_targets"] = bc_targets(ex, recs, p.base)
     bundles["bc"] = f"{d}/bc"
     if not ex.exists(f"{bundles['bc']}/manifest.json"):
-        ft = _cli(ex, p, ["edgerl", "finetune", "--interventions", *recs, "--bundle", weak,
-                          "--out", bundles["bc"], "--method", "bc", "--steps", str(p.steps),
-                          "--seed", str(seed)], nice=True)
-        res["finetune_bc"] = {k: v for k, v in ft.items() if k != "recordings"}
-    if p.no_noise_control:
+        res["finetune_bc"] = _finetune(ex, p, recs, weak, bundles["bc"], ("--method", "bc"),
+                                       seed, nice=True)
+    if p.cells.no_noise_control:
         bundles["rlif_nonoise"], _, res["rounds_rlif_nonoise"] = _chain(
             ex, p, d, weak, seed, 0.0, "rlif_nonoise")
-    if p.controls:
-        bundles["base"] = p.base
-    for name, b in bundles.items():
-        res[name] = _hil(ex, p, b, p.episodes, 1000 + seed)["success"]
+    res.update(_evaluate(ex, p, bundles, seed))
     return res
 
 
@@ -187,48 +173,40 @@ def run_seed(ex: Executor, p: Params, seed: int) -> dict[str, Any]:
     if ex.exists(done):
         res.update(ex.read_json(done))
     else:
-        if p.region:
-            res["weaken_region"] = weaken_region(ex, p.base, weak, p.region,
+        if p.weakening.region:
+            res["weaken_region"] = weaken_region(ex, p.base, weak, p.weakening.region,
                                                  f"{p.out}/base_obs.mcap", seed)
         else:
-            weaken(ex, p.base, weak, p.shrink, p.noise, seed)
-        col = _hil(ex, p, weak, p.collect, seed, "--operator", f"{p.operator},seed={seed}",
-                   "--record", rec)
-        res["collect"] = {k: col.get(k) for k in COLLECT_KEYS}
+            weaken(ex, p.base, weak, p.weakening.shrink, p.weakening.noise, seed)
+        res["collect"] = _collect(ex, p, weak, seed, rec)
         ex.write_text(done, json.dumps(res))
     res["bc_targets"] = bc_targets(ex, [rec], p.base)
     bundles = {"start": weak}
     variants = {"rlif": ("--method", "rlif"), "bc": ("--method", "bc")}
-    if p.controls:
+    if p.cells.controls:
         variants["rlif_beta0"] = ("--method", "rlif", "--beta", "0")
-    if p.own:
+    if p.cells.own:
         variants["rlif_own"] = ("--method", "rlif", "--actor-data", "own")
-    if p.qmax:
+    if p.cells.qmax:
         variants["rlif_qmax"] = ("--method", "rlif", "--extract", "qmax")
     for name, extra in variants.items():
         bundles[name] = f"{d}/{name}"
-        ft = _cli(ex, p, ["edgerl", "finetune", "--interventions", rec, "--bundle", weak,
-                          "--out", bundles[name], *extra, "--steps", str(p.steps), "--seed",
-                          str(seed)])
-        res[f"finetune_{name}"] = {k: v for k, v in ft.items() if k != "recordings"}
-    if p.controls:
-        bundles["base"] = p.base
-    for name, b in bundles.items():
-        res[name] = _hil(ex, p, b, p.episodes, 1000 + seed)["success"]
+        res[f"finetune_{name}"] = _finetune(ex, p, [rec], weak, bundles[name], extra, seed)
+    res.update(_evaluate(ex, p, bundles, seed))
     return res
 
 
 def _one_process(ex: Executor, p: Params, seeds: list[int]) -> list[dict[str, Any]]:
     """What one ``rlif_experiment`` process did for ``seeds``: the base recording when the
     region start needs one, then each seed; its per-run JSON."""
-    if p.region and not ex.exists(f"{p.out}/base_obs.mcap"):
+    if p.weakening.region and not ex.exists(f"{p.out}/base_obs.mcap"):
         _hil(ex, p, p.base, 10, 500, "--record", f"{p.out}/base_obs.mcap")
     rows = [(run_rounds if p.rounds else run_seed)(ex, p, s) for s in seeds]
-    if p.json_out:
+    if p.processes.json_out:
         cells = [m for m in RLIF_CELLS if m in rows[0]]
         summary = {m: {"mean": statistics.mean(r[m] for r in rows),
                        "std": statistics.pstdev(r[m] for r in rows)} for m in cells}
-        target = p.json_out.format(seed=seeds[0] if len(seeds) == 1 else "s", out=p.out)
+        target = p.processes.json_out.format(seed=seeds[0] if len(seeds) == 1 else "s", out=p.out)
         ex.write_text(target, json.dumps({"seeds": rows, "summary": summary}, indent=2))
     return rows
 
@@ -239,18 +217,18 @@ def _variant(ex: Executor, p: Params, ctx: RunContext) -> tuple[list[dict[str, A
         return _one_process(ex, p, [ctx.lane]), []
     run_prepare(ex, p.prepare, out=p.out)
     results: list[dict[str, Any]] = []
-    if p.parallel_seeds and not ex.dry_run:
+    if p.processes.parallel_seeds and not ex.dry_run:
         handles = []
         for i, s in enumerate(p.seeds):
             if i:
-                ex.sleep(p.stagger_s)
+                ex.sleep(p.processes.stagger_s)
             handles.append(ex.start(["edgerl", "experiment", "run", str(ctx.config.path),
                                      "--lane", str(s)]))
         for h in handles:
             ex.wait(h)
         for s in p.seeds:
-            results += ex.read_json(p.json_out.format(seed=s, out=p.out))["seeds"]
-    elif p.parallel_seeds:
+            results += ex.read_json(p.processes.json_out.format(seed=s, out=p.out))["seeds"]
+    elif p.processes.parallel_seeds:
         for s in p.seeds:
             ex.note(f"seed {s}: its own process (edgerl experiment run CONFIG --lane {s})")
             results += _one_process(ex, p, [s])
@@ -261,8 +239,8 @@ def _variant(ex: Executor, p: Params, ctx: RunContext) -> tuple[list[dict[str, A
         label = spec.get("label", f"reeval{i + 1}")
         settings = {"last_round": p.rounds - 1 if p.rounds else None,
                     **{k: v for k, v in spec.items() if k != "label"}}
-        rs = ReevalSpec(out=p.out, base=p.base, seeds=list(p.seeds), latency_ms=p.latency_ms,
-                        **settings)
+        rs = ReevalSpec(out=p.out, base=p.base, seeds=list(p.seeds),
+                        latency_ms=p.evaluation.latency_ms, **settings)
         evaluations += reeval_rows(reevaluate(ex, rs), label)
     return results, evaluations
 
@@ -270,14 +248,14 @@ def _variant(ex: Executor, p: Params, ctx: RunContext) -> tuple[list[dict[str, A
 def run(p: Params, ex: Executor, ctx: RunContext) -> Outcome:
     """The chain (and its variants); rows: per seed, per round, per evaluation."""
     rows: list[dict[str, Any]] = []
-    names = {f.name for f in fields(Params)}
+    names = setting_names(Params)
     for i, overrides in enumerate([{}] + list(p.variants)):
         if i and ctx.lane is not None:
             break
         bad = set(overrides) - names - {"label"}
         if bad:
             raise UserError(f"{ctx.config.path}: unknown variant setting(s) {sorted(bad)}")
-        q = replace(p, **{k: v for k, v in overrides.items() if k != "label"})
+        q = change(p, **{k: v for k, v in overrides.items() if k != "label"})
         if i == 0 and p.variants:
             q = replace(q, variants=[])
             continue  # the base table only carries the variants' shared settings

@@ -13,7 +13,7 @@ import json
 import os
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from edgerl.apps.experiments.context import Outcome, RunContext
@@ -90,23 +90,13 @@ def reevaluate(ex: Executor, spec: ReevalSpec) -> dict[str, Any]:
 
 
 @dataclass
-class Params:
-    """The ``[run]`` table of an ``rlif_reeval`` config: one :class:`ReevalSpec`."""
+class Params(ReevalSpec):
+    """The ``[run]`` table of an ``rlif_reeval`` config: a :class:`ReevalSpec` and the rows'
+    ``label``."""
 
-    out: str
-    base: str
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    episodes: int = 20
-    latency_ms: float = 100.0
-    eval_seed_offset: int = 1000
-    rounds_too: bool = False
-    only: list[str] = field(default_factory=list)
-    json_out: str = ""
     label: str = "reeval"
 
 
 def run(p: Params, ex: Executor, ctx: RunContext) -> Outcome:
-    spec = ReevalSpec(out=p.out, base=p.base, seeds=p.seeds, episodes=p.episodes,
-                      latency_ms=p.latency_ms, eval_seed_offset=p.eval_seed_offset,
-                      rounds_too=p.rounds_too, only=p.only, json_out=p.json_out)
+    spec = ReevalSpec(**{f.name: getattr(p, f.name) for f in fields(ReevalSpec)})
     return Outcome(parts={"": reeval_rows(reevaluate(ex, spec), p.label)}, seeds=p.seeds)

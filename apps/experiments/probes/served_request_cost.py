@@ -27,7 +27,8 @@ import torch
 
 from edgerl.policies.bc_planner import BCChunkPlanner
 from edgerl.policies.remote_planner import BCServedPlanner
-from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig
+from edgerl.runtime.planners.server.config import Batching, ServerConfig
+from edgerl.runtime.planners.server.server import PlannerServer
 
 CLIENT = """
 import json, sys, time
@@ -56,7 +57,7 @@ class MainThreadOnly(BCServedPlanner):
 
 
 def measure(planner: BCServedPlanner, rows: int, requests: int) -> dict:
-    server = PlannerServer(planner, ServerConfig(port=0, obs_dim=4, inline=True))
+    server = PlannerServer(planner, ServerConfig(port=0, obs_dim=4, batching=Batching(inline=True)))
     host, port = server.start()
     try:
         cpu0 = time.process_time()

@@ -1,16 +1,17 @@
-"""``RemotePlannerConfig``, ``RemotePlannerError`` and the request records of
-:class:`~.remote.RemotePlanner` (waiters, the outbox item, requests sent and awaiting an answer)."""
+"""``RemotePlannerConfig`` (with its ``Reconnect`` and ``Health`` groups), ``RemotePlannerError``
+and the request records of :class:`~.remote.RemotePlanner` (waiters, the outbox item, requests
+sent and awaiting an answer)."""
 
 from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from edgerl.runtime.planners.protocol.framing import DEFAULT_MAX_FRAME, PRIORITIES
 
-__all__ = ["RemotePlannerConfig", "RemotePlannerError"]
+__all__ = ["Health", "Reconnect", "RemotePlannerConfig", "RemotePlannerError"]
 
 
 class RemotePlannerError(RuntimeError):
@@ -22,23 +23,55 @@ class RemotePlannerError(RuntimeError):
 
 
 @dataclass
+class Reconnect:
+    """How the client connects, and reconnects after a disconnect.
+
+    Attributes:
+        connect_timeout_s: How long :meth:`RemotePlanner.start` waits for the server.
+        reconnect_s: Pause between reconnection attempts after a disconnect.
+        reconnect_max_s: Longest pause between reconnection attempts (the pause doubles
+            from ``reconnect_s`` after each failure).
+    """
+
+    connect_timeout_s: float = 5.0
+    reconnect_s: float = 0.5
+    reconnect_max_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        _positive(self, ("connect_timeout_s", "reconnect_s", "reconnect_max_s"))
+
+
+@dataclass
+class Health:
+    """When ``health()`` calls the server slow or dead.
+
+    Attributes:
+        slow_factor: ``SLOW`` when the round-trip p50 exceeds
+            ``slow_factor * info.expected_latency_s`` (and some milliseconds).
+        dead_after_s: ``DEAD`` when a sent request has had no answer for this long (the
+            server is connected but not answering).
+    """
+
+    slow_factor: float = 2.0
+    dead_after_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        _positive(self, ("dead_after_s",))
+
+
+@dataclass
 class RemotePlannerConfig:
-    """Client settings.
+    """Client settings (:func:`edgerl.contract.config_groups.change` sets a group's field by
+    its name, as ``RemotePlanner(**overrides)`` does).
 
     Attributes:
         host: Server address.
         port: Server TCP port.
         deadline_s: Budget per request (s) from the server's receipt; 0 = none. A chunk
             arriving later than ``deadline_s`` after ``request()`` is dropped too.
-        connect_timeout_s: How long :meth:`RemotePlanner.start` waits for the server.
-        reconnect_s: Pause between reconnection attempts after a disconnect.
-        slow_factor: ``health()`` is ``SLOW`` when the round-trip p50 exceeds
-            ``slow_factor * info.expected_latency_s`` (and some milliseconds).
+        reconnect: Connection wait and reconnection backoff.
+        health: The ``SLOW`` and ``DEAD`` thresholds of ``health()``.
         max_frame: Largest accepted reply payload (bytes).
-        reconnect_max_s: Longest pause between reconnection attempts (the pause doubles
-            from ``reconnect_s`` after each failure).
-        dead_after_s: ``health()`` is ``DEAD`` when a sent request has had no answer for
-            this long (the server is connected but not answering).
         max_future_s: A chunk whose ``t0`` is more than this after its ``obs_time`` is
             rejected.
         secret: Shared secret of an authenticated server (``--secret-file``), or ``None``.
@@ -48,12 +81,9 @@ class RemotePlannerConfig:
     host: str = "127.0.0.1"
     port: int = 7700
     deadline_s: float = 0.0
-    connect_timeout_s: float = 5.0
-    reconnect_s: float = 0.5
-    slow_factor: float = 2.0
+    reconnect: Reconnect = field(default_factory=Reconnect)
+    health: Health = field(default_factory=Health)
     max_frame: int = DEFAULT_MAX_FRAME
-    reconnect_max_s: float = 5.0
-    dead_after_s: float = 5.0
     max_future_s: float = 1.0
     secret: bytes | None = None
     priority: str = "robot"
@@ -61,12 +91,16 @@ class RemotePlannerConfig:
     def __post_init__(self) -> None:
         if self.priority not in PRIORITIES:
             raise ValueError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
-        for name in ("connect_timeout_s", "reconnect_s", "reconnect_max_s", "dead_after_s",
-                     "max_future_s"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        _positive(self, ("max_future_s",))
         if self.deadline_s < 0:
             raise ValueError(f"deadline_s must be >= 0, got {self.deadline_s}")
+
+
+def _positive(cfg: Any, names: tuple[str, ...]) -> None:
+    """``ValueError`` naming the first of ``cfg``'s ``names`` that is not > 0."""
+    for name in names:
+        if not getattr(cfg, name) > 0:
+            raise ValueError(f"{name} must be > 0, got {getattr(cfg, name)}")
 
 
 @dataclass

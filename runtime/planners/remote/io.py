@@ -55,7 +55,7 @@ class _RemoteIO:
                 if self._closing.is_set():
                     return
                 item, self._outbox = self._outbox, None
-            if not self._connected.wait(self.config.reconnect_s):
+            if not self._connected.wait(self.config.reconnect.reconnect_s):
                 self._counts["dropped_disconnected"] += 1
                 continue
             waited = time.monotonic() - item.created
@@ -131,10 +131,10 @@ class _RemoteIO:
         try:
             self._connect()
             self._counts["reconnects"] += 1
-            self._backoff = self.config.reconnect_s
+            self._backoff = self.config.reconnect.reconnect_s
         except (OSError, ProtocolError, RemotePlannerError) as exc:
             self._counts["reconnect_failed"] += 1
-            self._backoff = min(self.config.reconnect_max_s, 2 * self._backoff)
+            self._backoff = min(self.config.reconnect.reconnect_max_s, 2 * self._backoff)
             log.debug("reconnect to %s:%d failed: %s (next in %.2f s)", self.config.host,
                       self.config.port, exc, self._backoff)
 

@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from edgerl.contract.chunk import ActionChunk
+from edgerl.contract.config_groups import change
 from edgerl.contract.planner import PlannerHealth, PlannerInfo
 from edgerl.runtime.planners.protocol.auth import FrameAuth
 from edgerl.runtime.planners.protocol.framing import (
@@ -83,7 +84,7 @@ class RemotePlanner(_BatchRequests, _RemoteIO):
     def __init__(self, config: RemotePlannerConfig | None = None, **overrides: Any) -> None:
         cfg = config or RemotePlannerConfig()
         if overrides:
-            cfg = RemotePlannerConfig(**{**cfg.__dict__, **overrides})
+            cfg = change(cfg, **overrides)
         self.config = cfg
         self.info = PlannerInfo(horizon=1, action_dim=1, dt_s=1.0, period_s=1.0,
                                 expected_latency_s=0.0)  # replaced by the server's in start()
@@ -98,7 +99,7 @@ class RemotePlanner(_BatchRequests, _RemoteIO):
         self._ids = itertools.count(1)
         self._sent: dict[int, _Sent] = {}
         self._auth: FrameAuth | None = None
-        self._backoff = cfg.reconnect_s
+        self._backoff = cfg.reconnect.reconnect_s
         self._info_known = False  # info comes from the server's health reply in start()
         self._waiters: dict[int, _Waiter] = {}
         self._latest: ActionChunk | None = None
@@ -117,7 +118,7 @@ class RemotePlanner(_BatchRequests, _RemoteIO):
         Raises :class:`RemotePlannerError` (``unreachable``) when no server answers within
         ``connect_timeout_s``.
         """
-        deadline = time.monotonic() + self.config.connect_timeout_s
+        deadline = time.monotonic() + self.config.reconnect.connect_timeout_s
         last: Exception | None = None
         while time.monotonic() < deadline:
             try:
@@ -160,7 +161,7 @@ class RemotePlanner(_BatchRequests, _RemoteIO):
 
     def _connect(self) -> None:
         sock = socket.create_connection((self.config.host, self.config.port),
-                                        timeout=self.config.connect_timeout_s)
+                                        timeout=self.config.reconnect.connect_timeout_s)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             self._auth = self._handshake(sock) if self.config.secret is not None else None
@@ -301,18 +302,18 @@ class RemotePlanner(_BatchRequests, _RemoteIO):
             return PlannerHealth.DEAD
         if self.server_state in (PlannerHealth.DEAD.value, PlannerHealth.STARTING.value):
             return PlannerHealth(self.server_state)
-        slow_s = self.config.slow_factor * self.info.expected_latency_s + 0.005
+        slow_s = self.config.health.slow_factor * self.info.expected_latency_s + 0.005
         with self._cv:
             oldest = min((s.sent for s in self._sent.values()), default=None)
         if oldest is not None:
             waiting = time.monotonic() - oldest
-            if waiting > self.config.dead_after_s:
+            if waiting > self.config.health.dead_after_s:
                 return PlannerHealth.DEAD
             if waiting > max(slow_s, self.config.deadline_s):
                 return PlannerHealth.SLOW
         if self._rtts:
             p50 = float(np.median(np.asarray(self._rtts)))
-            if p50 > self.config.slow_factor * self.info.expected_latency_s + 0.005:
+            if p50 > self.config.health.slow_factor * self.info.expected_latency_s + 0.005:
                 return PlannerHealth.SLOW
         return PlannerHealth.OK
 

@@ -120,21 +120,21 @@ class _Scheduler:
 
     # --- admission -------------------------------------------------------------------------
     def _take_tokens(self, session: _Session, rows: int) -> None:
-        cfg = self.config
+        max_rows, rows_per_s = self.config.batching.max_batch_rows, self.config.quotas.rows_per_s
         now = time.monotonic()
-        session.tokens = min(4.0 * cfg.max_batch_rows,
-                             session.tokens + (now - session.refilled) * cfg.rows_per_s)
+        session.tokens = min(4.0 * max_rows,
+                             session.tokens + (now - session.refilled) * rows_per_s)
         session.refilled = now
-        if rows > cfg.max_batch_rows:
+        if rows > max_rows:
             raise ProtocolError("quota_exceeded", f"{rows} rows in one request; the limit is "
-                                                  f"{cfg.max_batch_rows} (max_batch_rows)")
+                                                  f"{max_rows} (max_batch_rows)")
         if rows > session.tokens:
-            raise ProtocolError("quota_exceeded", f"work quota of {cfg.rows_per_s:g} rows/s "
+            raise ProtocolError("quota_exceeded", f"work quota of {rows_per_s:g} rows/s "
                                                   "exceeded; slow down")
         session.tokens -= rows
 
     def _admit(self, session: _Session, request: PlanRequest) -> None:
-        cfg = self.config
+        cfg = self.config.quotas
         self._count("requests")
         now = time.monotonic()
         self._take_tokens(session, request.rows)
@@ -181,12 +181,12 @@ class _Scheduler:
         ahead = sum(j.request.rows for j in self._queue
                     if j is not exclude and PRIORITIES.index(j.request.priority) <= level)
         if self._has_batch:
-            cap = self.config.max_batch_rows
+            cap = self.config.batching.max_batch_rows
             full, rest = divmod(ahead, cap)
             work = full * self._cost.estimate(cap) + self._cost.estimate(rest + request.rows)
         else:  # one request per planner call
             work = (ahead + 1) * self._cost.estimate(1)
-        return max(now, self._inflight_until) + self.config.batch_window_s + work
+        return max(now, self._inflight_until) + self.config.batching.batch_window_s + work
 
     # --- batching --------------------------------------------------------------------------
     async def _batch_loop(self) -> None:
@@ -198,9 +198,9 @@ class _Scheduler:
                     await asyncio.wait_for(self._wakeup.wait(), 0.2)
                 continue
             oldest = min(j.received for j in self._queue)
-            wait = oldest + self.config.batch_window_s - time.monotonic()
+            wait = oldest + self.config.batching.batch_window_s - time.monotonic()
             if self._has_batch and wait > 0 and len(self._sessions) > 1 and sum(
-                    j.request.rows for j in self._queue) < self.config.max_batch_rows:
+                    j.request.rows for j in self._queue) < self.config.batching.max_batch_rows:
                 await asyncio.sleep(wait)
             batch = self._take_batch()
             if not batch:
@@ -209,7 +209,7 @@ class _Scheduler:
             self._inflight_until = time.monotonic() + self._cost.estimate(rows)
             assert self._worker is not None
             try:
-                if self.config.inline:
+                if self.config.batching.inline:
                     results, seconds = self._compute(batch)
                 else:
                     results, seconds = await self._worker.submit(self._loop, self._compute,
@@ -231,16 +231,16 @@ class _Scheduler:
         instead."""
         now = time.monotonic()
         batch: list[_Job] = []
-        rows = 0
+        rows, cap = 0, self.config.batching.max_batch_rows
         with self._lock:
             self._queue.sort(key=lambda j: j.rank)
             keep: list[_Job] = []
             for job in self._queue:
-                if self.config.admission and job.deadline < now + self._cost.estimate(
+                if self.config.quotas.admission and job.deadline < now + self._cost.estimate(
                         job.request.rows):
                     self._expire(job, now)
                 elif not batch or (self._has_batch
-                                   and rows + job.request.rows <= self.config.max_batch_rows):
+                                   and rows + job.request.rows <= cap):
                     batch.append(job)
                     rows += job.request.rows
                 else:

@@ -52,7 +52,7 @@ class _Connections:
             return
         auth = FrameAuth(cfg.secret, side="server") if cfg.secret else None
         session = _Session(next(self._ids), peer_s, writer, auth, tokens=4.0 *
-                           cfg.max_batch_rows, refilled=time.monotonic())
+                           cfg.batching.max_batch_rows, refilled=time.monotonic())
         with self._lock:
             self._sessions[session.cid] = session
             self._counters["connections"] += 1
@@ -82,13 +82,13 @@ class _Connections:
     async def _read_frame(self, reader: asyncio.StreamReader, session: _Session
                           ) -> tuple[bytes | None, str]:
         """One frame body (tag included), or ``(None, why)`` when the connection must end."""
-        cfg = self.config
+        timeouts = self.config.connections
         first, why = await self._within(
-            session, reader.readexactly(1), cfg.idle_timeout_s, "closed by peer",
-            ("idle_timeout", f"no request for {cfg.idle_timeout_s:g} s", "idle timeout"))
+            session, reader.readexactly(1), timeouts.idle_timeout_s, "closed by peer",
+            ("idle_timeout", f"no request for {timeouts.idle_timeout_s:g} s", "idle timeout"))
         if why:
             return None, why
-        limit = cfg.max_frame + (TAG_SIZE if session.auth else 0)
+        limit = self.config.max_frame + (TAG_SIZE if session.auth else 0)
 
         async def rest() -> bytes | None:
             (size,) = HEADER.unpack(first + await reader.readexactly(HEADER.size - 1))
@@ -99,8 +99,8 @@ class _Connections:
             return await reader.readexactly(size)
 
         body, why = await self._within(
-            session, rest(), cfg.read_timeout_s, "closed mid-frame",
-            ("read_timeout", f"frame not complete {cfg.read_timeout_s:g} s after its first "
+            session, rest(), timeouts.read_timeout_s, "closed mid-frame",
+            ("read_timeout", f"frame not complete {timeouts.read_timeout_s:g} s after its first "
              "byte", "read timeout (slow sender)"))
         if why:
             return None, why
@@ -136,7 +136,7 @@ class _Connections:
             if session.auth is not None:
                 body = session.auth.open(body)
             msg = decode_payload(body, max_frame=self.config.max_frame,
-                                 max_items=max(64, self.config.max_batch_rows))
+                                 max_items=max(64, self.config.batching.max_batch_rows))
             raw_id = msg.get("id", -1)
             req_id = raw_id if type(raw_id) is int and abs(raw_id) < (1 << 63) else -1
             kind = msg["type"]
@@ -169,7 +169,7 @@ class _Connections:
                 session.closed = True  # the tag sequence is broken: nothing later can verify
                 return
             self._send(session, error_msg(req_id, exc.code, exc.message))
-            if session.bad_frames >= self.config.max_bad_frames:
+            if session.bad_frames >= self.config.connections.max_bad_frames:
                 self._refuse_and_close(session, "quota_exceeded", f"{session.bad_frames} "
                                        "refused messages on this connection")
 
@@ -181,7 +181,7 @@ class _Connections:
             return
         frame = session.auth.seal(payload) if session.auth else encode_frame(payload)
         session.writer.write(frame)
-        if session.writer.transport.get_write_buffer_size() > self.config.max_outbuf:
+        if session.writer.transport.get_write_buffer_size() > self.config.connections.max_outbuf:
             log.warning("client %s is not reading its replies; closing it", session.peer)
             self._drop("not_reading")
             self._close(session)
@@ -201,7 +201,7 @@ class _Connections:
 
     async def _close_writer(self, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(writer.drain(), self.config.write_timeout_s)
+            await asyncio.wait_for(writer.drain(), self.config.connections.write_timeout_s)
         writer.close()
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(writer.wait_closed(), self.config.write_timeout_s)
+            await asyncio.wait_for(writer.wait_closed(), self.config.connections.write_timeout_s)

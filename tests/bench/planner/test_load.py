@@ -10,28 +10,16 @@ request is answered and no thread dies. The 60 s version is
 from __future__ import annotations
 
 import statistics
-import threading
 
 import pytest
 
-from edgerl.bench.planner.load import HOSTILE_KINDS, LoadConfig, LoadResult, run_load
-from edgerl.runtime.planners.local.synthetic import SyntheticPlanner
-from edgerl.runtime.planners.server.server import PlannerServer, ServerConfig
+from edgerl.bench.planner.hostile_test import run_hostile
+from edgerl.bench.planner.load import LoadConfig, LoadResult
 
 
 def test_hostile_clients_do_not_hurt_well_behaved_ones():
-    died: list = []
-    previous, threading.excepthook = threading.excepthook, died.append
-    cfg = LoadConfig(good=48, hostile=dict.fromkeys(HOSTILE_KINDS, 4), duration_s=10.0,
-                     period_s=0.1, deadline_s=0.5, hostile_on_s=1.0, hostile_off_s=1.0)
-    server = PlannerServer(SyntheticPlanner(), ServerConfig(
-        port=0, obs_dim=8, idle_timeout_s=0.5, read_timeout_s=0.3))
-    try:
-        result = run_load(server.start(), cfg)
-        metrics = server.metrics()
-    finally:
-        server.stop()
-        threading.excepthook = previous
+    run = run_hostile(10.0, 1.0, idle_timeout_s=0.5, read_timeout_s=0.3)
+    cfg, result, metrics, died = run.cfg, run.result, run.metrics, run.died
     assert died == []
     assert metrics["internal"] == 0
     assert metrics["threads_alive"] == {"loop": True, "worker": True}

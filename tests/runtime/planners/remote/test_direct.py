@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from edgerl.contract.config_groups import build
 from edgerl.runtime.planners.protocol.framing import decode_array, encode_array
 from edgerl.runtime.planners.remote.config import RemotePlannerError
 from edgerl.runtime.planners.remote.direct import DirectPlanner
@@ -25,8 +26,9 @@ def pieces(n: int, rows: int) -> list[np.ndarray]:
 @pytest.mark.parametrize("secret", [None, SECRET])
 def test_plan_many_answers_every_piece_on_the_calling_thread(secret):
     before = threading.active_count()
-    server = PlannerServer(BatchAffinePlanner(sleep_s=0.05), ServerConfig(
-        port=0, obs_dim=OBS_DIM, secret=secret, max_pending_batches=2, max_batch_rows=16))
+    server = PlannerServer(BatchAffinePlanner(sleep_s=0.05), build(
+        ServerConfig, port=0, obs_dim=OBS_DIM, secret=secret, max_pending_batches=2,
+        max_batch_rows=16))
     host, port = server.start()
     try:
         with DirectPlanner(host, port, secret=secret) as client:
@@ -91,8 +93,8 @@ def test_a_wrongly_shaped_answer_is_refused():
 def test_send_many_keeps_several_tickets_in_flight_and_files_answers_by_ticket():
     """send_many returns before any answer (the planner takes 50 ms per batch); receive in
     reverse order files the earlier tickets' answers under their own tickets."""
-    server = PlannerServer(BatchAffinePlanner(sleep_s=0.05), ServerConfig(
-        port=0, obs_dim=OBS_DIM, max_batch_rows=16, inline=True))
+    server = PlannerServer(BatchAffinePlanner(sleep_s=0.05), build(
+        ServerConfig, port=0, obs_dim=OBS_DIM, max_batch_rows=16, inline=True))
     host, port = server.start()
     try:
         with DirectPlanner(host, port, timeout_s=5.0) as client:

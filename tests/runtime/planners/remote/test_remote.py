@@ -73,7 +73,7 @@ class TestLoopback:
         assert chunk.t0 == 123.25 and chunk.obs_time == 123.25 and chunk.source == "affine"
         assert client.latest() is not None
         # OK unless this one round trip was slow (a loaded machine): health follows the RTT
-        limit = client.config.slow_factor * client.info.expected_latency_s + 0.005
+        limit = client.config.health.slow_factor * client.info.expected_latency_s + 0.005
         slow = float(np.median(np.asarray(client._rtts))) > limit
         assert client.health() is (PlannerHealth.SLOW if slow else PlannerHealth.OK)
         assert server.metrics()["served"] == 1
