@@ -27,6 +27,7 @@ __all__ = [
     "LatencyModel",
     "blend_active",
     "blend_weight",
+    "oldest_chunk_age",
     "check_trigger",
     "chunk_row",
     "chunk_usable",
@@ -106,6 +107,12 @@ def max_planner_delay(latency: LatencyModel, extra_max: int = 0) -> int:
     base = (len(latency.delay_distribution) - 1 if latency.delay_distribution
             else latency.planner_delay_steps)
     return int(base + math.ceil(latency.delay_jitter_steps) + int(extra_max))
+
+
+def oldest_chunk_age(latency: LatencyModel, extra_max: int = 0) -> int:
+    """The oldest (steps) a chunk's planner observation gets before the next chunk arrives:
+    the largest planner delay plus the period (a planner intent is read that old at most)."""
+    return max_planner_delay(latency, extra_max) + int(latency.planner_period_steps)
 
 
 def inflight_slots(max_delay: int, period_steps: int) -> int:

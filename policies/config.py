@@ -16,6 +16,7 @@ from edgerl.contract.timing import (
     TRIGGERS,
     LatencyModel,
     default_horizon,
+    oldest_chunk_age,
     resolve_period,
     sampling_delay_steps,
 )
@@ -275,7 +276,7 @@ class TrainConfig:
         arrives: the planner delay (with the randomizer's extra) plus its period."""
         if self.bc.intent_stale_steps >= 0:
             return self.bc.intent_stale_steps
-        return self.delay_steps + self.extra_delay_steps[1] + self.resolved_period
+        return oldest_chunk_age(self.resolved_latency, self.extra_delay_steps[1])
 
     @property
     def prefix_conditioned(self) -> bool:

@@ -1,4 +1,4 @@
-"""The frames the planner-server load generators put on the wire and read back.
+"""The frames the planner-server load generators send over the planner protocol and read back.
 
 Split from :mod:`.load` so that both load shapes share one definition of a request: the
 closed-loop test with hostile clients (:mod:`.load`) and the open-loop offered-load sweep

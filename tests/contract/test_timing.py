@@ -30,7 +30,7 @@ RULE_FUNCTIONS = {"max_planner_delay", "required_horizon", "default_horizon",
                   "resolve_stale_steps", "resolve_blend_steps", "resolve_period",
                   "blend_weight", "blend_active", "merge_weights", "chunk_usable", "chunk_row",
                   "is_newer", "default_merge", "step_offset", "has_planned_row",
-                  "inflight_slots"}
+                  "inflight_slots", "oldest_chunk_age"}
 #: Properties/methods outside the module that must delegate to it (name -> timing call).
 DELEGATES = {"resolved_horizon": "default_horizon", "resolved_period": "resolve_period"}
 

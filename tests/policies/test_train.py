@@ -55,14 +55,16 @@ def test_each_method_trains_two_iterations(method, tmp_path):
 def test_reload_gives_identical_actions(tmp_path):
     cfg = _cfg("edit", delay_steps=2)
     result = train(cfg, out=tmp_path / "run", show_progress=False)
-    pol = load_policy(result.run_dir, checkpoint="model_1.pt")  # the final policy
+    # the in-memory policy is the deployed one (an edit run's guard chose it)
+    pol = load_policy(result.run_dir)
+    assert pol.checkpoint.name == "model_deploy.pt"
     env = pol.make_env(4, seed=5)
     obs = env.get_observations()["policy"]
     assert obs.shape == (4, pol.actor.input_dim)
     with torch.no_grad():
         trained = result.policy(TensorDict({"policy": obs}, batch_size=[4]))
         reloaded = pol.actor(obs)
-        again = load_policy(result.run_dir, checkpoint="model_1.pt").actor(obs)
+        again = load_policy(result.run_dir, checkpoint="model_deploy.pt").actor(obs)
     assert torch.equal(trained, reloaded)
     assert torch.equal(reloaded, again)
     assert not pol.actor.training

@@ -11,7 +11,7 @@ import pytest
 from edgerl.bench.planner.frames import hostile_frame, plan_frame, read_frame
 from edgerl.runtime.planners.protocol.framing import (
     HEADER,
-    WireError,
+    ProtocolError,
     decode_array,
     decode_payload,
     encode_frame,
@@ -38,9 +38,9 @@ def test_hostile_frames_oversized_and_malformed():
     assert batch["type"] == "plan_batch" and len(batch["instructions"]) == 4096
     for k in range(5):  # broken arrays the server must refuse
         msg = decode_payload(_body(hostile_frame("malformed", k, 8)))
-        with pytest.raises(WireError):
+        with pytest.raises(ProtocolError):
             decode_array(msg["obs"], "obs", ndim=1)
-    with pytest.raises(WireError):  # k % 6 == 5: garbage, not msgpack
+    with pytest.raises(ProtocolError):  # k % 6 == 5: garbage, not msgpack
         decode_payload(_body(hostile_frame("malformed", 5, 8)))
 
 
