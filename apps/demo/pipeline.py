@@ -89,10 +89,11 @@ def run_demo(cfg: DemoConfig,
         for method, child in children.items():
             summary = finish_control(child, timeout_s=1800.0)
             if summary is not None:  # its own training time, not the wait for it
+                success = summary.get("success_rate")
+                shown = "n/a (no episode ended)" if success is None else f"{success:.2f}"
                 done(StageResult(f"train {method} (child process)", True,
-                                 f"{summary['iterations']} it, train success "
-                                 f"{summary['success_rate']:.2f}", summary["wall_s"],
-                                 summary))
+                                 f"{summary['iterations']} it, train success {shown}",
+                                 summary["wall_s"], summary))
     finally:
         for child in children.values():
             stop_process(child)
