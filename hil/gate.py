@@ -89,8 +89,10 @@ class ExpertBudgetPlanner:
         self._pools = {name: ProcessPoolExecutor(1, mp_context=ctx, initializer=_worker_init,
                                                  initargs=(budgets, seed + i, os.getpid()))
                        for i, name in enumerate(names)}
-        ready = [pool.submit(_worker_ready) for pool in self._pools.values()]
-        for f in ready:  # started (in parallel) before the episodes
+        with self.lock:
+            snapshot = pickle.dumps(self.plant)
+        ready = [pool.submit(_worker_ready, snapshot) for pool in self._pools.values()]
+        for f in ready:  # started and warm (in parallel) before the episodes
             f.result(timeout=300)
 
     def plan(self, budget: GateBudgetSpec, observation: np.ndarray, now: float,
@@ -147,9 +149,13 @@ def _exit_with_parent(parent: int, poll_s: float = 0.5) -> None:
     threading.Thread(target=watch, name="edgerl-parent-watch", daemon=True).start()
 
 
-def _worker_ready() -> bool:
+def _worker_ready(snapshot: bytes) -> bool:
+    """Import what a plan needs before the first one: the planner and, by unpickling a
+    snapshot of the plant, its task's modules (seconds of imports that would otherwise delay
+    the first plan of an episode past its budget's latency)."""
     from edgerl.sim.gate.budgets import BudgetPlanner  # noqa: F401  (import before use)
 
+    pickle.loads(snapshot)
     return True
 
 
