@@ -9,9 +9,10 @@ the final evaluation uses, in the run's own (latency-wrapped) env:
 * ``planner``: the same network with its output layer zeroed, so the residual is 0 and the
   command is the planner's chunk row: the planner alone, at the same delay.
 
-Smooth enough first: when a teacher is given (the planner without delay, which in simulation
-can run every step), its own command's mean |du| per tick is measured in the same episodes,
-and only the candidates within ``max_rate_ratio`` of it compete (all of them if none is). The
+Smooth enough first: when a rate reference is given (the privileged no-delay expert the
+planner learned from, the upper bound of the result tables; the planner without delay for a
+task without one), its own command's mean |du| per tick is measured in the same episodes, and
+only the candidates within ``max_rate_ratio`` of it compete (all of them if none is). The
 best of those by the task's score (success rate, then return) is written as
 ``model_deploy.pt``, which :func:`edgerl.policies.runs.default_checkpoint` loads first. Since
 the planner alone is a candidate, the deployed edit policy scores at least the planner's
@@ -63,11 +64,11 @@ def _evaluate(env: Any, act: Any, episodes: int) -> dict[str, Any]:
 
 def select_deployed(env: Any, actor: Any, candidates: dict[str, dict[str, torch.Tensor]],
                     cfg: GuardConfig, run_dir: Path | None,
-                    teacher: Any = None) -> dict[str, Any]:
+                    reference: Any = None, reference_name: str = "") -> dict[str, Any]:
     """Evaluate each candidate actor state on ``env`` (deterministic means), load the chosen
     one into ``actor`` and save it as ``run_dir / model_deploy.pt``; the per-candidate scores.
-    ``teacher(env) -> (N, A)`` (optional): the reference whose command rate bounds the
-    candidates' (``cfg.max_rate_ratio``)."""
+    ``reference(env) -> (N, A)`` (optional, named ``reference_name``): the command whose
+    rate bounds the candidates' (``cfg.max_rate_ratio``)."""
     from tensordict import TensorDict
 
     scores: dict[str, Any] = {}
@@ -79,16 +80,16 @@ def select_deployed(env: Any, actor: Any, candidates: dict[str, dict[str, torch.
             return actor(TensorDict({"policy": obs}, batch_size=[obs.shape[0]]))
 
         scores[name] = _evaluate(env, act, cfg.episodes)
-    reference = None
-    if teacher is not None:
+    measured = None
+    if reference is not None:
         bound = float(env.latency_cfg.edit_bound)
 
-        def follow(obs: torch.Tensor) -> torch.Tensor:  # the residual that commands the teacher
-            return torch.clamp((teacher(env) - env.current_row()) / max(bound, 1e-6), -1, 1)
+        def follow(obs: torch.Tensor) -> torch.Tensor:  # the residual commanding the reference
+            return torch.clamp((reference(env) - env.current_row()) / max(bound, 1e-6), -1, 1)
 
-        reference = _evaluate(env, follow, cfg.episodes)
-    smooth = [k for k in scores if reference is None
-              or scores[k]["action_rate"] <= cfg.max_rate_ratio * reference["action_rate"]]
+        measured = _evaluate(env, follow, cfg.episodes)
+    smooth = [k for k in scores if measured is None
+              or scores[k]["action_rate"] <= cfg.max_rate_ratio * measured["action_rate"]]
     chosen = max(smooth or scores, key=lambda k: _score(scores[k]))
     actor.load_state_dict(candidates[chosen])
     if run_dir is not None:
@@ -100,9 +101,9 @@ def select_deployed(env: Any, actor: Any, candidates: dict[str, dict[str, torch.
            "smooth_enough": smooth,
            "scores": {k: {"success_rate": v["success_rate"], "return_mean": v["return_mean"],
                           "action_rate": v["action_rate"]} for k, v in scores.items()}}
-    if reference is not None:
-        out["teacher"] = {"success_rate": reference["success_rate"],
-                          "return_mean": reference["return_mean"],
-                          "action_rate": reference["action_rate"],
-                          "max_rate_ratio": cfg.max_rate_ratio}
+    if measured is not None:
+        out["reference"] = {"name": reference_name, "success_rate": measured["success_rate"],
+                            "return_mean": measured["return_mean"],
+                            "action_rate": measured["action_rate"],
+                            "max_rate_ratio": cfg.max_rate_ratio}
     return out

@@ -114,9 +114,20 @@ def edit_teacher(cfg: TrainConfig, planner_net: Any) -> tuple[Any, str]:
     if planner_net is not None and not cfg.prefix_conditioned:
         return planner_teacher(planner_net.plan_fn()), "bc planner, no delay"
 
-    def expert(wrapped: Any) -> torch.Tensor:
-        return wrapped.unwrapped.expert_action()
-    return expert, "task expert"
+    return privileged_expert, "task expert"
+
+
+def privileged_expert(wrapped: Any) -> torch.Tensor:
+    """The task's privileged expert command ``(N, A)`` for the envs under ``wrapped`` now."""
+    return wrapped.unwrapped.expert_action()
+
+
+def rate_reference(env: Any, teacher: Any, source: str) -> tuple[Any, str]:
+    """Whose command rate bounds the deployed edit's: the task's privileged expert (the
+    no-delay upper bound the planner learned from) when it has one, else the teacher."""
+    if callable(getattr(getattr(env, "unwrapped", env), "expert_action", None)):
+        return privileged_expert, "task expert"
+    return teacher, source
 
 
 def _warm_start(env: Any, runner: Any, cfg: TrainConfig, teacher: Any, source: str,
@@ -164,7 +175,7 @@ def _learn(runner: Any, cfg: TrainConfig, env: Any, teacher: Any, source: str,
 
 
 def _guard(cfg: TrainConfig, runner: Any, planner_net: Any, warm_state: dict | None,
-           run_dir: Path, teacher: Any) -> dict[str, Any]:
+           run_dir: Path, teacher: Any, source: str) -> dict[str, Any]:
     """Choose the deployed edit actor on validation episodes (:mod:`edgerl.policies.guard`):
     the final, the best-training, the warm-start and the zero-residual (planner alone)
     actors."""
@@ -185,7 +196,8 @@ def _guard(cfg: TrainConfig, runner: Any, planner_net: Any, warm_state: dict | N
     env = make_method_env(make_base_env(cfg, cfg.num_envs, seed=seed), cfg, planner_net,
                           seed=seed)
     try:
-        return select_deployed(env, actor, candidates, cfg.guard, run_dir, teacher=teacher)
+        reference, name = rate_reference(env, teacher, source)
+        return select_deployed(env, actor, candidates, cfg.guard, run_dir, reference, name)
     finally:
         env.close()
 
@@ -252,7 +264,7 @@ def train(cfg: TrainConfig, out: str | Path | None = None, root: str | Path = "r
                 (run_dir / CONFIG_NAME).write_text(json.dumps(document, indent=2) + "\n")
             if cfg.is_edit and cfg.guard.episodes and lead:
                 document["guard"] = _guard(cfg, runner, planner_net, warm_state, run_dir,
-                                           teacher)
+                                           teacher, source)
                 (run_dir / CONFIG_NAME).write_text(json.dumps(document, indent=2) + "\n")
             result.history = runner.history
             result.env_steps = runner.logger.tot_timesteps

@@ -177,7 +177,7 @@ def test_the_smoothness_term_makes_the_students_error_steadier():
 
 def test_the_guard_deploys_the_best_candidate_that_is_smooth_enough(monkeypatch, tmp_path):
     """Scores as validation would give them (in evaluation order: candidates, then the
-    teacher): the jerky best loses to the best smooth one; with none smooth, the best wins."""
+    reference): the jerky best loses to the best smooth one; with none smooth, the best wins."""
     import edgerl.policies.guard as guard
 
     env = _edit_env(row=0.0)
@@ -189,13 +189,14 @@ def test_the_guard_deploys_the_best_candidate_that_is_smooth_enough(monkeypatch,
         it = iter(summaries)
         monkeypatch.setattr(guard, "_evaluate", lambda *a: next(it))
         return select_deployed(env, actor, cands, GuardConfig(episodes=2), tmp_path,
-                               teacher=lambda e: torch.zeros(e.num_envs, 1))
+                               reference=lambda e: torch.zeros(e.num_envs, 1),
+                               reference_name="expert")
 
     def s(ret, rate):
         return {"success_rate": float("nan"), "return_mean": ret, "action_rate": rate}
 
-    out = run([s(-5, 0.03), s(-3, 0.09), s(-4, 0.02), s(-2, 0.02)])  # teacher: rate 0.02
+    out = run([s(-5, 0.03), s(-3, 0.09), s(-4, 0.02), s(-2, 0.02)])  # reference: rate 0.02
     assert out["deployed"] == "warm" and out["smooth_enough"] == ["warm"]
-    assert out["teacher"]["action_rate"] == 0.02
+    assert (out["reference"]["name"], out["reference"]["action_rate"]) == ("expert", 0.02)
     out = run([s(-5, 0.5), s(-3, 0.9), s(-4, 0.7), s(-2, 0.02)])
     assert out["deployed"] == "best" and out["smooth_enough"] == []

@@ -204,6 +204,7 @@ def test_an_edit_run_deploys_the_validation_guards_choice(tmp_path):
     assert doc["distill"]["teacher"] == "task expert" and len(doc["distill"]["losses"]) == 1
     guard = doc["guard"]
     assert set(guard["scores"]) == {"final", "best", "warm", "planner"}
+    assert guard["reference"]["name"] == "task expert"  # the privileged expert bounds the rate
     best = max(guard["scores"], key=lambda k: (guard["scores"][k]["success_rate"],
                                                guard["scores"][k]["return_mean"]))
     assert guard["deployed"] == best
