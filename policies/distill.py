@@ -30,7 +30,7 @@ import torch
 from edgerl.contract.logs import progress
 from edgerl.policies.config import DistillConfig
 
-__all__ = ["DistillConfig", "distill_actor", "planner_teacher"]
+__all__ = ["DistillConfig", "distill_actor", "intent_teacher", "planner_teacher"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,31 @@ def planner_teacher(planner: Any) -> Teacher:
         answer = planner(robot, ids)
         chunks = answer[0] if isinstance(answer, tuple) else answer
         return chunks[:, 0]
+
+    return teach
+
+
+def intent_teacher(planner: Any) -> Teacher:
+    """A teacher the edit can match from its own inputs: an intent planner's decoder
+    (:meth:`~edgerl.policies.bc_planner.BCChunkPlanner.decode`) on the env's newest robot
+    observation (it reads only the fast elements) and the intent of the chunk the edit holds,
+    row 0: the command the planner's head gives now from what the planner knew when it
+    planned (its decoder is trained on such stale intents). Where no chunk is held yet, the
+    planner without delay (:func:`planner_teacher`), which nothing the edit sees can know.
+
+    The fresh planner's row also depends on the planner-only elements through a fresh intent
+    the edit never sees; regressing on it leaves an error the student cannot remove (on a
+    reaching task, misses by the target's radius). ``planner``: a ``BCChunkPlanner`` with
+    ``intent_dim`` > 0."""
+    fresh = planner_teacher(planner.plan_fn())
+
+    def teach(env: Any) -> torch.Tensor:
+        robot = env.get_observations()["robot"]
+        s = env.scheduler
+        with torch.no_grad():
+            x = robot.to(planner.in_mean.device, torch.float32)
+            rows = planner.decode(x, s.cur_intent.to(x))[:, 0].to(robot)
+        return torch.where(s.has_chunk()[:, None], rows, fresh(env))
 
     return teach
 

@@ -25,6 +25,9 @@ class DistillConfig:
             the student's values before the first policy update.
         smooth: Weight of matching the command's step-to-step change to the teacher's (0 =
             imitation of each step alone).
+        teacher: For an intent planner, ``intent``: its decoder on the fresh fast
+            observation and the held chunk's intent (a target the edit's inputs determine);
+            ``fresh``: the planner without delay (also the teacher of other BC planners).
     """
 
     rounds: int = 8
@@ -35,8 +38,11 @@ class DistillConfig:
     init_std: float = 0.1
     critic_warmup: int = 0
     smooth: float = 5.0
+    teacher: str = "intent"
 
     def __post_init__(self) -> None:
+        if self.teacher not in ("intent", "fresh"):
+            raise ValueError(f"distill.teacher: 'intent' or 'fresh', got {self.teacher!r}")
         for key in ("steps", "epochs", "batch_size"):
             if getattr(self, key) < 1:
                 raise ValueError(f"distill.{key}: must be >= 1, got {getattr(self, key)}")

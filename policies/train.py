@@ -105,13 +105,17 @@ def _rank_config(cfg: TrainConfig, local_rank: int) -> TrainConfig:
 
 
 def edit_teacher(cfg: TrainConfig, planner_net: Any) -> tuple[Any, str]:
-    """The edit's teacher, ``teacher(env) -> (N, A)``, and its name: the planner without delay
-    (the BC planner's fresh chunk); the task's expert action for the scripted planner and for
+    """The edit's teacher, ``teacher(env) -> (N, A)``, and its name: for an intent planner its
+    decoder on the fresh fast observation and the held chunk's intent
+    (:func:`~edgerl.policies.distill.intent_teacher`), for another BC planner the planner
+    without delay (its fresh chunk); the task's expert action for the scripted planner and for
     a planner that reads the committed prefix (whose first rows continue the prefix rather
     than act on the state)."""
-    from edgerl.policies.distill import planner_teacher
+    from edgerl.policies.distill import intent_teacher, planner_teacher
 
     if planner_net is not None and not cfg.prefix_conditioned:
+        if planner_net.intent_dim and cfg.distill.teacher == "intent":
+            return intent_teacher(planner_net), "bc planner's decoder on the held intent"
         return planner_teacher(planner_net.plan_fn()), "bc planner, no delay"
 
     return privileged_expert, "task expert"

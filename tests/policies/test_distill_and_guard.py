@@ -200,3 +200,33 @@ def test_the_guard_deploys_the_best_candidate_that_is_smooth_enough(monkeypatch,
     assert (out["reference"]["name"], out["reference"]["action_rate"]) == ("expert", 0.02)
     out = run([s(-5, 0.5), s(-3, 0.9), s(-4, 0.7), s(-2, 0.02)])
     assert out["deployed"] == "best" and out["smooth_enough"] == []
+
+
+def test_the_intent_teacher_decodes_the_held_chunks_intent_on_the_fresh_observation():
+    """Before a chunk arrives the teacher is the planner without delay; once one is held, it
+    is the planner's decoder on the newest observation and *that chunk's* intent (planned
+    steps ago), which differs from the fresh planner's row."""
+    from edgerl.policies.bc_planner import BCChunkPlanner
+    from edgerl.policies.distill import intent_teacher
+
+    torch.manual_seed(0)
+    net = BCChunkPlanner(2, 1, 4, [-1.0], [1.0], hidden_dims=[8], intent_dim=2,
+                         fast_indices=[0])
+    net.in_std.fill_(4.0)  # step counts 0..7 in a usable range
+    cfg = LatencyCfg(method="edit", latency=LatencyModel(planner_delay_steps=2,
+                                                         planner_period_steps=4),
+                     horizon=4, edit_bound=1.0, intent_dim=2)
+    env = LatencyWrapper(Aim(), cfg, planner=net.plan_fn())
+    env.reset()
+    teach = intent_teacher(net)
+    fresh = net.plan(env.get_observations()["robot"])[:, 0]
+    assert not bool(env.scheduler.has_chunk().any())
+    assert torch.allclose(teach(env), fresh)
+    for _ in range(3):
+        env.step(torch.zeros(4, 1))
+    assert bool(env.scheduler.has_chunk().all())
+    robot = env.get_observations()["robot"]
+    held = env.scheduler.cur_intent
+    want = net.decode(robot, held)[:, 0]
+    assert torch.allclose(teach(env), want)
+    assert not torch.allclose(want, net.plan(robot)[:, 0], atol=1e-4)  # the intent is stale
