@@ -231,15 +231,27 @@ def run_cell(cfg: ProtocolConfig, cell: ProtocolCell, root: Path, control_hz: fl
 ROWS_NAME = "rows.jsonl"
 
 
+#: Protocol fields a cell's row does not depend on: how many cells train at once, which
+#: seeds and extra cells the protocol runs (each cell has its own seed).
+NOT_IN_CELL_KEY = ("jobs", "seeds", "extra_cells")
+
+
+def cell_key(cfg: ProtocolConfig) -> str:
+    """What a finished row must have been made with to be reused: the configuration without
+    :data:`NOT_IN_CELL_KEY` (so adding extra cells or seeds reruns nothing already done)."""
+    return json.dumps({k: v for k, v in asdict(cfg).items() if k not in NOT_IN_CELL_KEY},
+                      sort_keys=True)
+
+
 def finished_rows(cfg: ProtocolConfig, root: Path) -> dict[tuple[str, int], dict[str, Any]]:
-    """``(cell, seed) -> row`` of the cells already done under ``root`` with this very
-    configuration (a row of another configuration is not reused)."""
+    """``(cell, seed) -> row`` of the cells already done under ``root`` with this
+    configuration (:func:`cell_key`; a row of another configuration is not reused)."""
     path = root / ROWS_NAME
     if not path.is_file():
         return {}
-    me = json.dumps(asdict(cfg), sort_keys=True)
+    keys = {cell_key(cfg), json.dumps(asdict(cfg), sort_keys=True)}  # the older, whole key
     rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    return {(r["cell"], r["seed"]): r for r in rows if r.get("config") == me}
+    return {(r["cell"], r["seed"]): r for r in rows if r.get("config") in keys}
 
 
 def run_protocol(cfg: ProtocolConfig, root: str | Path,
@@ -255,7 +267,7 @@ def run_protocol(cfg: ProtocolConfig, root: str | Path,
     root.mkdir(parents=True, exist_ok=True)
     hz = float(get_task_info(cfg.task).control_hz)
     before = finished_rows(cfg, root)
-    me = json.dumps(asdict(cfg), sort_keys=True)
+    me = cell_key(cfg)
     rows: list[dict[str, Any]] = []
 
     def done(row: dict[str, Any], fresh: bool = True) -> None:

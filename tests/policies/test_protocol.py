@@ -82,3 +82,20 @@ def test_a_seed_missing_a_cell_is_left_out_of_the_gain():
                   "planner": [6.0]})
     s = summarize(rows)
     assert s["g"]["per_seed"] == [0.8] and s["g"]["se"] == 0.0
+
+
+def test_finished_rows_are_reused_when_only_jobs_seeds_or_extra_cells_change(tmp_path):
+    """A rerun that adds extra cells or seeds, or trains more cells at once, reuses the rows
+    already done; one that changes what a cell trains (its iterations) reuses none."""
+    import json
+
+    from edgerl.policies.protocol import ROWS_NAME, cell_key, finished_rows
+
+    cfg = ProtocolConfig(task="cartpole_goal", iterations=10, seeds=(0,), jobs=1)
+    row = {"cell": "edit", "seed": 0, "return_mean": 1.5, "config": cell_key(cfg)}
+    (tmp_path / ROWS_NAME).write_text(json.dumps(row) + "\n")
+    wider = ProtocolConfig(task="cartpole_goal", iterations=10, seeds=(0, 1), jobs=2,
+                           extra_cells=("rtc",))
+    assert finished_rows(wider, tmp_path)[("edit", 0)]["return_mean"] == 1.5
+    other = ProtocolConfig(task="cartpole_goal", iterations=20, seeds=(0,), jobs=1)
+    assert finished_rows(other, tmp_path) == {}
