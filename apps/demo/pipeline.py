@@ -67,7 +67,12 @@ def run_demo(cfg: DemoConfig,
     did not). Raises :class:`DemoError` when a stage cannot run (export parity failure,
     training error); child processes are stopped on every path.
     """
-    from edgerl.apps.demo.report import collect_loop_timing, write_png
+    from edgerl.apps.demo.report import (
+        collect_loop_timing,
+        command_smoothness,
+        latency_and_trace,
+        write_png,
+    )
 
     cfg.validate()
     t_start = time.perf_counter()
@@ -107,6 +112,8 @@ def run_demo(cfg: DemoConfig,
     mcap = out / "deploy.mcap"
     timing = collect_loop_timing(mcap) if mcap.exists() else {}
     timing_rows = timing_table(timing, deploy_res.data, hil_res.data)
+    command = (command_smoothness(latency_and_trace(mcap)["command"]["values"])
+               if mcap.exists() else {})
     png = write_png(mcap if mcap.exists() else None, out / "demo.png",
                     title=f"{cfg.task}: edit policy, planner delay {1000 * delay_s:.0f} ms")
     hil_ok = hil_res.ok
@@ -120,6 +127,7 @@ def run_demo(cfg: DemoConfig,
         "stages": [s.row() for s in stages],
         "success_rates": eval_res.data["rows"],
         "loop_timing": timing_rows,
+        "deploy_command": command,
         "train": train_res.data, "export": export_res.data,
         "deploy": {k: v for k, v in deploy_res.data.items() if k != "robot"},
         "hil": hil_res.data,

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["collect_loop_timing", "latency_and_trace", "write_png", "render_report"]
+__all__ = ["collect_loop_timing", "command_smoothness", "latency_and_trace", "write_png",
+           "render_report"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,31 @@ def latency_and_trace(mcap: Path, warmup_s: float = 1.0) -> dict[str, Any]:
     return {"latency_ms": np.asarray(lat, np.float64),
             "state": trace(states, ("position",)),
             "command": trace(cmds, ("effort", "position", "velocity"))}
+
+
+def command_smoothness(values: np.ndarray) -> dict[str, float | int]:
+    """How followable a command trace is for an actuator.
+
+    Args:
+        values: ``(T, A)`` commands in order, one row per control tick (action units).
+
+    Returns:
+        ``ticks`` (T), ``mean_abs_u`` (mean |u|), ``mean_abs_du`` (mean |u_t - u_{t-1}| per
+        tick, over all A) and ``sign_change_fraction`` (share of tick pairs where an action
+        component flips sign, both sides non-zero). NaN for the rates when T < 2.
+    """
+    u = np.asarray(values, np.float64)
+    if u.ndim == 1:
+        u = u[:, None]
+    u = u[np.all(np.isfinite(u), axis=1)]
+    out: dict[str, float | int] = {"ticks": int(u.shape[0]),
+                                   "mean_abs_u": float(np.abs(u).mean()) if u.size else np.nan}
+    if u.shape[0] < 2:
+        return {**out, "mean_abs_du": np.nan, "sign_change_fraction": np.nan}
+    flips = (u[1:] * u[:-1]) < 0
+    out["mean_abs_du"] = float(np.abs(np.diff(u, axis=0)).mean())
+    out["sign_change_fraction"] = float(flips.mean())
+    return out
 
 
 def write_png(mcap: Path | None, path: Path, title: str) -> Path | None:
@@ -151,10 +177,17 @@ def render_report(report: dict[str, Any]) -> None:
                 f"{report['delay_ms']:.0f} ms ({report['total_s']:.0f} s)",
                 columns=["stage", "ok", "result", "seconds"])
     rows = [{"method": r["method"], "success_rate": f"{r['success_rate']:.2f}",
+             "mean |du| per tick": _f(r.get("action_rate"), 3),
              "episodes": r["episodes"], "what": r["what"]} for r in report["success_rates"]]
     print_table(rows, title=f"success rate, same task and delay ({report['delay_ms']:.0f} ms), "
                 "unseen seeds")
     print_table(timing_rows(report["loop_timing"]), title="loop timing")
+    cmd = report.get("deploy_command") or {}
+    if cmd:
+        print_table([{"ticks": cmd["ticks"], "mean |u|": _f(cmd["mean_abs_u"], 3),
+                      "mean |du| per tick": _f(cmd["mean_abs_du"], 3),
+                      "sign changes": _f(cmd["sign_change_fraction"], 3)}],
+                    title="deployed command (ROS 2 recording): can a motor follow it?")
     print_table([{"artefact": k, "path": v} for k, v in report["artifacts"].items()
                  if v is not None], title="artefacts")
     verdict = "HIL episode succeeded" if report["hil_success"] else "HIL episode FAILED"

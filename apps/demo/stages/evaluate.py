@@ -50,6 +50,7 @@ def stage_eval(cfg: DemoConfig, edit_run: Path, controls: dict[str, Path]) -> St
         r = _evaluate(run, cfg.checks.eval_episodes, zero, cfg.show_progress)
         rows.append({"method": method, "success_rate": r["success_rate"],
                      "return_mean": r["return_mean"], "episodes": r["episodes"],
+                     "action_rate": r["action_rate"],
                      "delay_ms": delay_ms, "eval_seed": r["eval_seed"],
                      "what": _METHOD_TEXT[method].format(planner=cfg.planner)})
     edit = rows[0]["success_rate"]

@@ -7,11 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edgerl.apps.demo.config import DemoError
 from edgerl.apps.demo.pipeline import MARKER, prepare_out, timing_table
-from edgerl.apps.demo.report import timing_rows
+from edgerl.apps.demo.report import command_smoothness, timing_rows
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -57,6 +58,19 @@ def test_timing_table_rows_format_numbers() -> None:
     assert rows["HIL command RTT (ms)"]["p50"] == "0.85"
 
 
+def test_command_smoothness_counts_chatter_and_steps() -> None:
+    chatter = np.array([[0.3], [-0.3], [0.3], [-0.3], [0.3]])
+    c = command_smoothness(chatter)
+    assert c["ticks"] == 5 and c["sign_change_fraction"] == 1.0
+    assert c["mean_abs_u"] == pytest.approx(0.3) and c["mean_abs_du"] == pytest.approx(0.6)
+    ramp = np.column_stack([np.linspace(0.0, 1.0, 11), np.full(11, -0.5)])
+    r = command_smoothness(ramp)
+    assert r["sign_change_fraction"] == 0.0 and r["mean_abs_du"] == pytest.approx(0.05)
+    # rows with a NaN (a command with fewer fields than names) are left out, one row -> NaN rates
+    one = command_smoothness(np.array([[0.2], [np.nan]]))
+    assert one["ticks"] == 1 and np.isnan(one["mean_abs_du"])
+
+
 @pytest.mark.slow
 @pytest.mark.ros
 @pytest.mark.hil
@@ -85,7 +99,10 @@ def test_demo_fast_end_to_end(tmp_path: Path) -> None:
     rates = {row["method"]: row for row in rep["success_rates"]}
     assert set(rates) == {"edit", "edit_zero_chunks", "planner", "naive"}
     assert all(0.0 <= row["success_rate"] <= 1.0 and row["episodes"] == 16
-               for row in rates.values())
+               and row["action_rate"] >= 0.0 for row in rates.values())
+    cmd = rep["deploy_command"]
+    assert cmd["ticks"] > 50 and 0.0 <= cmd["sign_change_fraction"] <= 1.0
+    assert cmd["mean_abs_du"] >= 0.0 and cmd["mean_abs_u"] > 0.0
     assert rep["delay_ms"] == pytest.approx(200.0)
     assert rep["deploy"]["planner_extra_latency_s"] == pytest.approx(0.2)
     # the edit node never latched the e-stop (it did at start-up, before the robot's first
