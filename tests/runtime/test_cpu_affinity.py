@@ -66,7 +66,9 @@ def test_pin_thread_pins_only_the_calling_thread():
 def test_bare_loop_runs_pinned_and_reports_it():
     out = run_bare_loop(BareLoopConfig(rate_hz=1000.0, seconds=0.05, warmup_s=0.0,
                                        cpus=(CPU,)))
-    assert out["cpus"] == [CPU] and out["ticks"] >= 40
+    # pinning is the behaviour here, not the rate: on a loaded machine the pinned thread
+    # shares its CPU, so it may get fewer ticks than 50, never more than the clock allows
+    assert out["cpus"] == [CPU] and 1 <= out["ticks"] <= 52
     assert run_bare_loop(BareLoopConfig(seconds=0.02, warmup_s=0.0))["cpus"] == []
     with pytest.raises(ValueError, match=f"bare loop cpus .*CPU {ABSENT} is not available"):
         BareLoopConfig(cpus=(ABSENT,))
