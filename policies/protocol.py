@@ -313,8 +313,9 @@ def _mean_se(values: Sequence[float]) -> tuple[float, float]:
 
 def summarize(rows: list[dict[str, Any]], metric: str = "return_mean") -> dict[str, Any]:
     """Per cell: mean +- SE over seeds of ``metric`` and of the action rate; per seed the
-    planner gain ``g`` (the control is the better ``edit_zero_chunks`` of the two) and
-    ``edit - planner``, with their mean +- SE over seeds."""
+    planner gain ``g`` (the control is the better ``edit_zero_chunks`` of the two),
+    ``edit - planner`` and the ``headroom`` ``nodelay - zero`` (g means something only where
+    the privileged policy beats the zero-chunk control), with their mean +- SE over seeds."""
     by = {(r["cell"], r["seed"]): r for r in rows}
     seeds = sorted({r["seed"] for r in rows})
     cells: dict[str, Any] = {}
@@ -328,7 +329,7 @@ def summarize(rows: list[dict[str, Any]], metric: str = "return_mean") -> dict[s
             cells[name] = {"mean": m, "se": se, "n": len(vals), "action_rate": rm,
                            "action_rate_se": rse, "per_seed": vals,
                            "budget_env_steps": max(budgets)}
-    gains, margins, zeros = [], [], []
+    gains, margins, zeros, rooms = [], [], [], []
     for s in seeds:
         need = [(n, s) in by for n in ("nodelay", "edit", "planner")]
         zero_cells = [by[(n, s)][metric] for n in ("edit_zero_chunks", "edit_zero_chunks_cold")
@@ -340,13 +341,16 @@ def summarize(rows: list[dict[str, Any]], metric: str = "return_mean") -> dict[s
         edit, top = by[("edit", s)][metric], by[("nodelay", s)][metric]
         gains.append((edit - zero) / (top - zero) if top != zero else float("nan"))
         margins.append(edit - by[("planner", s)][metric])
+        rooms.append(top - zero)
     g, g_se = _mean_se(gains)
     m, m_se = _mean_se(margins)
     z, z_se = _mean_se(zeros)
+    h, h_se = _mean_se(rooms)
     return {"metric": metric, "cells": cells, "seeds": seeds,
             "zero_control": {"mean": z, "se": z_se, "per_seed": zeros},
             "g": {"mean": g, "se": g_se, "per_seed": gains},
-            "edit_minus_planner": {"mean": m, "se": m_se, "per_seed": margins}}
+            "edit_minus_planner": {"mean": m, "se": m_se, "per_seed": margins},
+            "headroom": {"mean": h, "se": h_se, "per_seed": rooms}}
 
 
 #: The question the protocol's results answer in the results store.

@@ -75,6 +75,16 @@ def test_the_gain_uses_the_stronger_zero_chunk_control_per_seed():
     assert s["zero_control"]["per_seed"] == [2.0, 4.0]
     assert s["cells"]["edit"]["mean"] == 11.0 and s["cells"]["edit"]["se"] == pytest.approx(3.0)
     assert s["cells"]["planner"]["action_rate"] == pytest.approx(0.15)
+    assert s["headroom"]["per_seed"] == [8.0, 16.0]
+
+
+def test_the_headroom_shows_an_expert_no_better_than_zero_chunks():
+    """Where the privileged policy does not beat the zero-chunk control, g divides noise by
+    noise; the headroom (nodelay - zero) says so."""
+    rows = _rows({"nodelay": [188.0, 157.0, 159.0], "edit": [217.0, 188.0, 160.0],
+                  "edit_zero_chunks": [186.0, 187.0, 214.0], "planner": [217.0, 187.0, 158.0]})
+    room = summarize(rows)["headroom"]
+    assert room["mean"] < 2 * room["se"]
 
 
 def test_a_seed_missing_a_cell_is_left_out_of_the_gain():

@@ -4,8 +4,9 @@ For each task: the edit policy and its controls (the stronger zero-chunk control
 alone at the delay and without it, the privileged ``nodelay`` reference), each mean ± standard
 error over the seeds; the planner gain ``g`` and ``edit - planner`` per seed, mean ± SE; the
 command's mean |du| per tick of the edit over the privileged policy's; the budgets; and the
-acceptance checks (g >= 0.7 and edit - planner > 2 SE on the standard tasks; edit >= planner
-and edit >= 0.9 x nodelay on our own; |du| <= 1.2 x nodelay's everywhere).
+acceptance checks (g >= 0.7 and edit - planner > 2 SE on the standard tasks, where g is only
+defined when the privileged policy beats the zero-chunk control by more than 2 SE; edit >=
+planner and edit >= 0.9 x nodelay on our own; |du| <= 1.2 x nodelay's everywhere).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def gain_rows(store: Store) -> list[dict[str, Any]]:
             if task in NODELAY_TASKS:
                 checks["edit >= 0.9 x nodelay"] = edit["mean"] >= 0.9 * top["mean"]
         else:
+            room = s["headroom"]
+            checks["expert beats zero chunks (> 2 SE)"] = room["mean"] > 2 * room["se"]
             checks["g >= 0.7"] = s["g"]["mean"] >= 0.7
             checks["edit > planner + 2 SE"] = margin["mean"] > 2 * margin["se"]
         out.append({"experiment": e.name, "task": task, "role": role, "metric": metric,
