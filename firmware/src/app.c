@@ -10,7 +10,8 @@
  *    update for cfg.watchdog_us), and a valid SETPOINT hands control back to the host;
  *  - ESTOP (host message or the hardware input, hal_estop_input) latches (zero output,
  *    setpoints rejected) through disconnects and HELLOs until a CLEAR_ESTOP with the right
- *    token, which leads to SAFE, not ACTIVE;
+ *    token, which leads to SAFE, not ACTIVE; the e-stop forgets the last setpoint, so SAFE
+ *    after a clear outputs zero under HOLD too, until a fresh SETPOINT;
  *  - FAST_LOOP (src/fast_loop.c, built with EDGERL_WITH_EDIT): the on-MCU edit policy over
  *    host CHUNKs at its own rate; a SETPOINT hands control back to the host.
  * What goes to the host (framing, STATUS, STATE) is src/telemetry.c. */
@@ -192,10 +193,16 @@ static void on_set_mode(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
 
 static void latch_estop(edgerl_fw_t *fw, uint32_t now)
 {
+    int i;
     if (!fw->estop) {
         ++fw->estops;
     }
     fw->estop = 1;
+    /* forget the setpoint from before the e-stop: after a clear, SAFE (zero or hold) outputs
+     * the safe action until a fresh SETPOINT arrives, never the stale command */
+    for (i = 0; i < EDGERL_MAX_CMD; ++i) {
+        fw->applied[i] = 0.0f;
+    }
     fw->in_fallback = 0;
     enter_mode(fw, EDGERL_MODE_ESTOP, now);
 }

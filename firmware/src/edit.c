@@ -64,22 +64,23 @@ int edgerl_edit_set_chunk(edgerl_edit_t *e, const edgerl_chunk_t *m, uint32_t no
 
 int edgerl_edit_row(const edgerl_edit_t *e, uint32_t now_us)
 {
-    int32_t d;
-    int32_t dt;
-    int32_t offset;
+    int64_t d;
+    int64_t dt;
+    int64_t offset;
     if (!e->chunk.valid) {
         return -1;
     }
-    d = (int32_t)(now_us - e->chunk.t0_us);
-    dt = (int32_t)e->chunk.dt_us;
+    /* 64-bit: -d + dt - 1 overflows 32 bits for a CRC-valid dt_us near 2^31 */
+    d = (int64_t)(int32_t)(now_us - e->chunk.t0_us);
+    dt = (int64_t)e->chunk.dt_us;
     offset = d >= 0 ? d / dt : -((-d + dt - 1) / dt); /* floor */
-    if (offset >= (int32_t)e->chunk.horizon + EDGERL_EDIT_STALE_STEPS) {
+    if (offset >= (int64_t)e->chunk.horizon + EDGERL_EDIT_STALE_STEPS) {
         return -1;
     }
     if (offset < 0) {
         return 0;
     }
-    return offset < (int32_t)e->chunk.horizon ? (int)offset : (int)e->chunk.horizon - 1;
+    return offset < (int64_t)e->chunk.horizon ? (int)offset : (int)e->chunk.horizon - 1;
 }
 
 void edgerl_edit_build_obs(const float *obs, const float *rows, float age_s,

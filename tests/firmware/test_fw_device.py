@@ -125,6 +125,27 @@ def test_estop_latches_across_reconnect_until_cleared(link):
     assert t.request_status()["estops"] == 1
 
 
+def test_estop_clear_under_hold_outputs_the_safe_action_not_the_stale_setpoint(link):
+    """Under ``--safe hold`` a cleared e-stop must not re-apply the command from before it
+    (0.75 -> e-stop 0 -> clear -> 0.75 drove the motor again with no fresh command); the
+    output stays at the safe action until a new SETPOINT, and a later watchdog trip holds
+    that fresh command, not the old one."""
+    fw, t = link(watchdog_ms=2000, safe="hold")
+    seq = t.send_setpoint([0.75])
+    t.wait_state(seq, 1.0)
+    assert fw.wait_actuator(lambda a: a.cmd[0] == np.float32(0.75), 1.0) is not None
+    t.estop()
+    assert fw.wait_actuator(lambda a: a.mode == Mode.ESTOP, 1.0) is not None
+    t.clear_estop()
+    a = fw.wait_actuator(lambda a: a.mode == Mode.SAFE, 1.0)
+    assert a is not None and a.cmd[0] == 0.0
+    time.sleep(0.1)
+    assert fw.actuator.mode == Mode.SAFE and fw.actuator.cmd[0] == 0.0
+    t.send_setpoint([0.2])
+    a = fw.wait_actuator(lambda a: a.mode == Mode.ACTIVE, 1.0)
+    assert a is not None and a.cmd[0] == np.float32(0.2)
+
+
 def test_one_percent_corruption_every_bad_frame_counted_none_executed(start_fw):
     fw = start_fw(watchdog_ms=1000)
     faults = TxFaults(FaultSpec(corrupt=0.01, seed=3))
