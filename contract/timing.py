@@ -69,6 +69,30 @@ from edgerl.contract.timing_rules import (
 __all__ = ["TimingSpec", *timing_rules.__all__]
 
 
+#: The largest value each safety timing field may take (a manifest beyond it would turn a
+#: guard off: a 1e9 s command age accepts any stale command, a 1e6 s hold keeps the last
+#: command forever after a planner stall). Seconds unless the name says periods.
+TIMING_MAX: dict[str, float] = {
+    "trigger_timeout_periods": 100.0,
+    "state_max_age_periods": 100.0,
+    "future_skew_s": 1.0,
+    "command_max_age_s": 2.0,
+    "hold_s": 5.0,
+    "decay_s": 10.0,
+}
+
+
+def check_timing_bounds(t: TimingSpec) -> None:
+    """Raise :class:`SchemaError` naming the first safety timing field above
+    :data:`TIMING_MAX`."""
+    for key, limit in TIMING_MAX.items():
+        value = getattr(t, key)
+        if value > limit:
+            unit = "periods" if key.endswith("_periods") else "s"
+            raise SchemaError(f"timing.{key}: at most {limit:g} {unit}, got {value:g} (a "
+                              "larger bound turns the guard it sets off)")
+
+
 @dataclass
 class TimingSpec:
     """All chunk timing of one bundle (saved whole in the manifest as ``timing``).
@@ -143,6 +167,7 @@ class TimingSpec:
                 raise SchemaError(f"timing.{key}: must be finite and > 0, got {value}")
         if not (math.isfinite(self.hold_s) and self.hold_s >= 0):
             raise SchemaError(f"timing.hold_s: must be finite and >= 0, got {self.hold_s}")
+        check_timing_bounds(self)
 
     @classmethod
     def build(cls, control_hz: float, latency: LatencyModel, method: str = "edit", *,

@@ -137,6 +137,27 @@ class TestManifest:
             TimingSpec(control_hz=100.0, horizon=10, **{key: value})
 
 
+    @pytest.mark.parametrize("key,value", [("hold_s", 1e6), ("decay_s", 1e6),
+                                           ("state_max_age_periods", 1e9),
+                                           ("future_skew_s", 1e9), ("command_max_age_s", 1e9),
+                                           ("trigger_timeout_periods", 1e9)])
+    def test_bounds_that_would_turn_a_guard_off_are_refused_at_load(self, tmp_path, key,
+                                                                    value):
+        """A manifest with a huge hold, decay or stamp bound loaded before and held the last
+        command forever after a planner stall or accepted any stale command."""
+        from edgerl.contract.serde import SchemaError
+        from edgerl.contract.timing import TIMING_MAX
+
+        spec = make_spec()
+        spec.save(tmp_path)
+        doc = json.loads((tmp_path / "manifest.json").read_text())
+        doc["timing"][key] = value
+        with pytest.raises(SchemaError, match=f"timing.{key}: at most {TIMING_MAX[key]:g}"):
+            PolicySpec.from_json(json.dumps(doc))
+        doc["timing"][key] = TIMING_MAX[key]  # the bound itself loads
+        assert getattr(PolicySpec.from_json(json.dumps(doc)).timing, key) == TIMING_MAX[key]
+
+
 def test_chunk_buffer_with_guard_refuses_what_the_guard_refuses():
     """main's ChunkBuffer stored a 20,000-row chunk and one stamped 1 h ahead."""
     from edgerl.runtime.chunk_buffer import ChunkBuffer
