@@ -89,6 +89,26 @@ def member_path(bundle_dir: Path, name: object) -> Path:
     return path
 
 
+def manifest_path(bundle_dir: Path, name: str = "manifest.json") -> Path:
+    """``bundle_dir / name``, refusing a manifest that is a symlink leading out of the bundle
+    (its bytes would come from elsewhere while every file it lists is checked inside).
+
+    Raises:
+        BundlePathError: the manifest resolves outside ``bundle_dir`` (or cannot resolve).
+    """
+    path = bundle_dir / name
+    if not path.is_symlink():
+        return path
+    try:
+        resolved = path.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise BundlePathError(f"{path}: the manifest cannot be resolved ({exc})") from None
+    if not resolved.is_relative_to(bundle_dir.resolve()):
+        raise BundlePathError(f"{path}: the manifest is a symlink that leads out of the bundle "
+                              f"(to {resolved}); a bundle's manifest must be a file inside it")
+    return path
+
+
 def verify_files(bundle_dir: Path, files: Mapping[str, str]) -> None:
     """Check every listed file: inside the bundle, present, and with the listed sha256.
 

@@ -22,7 +22,7 @@ from edgerl.contract.bundle_errors import (
     ManifestSchemaError,
     ManifestSizeError,
 )
-from edgerl.contract.bundle_files import read_capped, sha256_file, verify_files
+from edgerl.contract.bundle_files import manifest_path, read_capped, sha256_file, verify_files
 from edgerl.contract.edit_obs import EditObsConfig
 from edgerl.contract.gate_obs import GateSpec
 from edgerl.contract.manifest_json import MAX_MANIFEST_BYTES, parse_json_document
@@ -336,7 +336,7 @@ def load_bundle_manifest(bundle_dir: str | Path, *, verify: bool = True) -> Poli
     bundle_dir = Path(bundle_dir)
     if not bundle_dir.is_dir():
         raise BundleFileError(f"{bundle_dir}: bundle directory not found")
-    spec = PolicySpec.load(bundle_dir / MANIFEST_NAME)
+    spec = PolicySpec.load(manifest_path(bundle_dir, MANIFEST_NAME))
     if verify:
         verify_files(bundle_dir, spec.files)
     return spec

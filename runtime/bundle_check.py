@@ -33,7 +33,7 @@ from edgerl.contract.bundle_errors import (
     ParityError,
     UnlistedFileError,
 )
-from edgerl.contract.bundle_files import read_member, verify_files
+from edgerl.contract.bundle_files import manifest_path, read_member, verify_files
 from edgerl.contract.manifest_json import parse_json_document
 from edgerl.contract.spec import MANIFEST_NAME, PolicySpec, read_manifest_bytes
 from edgerl.runtime.manifest_rules import ManifestLimits, check_manifest_values
@@ -115,7 +115,7 @@ def verify_bundle(bundle_dir: str | Path, *, pubkey: str | Path | None = None,
     if not bundle_dir.is_dir():
         raise BundleFileError(f"{bundle_dir}: bundle directory not found")
     key = resolve_pubkey(pubkey) if check_signature else None
-    manifest = bundle_dir / MANIFEST_NAME
+    manifest = manifest_path(bundle_dir, MANIFEST_NAME)
     if key is not None:
         from edgerl.runtime.bundle_sign import verify_manifest
 

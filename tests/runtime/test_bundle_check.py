@@ -83,6 +83,19 @@ def test_symlink_out_of_the_bundle_is_refused(mlp_bundle, tmp_path):
         verify_bundle(mlp_bundle)
 
 
+def test_manifest_symlinked_out_of_the_bundle_is_refused(mlp_bundle, tmp_path):
+    """Defect: ``manifest.json`` itself could be a symlink to a manifest outside the bundle
+    (every listed file was checked inside while the manifest came from elsewhere)."""
+    from edgerl.contract.spec import load_bundle_manifest
+
+    outside = tmp_path / "elsewhere.json"
+    (mlp_bundle / "manifest.json").rename(outside)
+    os.symlink(outside, mlp_bundle / "manifest.json")
+    for load in (verify_bundle, load_bundle_manifest, load_bundle):
+        with pytest.raises(BundlePathError, match="manifest is a symlink that leads out"):
+            load(mlp_bundle)
+
+
 # --- closed set --------------------------------------------------------------------------------
 def test_unlisted_planner_is_refused(make_bundle):
     """Defect: an unlisted ``planner.onnx`` was loaded without a hash check."""
