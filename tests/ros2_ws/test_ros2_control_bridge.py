@@ -37,6 +37,33 @@ def _joint_states(names, pos, vel, stamp_ns=1_700_000_000_123_456_789):
     return msg
 
 
+class TestCommandMapping:
+    def test_the_trajectory_field_follows_the_command_field(self):
+        from edgerl_ros.ros2_control_bridge_node import trajectory_field_for
+
+        assert trajectory_field_for("effort") == "effort"
+        assert trajectory_field_for("position") == "positions"
+        assert trajectory_field_for("velocity") == "velocities"
+        assert trajectory_field_for("effort", "accelerations") == "accelerations"
+
+    def test_command_scale_per_action_or_one_for_all(self):
+        from edgerl_ros.ros2_control_bridge_node import parse_scale
+
+        np.testing.assert_array_equal(parse_scale("", 2), [1.0, 1.0])
+        np.testing.assert_array_equal(parse_scale("40", 2), [40.0, 40.0])
+        np.testing.assert_array_equal(parse_scale("40, -2.5", 2), [40.0, -2.5])
+
+    @pytest.mark.parametrize("text,needle", [("a,b", "not a comma-separated list"),
+                                             ("0", "finite and non-zero"),
+                                             ("inf", "finite and non-zero"),
+                                             ("1,2,3", "3 factors for 2 actions")])
+    def test_bad_scales_name_the_problem(self, text, needle):
+        from edgerl_ros.ros2_control_bridge_node import parse_scale
+
+        with pytest.raises(ValueError, match=needle):
+            parse_scale(text, 2)
+
+
 class TestObservationMap:
     def test_maps_joint_fields_in_observation_order(self):
         from edgerl_ros.ros2_control_bridge_node import parse_observation_map
@@ -122,7 +149,8 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
         Parameter("bundle", value=str(bundle)), Parameter("observation_map", value=MAP),
         Parameter("command_joints", value="slider"),
         Parameter("command_interface", value=interface),
-        Parameter("trajectory_time_s", value=0.05)])
+        Parameter("trajectory_time_s", value=0.05),
+        Parameter("command_scale", value="2.0" if interface == "forward" else "")])
     # stand-ins: joint_state_broadcaster (publisher) and the controller (subscriber), with
     # ros2_control's topic names and default QoS (reliable, depth 10)
     robot = rclpy.create_node("stand_in_ros2_control", context=rclpy_context)
@@ -153,10 +181,13 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
         assert _wait(lambda: got_cmd, publish=lambda: cmd_pub.publish(fresh()))
         out = got_cmd[-1]
         if interface == "forward":
-            assert list(out.data) == [0.25]
+            assert list(out.data) == [0.5]  # command_scale 2: the controller's units
         else:
             assert list(out.joint_names) == ["slider"] and len(out.points) == 1
-            assert list(out.points[0].positions) == [0.25]
+            # an effort command goes in effort, never in positions; stamped zero (start on
+            # receipt), so a loaded graph never sends a trajectory that starts in the past
+            assert list(out.points[0].effort) == [0.25] and list(out.points[0].positions) == []
+            assert stamp_to_ns(out.header.stamp) == 0
             assert out.points[0].time_from_start.nanosec == 50_000_000
         # a command with wrong names is dropped and counted, not forwarded
         n = len(got_cmd)

@@ -15,9 +15,16 @@ between them, with no glue code:
   ``std_msgs/Float64MultiArray`` (``data`` in ``command_joints`` order) to a
   ``forward_command_controller`` (``.../commands``); ``trajectory`` publishes a one-point
   ``trajectory_msgs/JointTrajectory`` (``joint_names`` = ``command_joints``, the command in
-  ``positions``, reached after ``trajectory_time_s``) to a ``JointTrajectoryController``
-  (``.../joint_trajectory``). ``command_joints`` lists the controller's joints in the
-  bundle's action order (one per action).
+  ``trajectory_field``, reached after ``trajectory_time_s``) to a
+  ``JointTrajectoryController`` (``.../joint_trajectory``). ``trajectory_field`` defaults to
+  the point field of ``command_field`` (effort -> ``effort``, position -> ``positions``,
+  velocity -> ``velocities``): a force command never lands in ``positions``. The trajectory
+  is stamped zero (the controller starts it on receipt): a stamp copied from the state would
+  arrive in the past on a loaded graph, and a JointTrajectoryController rejects those.
+  ``command_joints`` lists the controller's joints in the bundle's action order (one per
+  action).
+* ``command_scale``: the bundle's action (in its own units) times this, per action (comma
+  separated; one value applies to every action; default 1) is what the controller receives.
 
 Commands are checked before they are forwarded (:class:`edgerl.runtime.input_guard.
 InputGuard` with the manifest's bounds): stamped longer than ``timing.command_max_age_s`` ago,
@@ -63,11 +70,13 @@ from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
 from edgerl_ros.robot_commands import command_values, guard_passes
 from edgerl_ros.stats import DropCounter
 
-__all__ = ["PARAMS", "JointMap", "Ros2ControlBridgeNode", "main", "parse_observation_map"]
+__all__ = ["PARAMS", "JointMap", "Ros2ControlBridgeNode", "main", "parse_observation_map",
+           "parse_scale", "trajectory_field_for"]
 
 log = logging.getLogger(__name__)
 
 JOINT_FIELDS = ("position", "velocity", "effort")
+TRAJECTORY_FIELDS = ("positions", "velocities", "accelerations", "effort")
 
 PARAMS = [
     ParamSpec("bundle", "", "bundle whose manifest names the observations and actions",
@@ -86,8 +95,41 @@ PARAMS = [
     ParamSpec("command_field", "effort", "robot/command JointState field holding the command",
               choices=COMMAND_FIELDS),
     ParamSpec("trajectory_time_s", 0.02, "time_from_start of the trajectory point", 0.0, 10.0),
+    ParamSpec("trajectory_field", "", "JointTrajectoryPoint field for the command ('' = the "
+              "one of command_field: effort, positions or velocities)",
+              choices=("",) + TRAJECTORY_FIELDS, read_only=True),
+    ParamSpec("command_scale", "", "per-action factor from the bundle's action units to the "
+              "controller's (comma separated; one value for all; '' = 1)", read_only=True),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
 ]
+
+def trajectory_field_for(command_field: str, trajectory_field: str = "") -> str:
+    """The ``JointTrajectoryPoint`` field a command goes in: ``trajectory_field`` when set,
+    else the one matching the ``robot/command`` JointState field."""
+    return trajectory_field or {"effort": "effort", "position": "positions",
+                                "velocity": "velocities"}[command_field]
+
+
+def parse_scale(text: str, n: int) -> np.ndarray:
+    """``command_scale`` -> ``(n,)`` float64 factors (empty: ones; one value: all actions).
+
+    Raises:
+        ValueError: not numbers, non-finite or zero, or a count other than 1 or ``n``.
+    """
+    parts = [t.strip() for t in text.split(",") if t.strip()]
+    if not parts:
+        return np.ones(n)
+    try:
+        vals = np.array([float(t) for t in parts])
+    except ValueError:
+        raise ValueError(f"command_scale: {text!r} is not a comma-separated list of numbers") \
+            from None
+    if not np.all(np.isfinite(vals)) or np.any(vals == 0.0):
+        raise ValueError(f"command_scale: every factor must be finite and non-zero, got {text!r}")
+    if vals.size not in (1, n):
+        raise ValueError(f"command_scale: {vals.size} factors for {n} actions (give 1 or {n})")
+    return np.broadcast_to(vals, (n,)).astype(np.float64)
+
 
 DEFAULT_COMMAND_TOPICS = {"forward": "/forward_command_controller/commands",
                           "trajectory": "/joint_trajectory_controller/joint_trajectory"}
@@ -181,6 +223,8 @@ class Ros2ControlBridgeNode(Node):
         self.interface = p["command_interface"]
         self.command_field = p["command_field"]
         self.trajectory_time_s = float(p["trajectory_time_s"])
+        self.trajectory_field = p["trajectory_field"]
+        self.scale = parse_scale(p["command_scale"], spec.action.dim)
         topic = p["command_topic"] or DEFAULT_COMMAND_TOPICS[self.interface]
         msg_type = Float64MultiArray if self.interface == "forward" else JointTrajectory
         # controllers subscribe with the default (reliable, depth 10) QoS
@@ -228,16 +272,18 @@ class Ros2ControlBridgeNode(Node):
         if values is None or not guard_passes(self.guard, self.drops, values,
                                               stamp_to_ns(msg.header.stamp), time.time_ns()):
             return
+        scaled = [float(v) for v in np.asarray(values, np.float64) * self.scale]
         if self.interface == "forward":
-            out: Any = Float64MultiArray(data=[float(v) for v in values])
+            out: Any = Float64MultiArray(data=scaled)
         else:
-            out = JointTrajectory()
-            out.header.stamp = msg.header.stamp
+            out = JointTrajectory()  # stamp zero: the controller starts it on receipt
             out.joint_names = list(self.command_joints)
             t = self.trajectory_time_s
-            out.points = [JointTrajectoryPoint(
-                positions=[float(v) for v in values],
-                time_from_start=Duration(sec=int(t), nanosec=int(round((t % 1.0) * 1e9))))]
+            point = JointTrajectoryPoint(
+                time_from_start=Duration(sec=int(t), nanosec=int(round((t % 1.0) * 1e9))))
+            setattr(point, trajectory_field_for(self.command_field, self.trajectory_field),
+                    scaled)
+            out.points = [point]
         self.cmd_pub.publish(out)
         self.commands += 1
 
