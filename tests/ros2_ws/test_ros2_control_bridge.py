@@ -150,7 +150,8 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
         Parameter("command_joints", value="slider"),
         Parameter("command_interface", value=interface),
         Parameter("trajectory_time_s", value=0.05),
-        Parameter("command_scale", value="2.0" if interface == "forward" else "")])
+        Parameter("command_scale", value="2.0" if interface == "forward" else ""),
+        Parameter("command_timeout_s", value=30.0)])  # the stop has its own test
     # stand-ins: joint_state_broadcaster (publisher) and the controller (subscriber), with
     # ros2_control's topic names and default QoS (reliable, depth 10)
     robot = rclpy.create_node("stand_in_ros2_control", context=rclpy_context)
@@ -211,6 +212,74 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
         spin.close()
         for node in (bridge, robot, edge):
             node.destroy_node()
+
+
+@pytest.mark.parametrize("interface", ["forward", "trajectory"])
+def test_the_controller_gets_a_stop_when_commands_stop_and_at_shutdown(rclpy_context, bundle,
+                                                                       interface):
+    """A forward_command_controller applies its last command forever: when the commands stop
+    (the edit node died) the bridge sends one stop, and another at shutdown after a command
+    resumed; a JointTrajectoryController gets an empty trajectory (cancel and hold)."""
+    import rclpy
+    from edgerl_ros.common import STATE_QOS, TOPICS
+    from edgerl_ros.messages import make_joint_state
+    from edgerl_ros.ros2_control_bridge_node import Ros2ControlBridgeNode
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory
+
+    bridge = Ros2ControlBridgeNode(context=rclpy_context, parameter_overrides=[
+        Parameter("bundle", value=str(bundle)), Parameter("observation_map", value=MAP),
+        Parameter("command_joints", value="slider"),
+        Parameter("command_interface", value=interface),
+        Parameter("command_timeout_s", value=0.2)])
+    robot = rclpy.create_node("stand_in_controller", context=rclpy_context)
+    got = []
+    if interface == "forward":
+        robot.create_subscription(Float64MultiArray, "/forward_command_controller/commands",
+                                  got.append, 10)
+    else:
+        robot.create_subscription(JointTrajectory,
+                                  "/joint_trajectory_controller/joint_trajectory",
+                                  got.append, 10)
+    edge = rclpy.create_node("stand_in_edit_policy", context=rclpy_context)
+    cmd_pub = edge.create_publisher(JointState, TOPICS["command"], STATE_QOS)
+
+    def is_stop(m) -> bool:
+        return list(m.data) == [0.0] if interface == "forward" else not m.points
+
+    def fresh():
+        return make_joint_state(["a0"], np.array([0.25]), time.time_ns(), field="effort")
+
+    spin = _Spin(rclpy_context, bridge, robot, edge)
+    try:
+        time.sleep(0.5)
+        assert got == [] and bridge.stops == 0  # no command yet: nothing to stop
+        assert _wait(lambda: got, publish=lambda: cmd_pub.publish(fresh()))
+        assert not is_stop(got[0])
+        # the commands stop: one stop within the timeout (plus the timer's and the spin's
+        # latency), and only one
+        assert _wait(lambda: got and is_stop(got[-1]), timeout=5.0)
+        time.sleep(0.5)
+        assert sum(is_stop(m) for m in got) == 1 and bridge.values()["stops_sent"] == 1
+        if interface == "trajectory":
+            assert list(got[-1].joint_names) == ["slider"]
+        # commands resume, then the bridge shuts down: another stop
+        n = len(got)
+        bridge.command_timeout_s = 30.0
+        assert _wait(lambda: len(got) > n, publish=lambda: cmd_pub.publish(fresh()))
+        assert not is_stop(got[-1])
+    finally:
+        spin.ex.remove_node(bridge)  # the controller's node keeps spinning to receive it
+        bridge.destroy_node()
+        deadline = time.monotonic() + 5.0
+        while not (got and is_stop(got[-1])) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        spin.close()
+        for node in (robot, edge):
+            node.destroy_node()
+    assert is_stop(got[-1]) and bridge.stops == 2
 
 
 def test_command_joints_must_match_the_actions(rclpy_context, bundle):

@@ -25,12 +25,18 @@ between them, with no glue code:
   action).
 * ``command_scale``: the bundle's action (in its own units) times this, per action (comma
   separated; one value applies to every action; default 1) is what the controller receives.
+* **A stop when commands stop.** A forward_command_controller applies its last command
+  forever, so when no valid ``robot/command`` arrived for ``command_timeout_s`` (the edit
+  node died, the graph stopped) and when the bridge shuts down, the bridge sends a stop once:
+  ``trajectory`` -> an empty JointTrajectory (the controller cancels and holds position);
+  ``forward`` with an effort or velocity command -> zeros. A forward position command has
+  no stop that is safe everywhere; the bridge warns at start (use ``trajectory``).
 
 Commands are checked before they are forwarded (:class:`edgerl.runtime.input_guard.
 InputGuard` with the manifest's bounds): stamped longer than ``timing.command_max_age_s`` ago,
 zero-stamped, stamped ahead, non-finite or outside ``action.low/high`` -> refused and counted.
-``command_field``, ``trajectory_time_s`` and ``diagnostics_period_s`` apply at run time; the
-other parameters are refused with a reason.
+``command_field``, ``trajectory_time_s``, ``command_timeout_s`` and ``diagnostics_period_s``
+apply at run time; the other parameters are refused with a reason.
 
 The mapping logic lives in :class:`JointMap` and :func:`parse_observation_map` (plain
 classes, tested without ROS).
@@ -100,6 +106,8 @@ PARAMS = [
               choices=("",) + TRAJECTORY_FIELDS, read_only=True),
     ParamSpec("command_scale", "", "per-action factor from the bundle's action units to the "
               "controller's (comma separated; one value for all; '' = 1)", read_only=True),
+    ParamSpec("command_timeout_s", 0.2, "no valid robot/command for this long -> send the "
+              "controller a stop (once, until commands resume)", 0.01, 60.0),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
 ]
 
@@ -237,6 +245,15 @@ class Ros2ControlBridgeNode(Node):
         self.create_subscription(JointState, p["joint_states_topic"], self._on_joint_states,
                                  STATE_QOS)
         self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
+        self.command_timeout_s = float(p["command_timeout_s"])
+        self.last_command = time.monotonic()
+        self.stopped = True  # nothing to stop before the first command
+        self.stops = 0
+        if self.interface == "forward" and self.command_field == "position":
+            self.get_logger().warning("forward position commands have no safe stop: when "
+                                      "commands stop the controller holds the last one; use "
+                                      "command_interface:=trajectory")
+        self.create_timer(0.02, self._watch_commands)
         self.diagnostics = NodeDiagnostics(self, "edgerl: ros2_control_bridge_node",
                                            p["diagnostics_period_s"], self._report)
         self.get_logger().info(f"ros2_control bridge: {p['joint_states_topic']} -> "
@@ -245,7 +262,7 @@ class Ros2ControlBridgeNode(Node):
 
     def _apply_params(self, changed: dict[str, Any]) -> str | None:
         reason = refuse_unless_live(changed, {"command_field", "trajectory_time_s",
-                                              "diagnostics_period_s"})
+                                              "command_timeout_s", "diagnostics_period_s"})
         if reason is None:
             for name, value in changed.items():
                 if name == "diagnostics_period_s":
@@ -286,9 +303,48 @@ class Ros2ControlBridgeNode(Node):
             out.points = [point]
         self.cmd_pub.publish(out)
         self.commands += 1
+        self.last_command = time.monotonic()
+        self.stopped = False
+
+    def stop_message(self) -> Any | None:
+        """What stops the controller: an empty trajectory, zeros for an effort or velocity
+        forward command, None for a forward position command (no stop is safe there)."""
+        if self.interface == "trajectory":
+            out = JointTrajectory()
+            out.joint_names = list(self.command_joints)
+            return out
+        if self.command_field == "position":
+            return None
+        return Float64MultiArray(data=[0.0] * len(self.command_joints))
+
+    def send_stop(self) -> bool:
+        """Send the stop once (until the next forwarded command); True if one was sent."""
+        msg = None if self.stopped else self.stop_message()
+        self.stopped = True
+        if msg is None:
+            return False
+        self.cmd_pub.publish(msg)
+        self.stops += 1
+        return True
+
+    def _watch_commands(self) -> None:
+        late = time.monotonic() - self.last_command > self.command_timeout_s
+        if not self.stopped and late and self.send_stop():
+            self.get_logger().warning(f"no valid robot/command for {self.command_timeout_s:g} "
+                                      "s: stop sent to the controller")
+
+    def destroy_node(self) -> None:
+        """Stop the controller (if a command was forwarded since the last stop), then go."""
+        try:
+            self.send_stop()
+        except Exception as exc:  # the context may already be shut down
+            log.warning("ros2_control bridge: stop not sent at shutdown (%s)", exc)
+        finally:
+            super().destroy_node()
 
     def values(self) -> dict[str, Any]:
         return {"states_published": self.states, "commands_forwarded": self.commands,
+                "stops_sent": self.stops,
                 "command_interface": self.interface, **self.drops.values()}
 
     def _report(self) -> Report:
