@@ -107,11 +107,8 @@ def distill_actor(env: Any, actor: Any, teacher: Teacher, cfg: DistillConfig, se
     bound = float(env.latency_cfg.edit_bound)
     obs = env.get_observations()
     fresh = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
-    restart = restarts_rounds(env, cfg)
     for rnd in progress(range(cfg.rounds), total=cfg.rounds, desc="distill",
                         disable=not show_progress or None):
-        if restart and rnd > 0:
-            obs = env.reset()  # fresh episodes: new goals, not the same ones further on
         for _ in range(cfg.steps):
             action = teacher(env).detach()
             target = _residual_target(env, action)
@@ -128,16 +125,6 @@ def distill_actor(env: Any, actor: Any, teacher: Teacher, cfg: DistillConfig, se
     log.info("distill: %d rounds, %d samples, loss %s", cfg.rounds,
              len(steps) * env.num_envs, [round(v, 4) for v in losses])
     return losses
-
-
-def restarts_rounds(env: Any, cfg: DistillConfig) -> bool:
-    """Whether each DAgger round starts fresh episodes: when ``cfg.restart_long_episodes``
-    and one episode (``env.max_episode_length`` steps) outlasts the whole warm start
-    (``rounds x steps``). Rolled on, such a warm start sees one episode per env (one goal
-    each: 32 goals with 32 envs); restarted, it sees ``rounds`` episodes per env."""
-    length = getattr(env, "max_episode_length", 0)
-    length = int(length.max()) if isinstance(length, torch.Tensor) else int(length or 0)
-    return bool(cfg.restart_long_episodes) and length > cfg.rounds * cfg.steps
 
 
 def _pairs(steps: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:

@@ -25,9 +25,6 @@ class DistillConfig:
             the student's values before the first policy update.
         smooth: Weight of matching the command's step-to-step change to the teacher's (0 =
             imitation of each step alone).
-        restart_long_episodes: Start fresh episodes at each round when one episode
-            outlasts the whole warm start (``rounds x steps``), so the student sees
-            ``rounds`` goals per env instead of one (dm_control's 1000-step episodes).
         teacher: ``fresh``: the planner without delay (every BC planner); ``intent`` (an
             intent planner only): its decoder on the fresh fast observation and the held
             chunk's intent, a target the edit's inputs determine. On dm_control reacher-easy
@@ -44,7 +41,6 @@ class DistillConfig:
     init_std: float = 0.1
     critic_warmup: int = 0
     smooth: float = 5.0
-    restart_long_episodes: bool = True
     teacher: str = "fresh"
 
     def __post_init__(self) -> None:

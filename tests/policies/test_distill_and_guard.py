@@ -80,22 +80,6 @@ def test_the_student_learns_the_teachers_residual_on_top_of_the_chunk_row():
     assert distill_actor(env, actor, lambda e: e, DistillConfig(rounds=0)) == []
 
 
-@pytest.mark.parametrize(("restart", "rounds", "age"), [(True, 3, 2), (False, 3, 6),
-                                                       (True, 4, 0)])
-def test_rounds_start_fresh_episodes_when_one_outlasts_the_warm_start(restart, rounds, age):
-    """8-step episodes, 2 steps a round: 3 rounds (6 steps) would see one episode per env, so
-    each round restarts (the last one 2 steps old at the end); 4 rounds (8 steps) already
-    see a whole episode, so they roll on (8 steps: the episode ended, age 0)."""
-    from edgerl.policies.distill import restarts_rounds
-
-    env = _edit_env(row=0.0)
-    cfg = DistillConfig(rounds=rounds, steps=2, epochs=1, restart_long_episodes=restart)
-    assert restarts_rounds(env, cfg) == (restart and rounds * 2 < 8)
-    distill_actor(env, _actor(env), lambda e: torch.full((e.num_envs, 1), 0.5), cfg,
-                  show_progress=False)
-    assert env.unwrapped.episode_length_buf.tolist() == [age] * 4
-
-
 def test_zero_residual_zeroes_only_the_output_layer():
     actor = _actor(_edit_env(row=0.0))
     state = zero_residual(actor.state_dict())
