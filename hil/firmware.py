@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import select
 import subprocess
@@ -64,6 +65,8 @@ class FirmwareConfig:
         device: Use this serial device instead of a new pty (host build only).
         fallback: On a watchdog trip: ``safe`` (the safe action) or ``policy`` (the on-MCU
             policy holds the robot until the host is back; needs ``policy``).
+        cmd_limit: The firmware rejects a SETPOINT with a value beyond +-cmd_limit (the
+            action limits); 0 = the build's compiled-in limit (finiteness only by default).
     """
 
     watchdog_ms: int = 100
@@ -74,6 +77,7 @@ class FirmwareConfig:
     policy: bool = False
     device: str | None = None
     fallback: str = "safe"
+    cmd_limit: float = 0.0
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first bad field."""
@@ -86,12 +90,16 @@ class FirmwareConfig:
                              "(policy=True)")
         if not 1 <= self.watchdog_ms <= 60000:
             raise ValueError(f"watchdog_ms must be in 1..60000, got {self.watchdog_ms}")
+        if not (math.isfinite(self.cmd_limit) and self.cmd_limit >= 0):
+            raise ValueError(f"cmd_limit must be finite and >= 0, got {self.cmd_limit}")
 
     def argv(self) -> list[str]:
         self.validate()
         out = ["--plant-stdio", "--watchdog-ms", str(self.watchdog_ms), "--safe", self.safe,
                "--n-cmd", str(self.n_cmd), "--state-period-ms", str(self.state_period_ms),
                "--status-period-ms", str(self.status_period_ms), "--fallback", self.fallback]
+        if self.cmd_limit > 0:
+            out += ["--cmd-limit", repr(float(self.cmd_limit))]
         if self.device:
             out += ["--device", self.device]
         return out

@@ -75,7 +75,8 @@ def _run_hil(cfg: HilConfig, progress: Callable[[int, int], None] | None,
     """One run, stage by stage: the plant, the faults, the host side (its gated planner
     first), the firmware and the link; the episodes; the checks after them; the result."""
     plant = HilPlant(plant_task(cfg.task, cfg.bundle), cfg.seed, cfg.bundle)
-    fw_cfg = FirmwareConfig(**{**cfg.firmware.__dict__, "n_cmd": plant.n_cmd})
+    fw_cfg = FirmwareConfig(**{**cfg.firmware.__dict__, "n_cmd": plant.n_cmd,
+                               "cmd_limit": cfg.firmware.cmd_limit or plant.cmd_limit})
     faults = FaultInjection(cfg.faults, plant.n_cmd, cfg.seed, cfg.action_noise_std, cfg.kicks)
     host = HostSide(cfg, plant)
     with _firmware(cfg, fw_cfg, host.fast) as fw:

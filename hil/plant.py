@@ -60,6 +60,10 @@ class HilPlant:
         self.rate = float(self.env.spec.control_hz)
         self.period = 1.0 / self.rate
         self.n_cmd = int(self.env.num_actions)
+        #: the largest |command| the task's action limits allow (the firmware's SETPOINT bound)
+        spec = self.env.spec
+        self.cmd_limit = float(max(max(abs(v) for v in spec.action_low),
+                                   max(abs(v) for v in spec.action_high)))
         self.obs_dim = int(self.env.get_observations()["policy"].shape[-1])
         if self.n_cmd > MAX_CMD or self.obs_dim > MAX_STATE:
             raise ValueError(f"task {task!r}: {self.n_cmd} actions / {self.obs_dim} "

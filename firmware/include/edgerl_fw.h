@@ -20,7 +20,15 @@ typedef struct {
     uint32_t status_period_us; /* STATUS this often while linked (0: only on events) */
     uint8_t fallback;         /* on a watchdog trip: EDGERL_FALLBACK_SAFE (safe_action) or
                                  EDGERL_FALLBACK_POLICY (run the on-MCU policy, if built in) */
+    float cmd_limit;          /* a SETPOINT value with |q| > cmd_limit is rejected (the action
+                                 limits; 0: unchecked, finiteness only) */
 } edgerl_fw_config_t;
+
+/* The compiled-in command limit of a board build (|setpoint| above it is rejected; 0: only
+ * finiteness is checked). Build with -DEDGERL_CMD_LIMIT=1.0f for normalized actions. */
+#ifndef EDGERL_CMD_LIMIT
+#define EDGERL_CMD_LIMIT 0.0f
+#endif
 
 #define EDGERL_FALLBACK_SAFE 0
 #define EDGERL_FALLBACK_POLICY 1

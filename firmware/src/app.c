@@ -1,6 +1,7 @@
 /* Firmware core (see edgerl_fw.h). Safety rules:
  *  - only CRC-checked frames of known size are executed; everything else is counted;
- *  - setpoints are absolute: applying one twice is harmless;
+ *  - setpoints are absolute: applying one twice is harmless; a value beyond cfg.cmd_limit
+ *    (the action limits, when set) rejects the whole SETPOINT;
  *  - watchdog: in ACTIVE / LOCAL_POLICY / FAST_LOOP, no valid command (SETPOINT, HEARTBEAT,
  *    CHUNK) for cfg.watchdog_us => SAFE
  *    (zero or hold); only a new valid SETPOINT leaves SAFE;
@@ -104,7 +105,8 @@ static void on_setpoint(edgerl_fw_t *fw, const uint8_t *payload, uint32_t now)
         return;
     }
     for (i = 0; i < sp.n; ++i) {
-        if (!is_finite(sp.q[i])) {
+        float lim = fw->cfg.cmd_limit;
+        if (!is_finite(sp.q[i]) || (lim > 0.0f && (sp.q[i] > lim || sp.q[i] < -lim))) {
             ++fw->setpoints_rejected;
             return;
         }

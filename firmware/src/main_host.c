@@ -1,7 +1,7 @@
 /* Host build of the firmware: the same core as an MCU build, on a pty.
  * usage: edgerl_fw_host [--device PATH] [--plant-stdio] [--watchdog-ms N] [--safe zero|hold]
  *                       [--n-cmd N] [--state-period-ms N] [--status-period-ms N]
- *                       [--fallback safe|policy] */
+ *                       [--fallback safe|policy] [--cmd-limit X] */
 #define _XOPEN_SOURCE 700
 #include <signal.h>
 #include <stdio.h>
@@ -24,8 +24,20 @@ static int usage(const char *msg)
 {
     fprintf(stderr, "edgerl_fw_host: %s\nusage: edgerl_fw_host [--device PATH] [--plant-stdio]"
             " [--watchdog-ms N] [--safe zero|hold] [--n-cmd N] [--state-period-ms N]"
-            " [--status-period-ms N] [--fallback safe|policy]\n", msg);
+            " [--status-period-ms N] [--fallback safe|policy] [--cmd-limit X]\n", msg);
     return 2;
+}
+
+/* A positive, finite float (the command limit). */
+static int parse_limit(const char *s, float *out)
+{
+    char *end = NULL;
+    float v = strtof(s, &end);
+    if (end == s || *end != '\0' || !(v > 0.0f) || !(v <= 3.4e38f)) {
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 static int parse_u32(const char *s, uint32_t max, uint32_t *out)
@@ -59,6 +71,7 @@ int main(int argc, char **argv)
     cfg.state_period_us = 20000u;
     cfg.status_period_us = 100000u;
     cfg.fallback = EDGERL_FALLBACK_SAFE;
+    cfg.cmd_limit = EDGERL_CMD_LIMIT;
     for (i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -82,6 +95,8 @@ int main(int argc, char **argv)
             cfg.fallback = EDGERL_FALLBACK_SAFE;
         } else if (strcmp(a, "--fallback") == 0 && strcmp(val, "policy") == 0) {
             cfg.fallback = EDGERL_FALLBACK_POLICY;
+        } else if (strcmp(a, "--cmd-limit") == 0 && parse_limit(val, &cfg.cmd_limit) == 0) {
+            /* set */
         } else if (strcmp(a, "--n-cmd") == 0 && parse_u32(val, EDGERL_MAX_CMD, &v) == 0 && v) {
             cfg.n_cmd = (uint8_t)v;
         } else if (strcmp(a, "--state-period-ms") == 0 && parse_u32(val, 60000u, &v) == 0) {

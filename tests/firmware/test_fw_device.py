@@ -11,6 +11,7 @@ import serial
 
 from edgerl.contract.wire import FrameParser, Mode, codec, schema_hash
 from edgerl.hil.faults import FaultSpec, TxFaults
+from edgerl.hil.firmware import FirmwareConfig
 from edgerl.runtime import serial_transport as st_mod
 from edgerl.runtime.serial_transport import LinkRefused, SerialConfig, SerialTransport
 
@@ -70,6 +71,22 @@ def test_invalid_setpoints_are_rejected(link, bad_q):
     a = fw.wait_actuator(lambda a: a.cmd[0] == np.float32(0.5), 2.0)
     assert a is not None, "the valid setpoint never reached the actuator"
     np.testing.assert_array_equal(a.cmd, np.float32([0.5, 0.5]))
+
+
+def test_setpoints_beyond_the_command_limit_are_rejected(link):
+    """A value that passed the CRC but lies outside the action limits (a corrupted 0.79 read
+    as 1.36 passed before: only finiteness was checked) is rejected, the whole SETPOINT."""
+    fw, t = link(n_cmd=2, watchdog_ms=2000, cmd_limit=1.0)
+    t.send_setpoint([0.79, -1.0])  # the limit itself is allowed
+    t.send_setpoint([1.36, 0.0])
+    t.send_setpoint([0.0, -1.0001])
+    status = t.request_status()
+    assert status["setpoints_applied"] == 1 and status["setpoints_rejected"] == 2
+    a = fw.wait_actuator(lambda a: a.cmd[0] == np.float32(0.79), 2.0)
+    assert a is not None
+    np.testing.assert_array_equal(fw.actuator.cmd, np.float32([0.79, -1.0]))
+    with pytest.raises(ValueError, match="cmd_limit"):
+        FirmwareConfig(cmd_limit=float("nan")).argv()
 
 
 @pytest.mark.parametrize("safe", ["zero", "hold"])

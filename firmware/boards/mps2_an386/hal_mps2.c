@@ -193,6 +193,7 @@ void board_config(edgerl_fw_config_t *cfg)
     cfg->state_period_us = 20000u;
     cfg->status_period_us = 100000u;
     cfg->fallback = EDGERL_FALLBACK_SAFE;
+    cfg->cmd_limit = EDGERL_CMD_LIMIT;
     if (g_boot_config.magic != BOARD_BOOT_CONFIG_MAGIC) {
         return; /* no loader / bootloader config: the compiled-in defaults above */
     }
