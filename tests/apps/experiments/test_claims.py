@@ -64,3 +64,18 @@ def test_nodelay_is_a_reference_the_edit_policy_beats(store):
                                                            "driving"}
     assert checks["driving"]["edit"] > checks["driving"]["nodelay"]
     assert checks["arm_reach"]["edit"] > checks["arm_reach"]["nodelay"]
+
+
+def test_the_planner_gain_needs_an_expert_above_the_zero_chunk_control(store):
+    """g divides by (nodelay - zero): on the two declared confirmation tasks the privileged
+    expert does not beat the zero-chunk control, so g is undefined there and its check
+    fails whatever its value; on cartpole_goal every check holds."""
+    from edgerl.apps.experiments.report.planner_gain import gain_rows
+
+    rows = {g["experiment"]: g for g in gain_rows(store)}
+    for name in ("planner-gain-dmc-finger-turn-easy", "planner-gain-gym-pusher-v5"):
+        checks = rows[name]["checks"]
+        assert rows[name]["declared"]
+        assert not checks["expert beats zero chunks (> 2 SE)"] and not checks["g >= 0.7"]
+    assert rows["planner-gain-gym-pusher-v5"]["summary"]["g"]["mean"] > 0.7  # noise, not a pass
+    assert all(rows["planner-gain-cartpole-goal"]["checks"].values())
