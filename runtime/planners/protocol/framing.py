@@ -97,7 +97,7 @@ DEFAULT_MAX_FRAME = 1 << 20
 ERROR_CODES = ("unsupported_version", "malformed", "frame_too_large", "unknown_type",
                "deadline_exceeded", "deadline_unmeetable", "superseded", "planner_error",
                "overloaded", "quota_exceeded", "unauthorized", "read_timeout", "idle_timeout",
-               "shutting_down", "internal")
+               "auth_timeout", "shutting_down", "internal")
 #: Request priorities, most urgent first: a robot waiting for its next chunk goes before a
 #: training batch.
 PRIORITIES = ("robot", "training")

@@ -27,6 +27,12 @@ class ConnectionLimits:
             the connection.
         max_outbuf: Reply bytes queued for one client before it counts as not reading.
         max_bad_frames: Refused messages per connection before it is closed.
+        auth_timeout_s: With a secret, a connection must send its first authenticated frame
+            within this long, or it is closed (``auth_timeout``): an idle unauthenticated
+            connection holds no slot for ``idle_timeout_s``.
+        max_unauthenticated: Connections not yet authenticated, in all; more are refused
+            (``overloaded``). Only authenticated connections count against ``max_clients``.
+        max_unauthenticated_per_peer: Connections not yet authenticated from one address.
     """
 
     idle_timeout_s: float = 60.0
@@ -34,6 +40,9 @@ class ConnectionLimits:
     write_timeout_s: float = 2.0
     max_outbuf: int = 4 << 20
     max_bad_frames: int = 16
+    auth_timeout_s: float = 2.0
+    max_unauthenticated: int = 64
+    max_unauthenticated_per_peer: int = 8
 
 
 @dataclass
@@ -84,7 +93,8 @@ class ServerConfig:
             ``secret``).
         port: TCP port; ``0`` picks a free one (see :attr:`PlannerServer.address`).
         max_frame: Largest accepted request payload (bytes).
-        max_clients: Connections beyond this are refused with ``overloaded``.
+        max_clients: Authenticated connections beyond this are refused with ``overloaded``
+            (connections still authenticating have their own caps, :class:`ConnectionLimits`).
         obs_dim: Expected observation size (``None``: not checked here).
         secret: Shared secret (>= 16 bytes) for HMAC-SHA256 frame tags; ``None`` = no
             authentication (allowed on loopback only).
@@ -112,7 +122,8 @@ class ServerConfig:
             raise ValueError(f"secret must have at least 16 bytes, got {len(self.secret)}")
         conn, batching, quotas = self.connections, self.batching, self.quotas
         positive = {"idle_timeout_s": conn.idle_timeout_s, "read_timeout_s": conn.read_timeout_s,
-                    "write_timeout_s": conn.write_timeout_s, "rows_per_s": quotas.rows_per_s}
+                    "write_timeout_s": conn.write_timeout_s, "rows_per_s": quotas.rows_per_s,
+                    "auth_timeout_s": conn.auth_timeout_s}
         for name, value in positive.items():
             if not value > 0:
                 raise ValueError(f"{name} must be > 0, got {value}")
@@ -120,7 +131,9 @@ class ServerConfig:
                   "max_bad_frames": conn.max_bad_frames,
                   "max_batch_rows": batching.max_batch_rows,
                   "max_pending_batches": quotas.max_pending_batches,
-                  "max_queue_rows": quotas.max_queue_rows, "max_outbuf": conn.max_outbuf}
+                  "max_queue_rows": quotas.max_queue_rows, "max_outbuf": conn.max_outbuf,
+                  "max_unauthenticated": conn.max_unauthenticated,
+                  "max_unauthenticated_per_peer": conn.max_unauthenticated_per_peer}
         for name, value in counts.items():
             if value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")

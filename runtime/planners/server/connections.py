@@ -43,16 +43,19 @@ class _Connections:
                                 writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         peer_s = f"{peer[0]}:{peer[1]}" if peer else "?"
+        host = str(peer[0]) if peer else "?"
         cfg = self.config
-        if len(self._sessions) >= cfg.max_clients:
+        refusal = self._admission_refusal(host, cfg.secret is not None)
+        if refusal:
             self._count("refused")
-            log.warning("refusing %s: %d clients already connected", peer_s, cfg.max_clients)
-            writer.write(encode_frame(error_msg(-1, "overloaded", "too many clients")))
+            log.warning("refusing %s: %s", peer_s, refusal)
+            writer.write(encode_frame(error_msg(-1, "overloaded", refusal)))
             await self._close_writer(writer)
             return
         auth = FrameAuth(cfg.secret, side="server") if cfg.secret else None
         session = _Session(next(self._ids), peer_s, writer, auth, tokens=4.0 *
-                           cfg.batching.max_batch_rows, refilled=time.monotonic())
+                           cfg.batching.max_batch_rows, refilled=time.monotonic(),
+                           authenticated=auth is None, host=host)
         with self._lock:
             self._sessions[session.cid] = session
             self._counters["connections"] += 1
@@ -79,13 +82,40 @@ class _Connections:
             await self._close_writer(writer)
             log.info("client %d (%s) disconnected: %s", session.cid, peer_s, reason)
 
+    def _admission_refusal(self, host: str, authenticating: bool) -> str:
+        """Why a new connection from ``host`` is refused ("" = admitted): authenticated
+        connections count against ``max_clients``; on a server with a secret, connections
+        still authenticating have a cap in all and one per address, so idle unauthenticated
+        sockets cannot lock authenticated clients out."""
+        cfg, limits = self.config, self.config.connections
+        with self._lock:
+            sessions = list(self._sessions.values())
+        if sum(s.authenticated for s in sessions) >= cfg.max_clients:
+            return f"too many clients ({cfg.max_clients} connected)"
+        if not authenticating:
+            return ""
+        pending = [s for s in sessions if not s.authenticated]
+        if len(pending) >= limits.max_unauthenticated:
+            return f"too many connections still authenticating ({limits.max_unauthenticated})"
+        if sum(s.host == host for s in pending) >= limits.max_unauthenticated_per_peer:
+            return (f"too many connections still authenticating from {host} "
+                    f"({limits.max_unauthenticated_per_peer})")
+        return ""
+
     async def _read_frame(self, reader: asyncio.StreamReader, session: _Session
                           ) -> tuple[bytes | None, str]:
         """One frame body (tag included), or ``(None, why)`` when the connection must end."""
         timeouts = self.config.connections
+        if session.authenticated:
+            wait, idle = timeouts.idle_timeout_s, ("idle_timeout", f"no request for "
+                                                   f"{timeouts.idle_timeout_s:g} s",
+                                                   "idle timeout")
+        else:
+            wait, idle = timeouts.auth_timeout_s, ("auth_timeout", f"no authenticated frame "
+                                                   f"within {timeouts.auth_timeout_s:g} s",
+                                                   "authentication timeout")
         first, why = await self._within(
-            session, reader.readexactly(1), timeouts.idle_timeout_s, "closed by peer",
-            ("idle_timeout", f"no request for {timeouts.idle_timeout_s:g} s", "idle timeout"))
+            session, reader.readexactly(1), wait, "closed by peer", idle)
         if why:
             return None, why
         limit = self.config.max_frame + (TAG_SIZE if session.auth else 0)
@@ -126,7 +156,10 @@ class _Connections:
         self._count("bad_frames")
         self._drop(code)
         log.warning("client %s: %s: %s; closing the connection", session.peer, code, message)
-        self._send(session, error_msg(-1, code, message))
+        if session.authenticated:
+            self._send(session, error_msg(-1, code, message))
+        elif not session.writer.is_closing():  # untagged: no tag sequence to continue
+            session.writer.write(encode_frame(error_msg(-1, code, message)))
         session.closed = True
 
     def _handle(self, session: _Session, body: bytes) -> None:
@@ -135,6 +168,7 @@ class _Connections:
         try:
             if session.auth is not None:
                 body = session.auth.open(body)
+                session.authenticated = True
             msg = decode_payload(body, max_frame=self.config.max_frame,
                                  max_items=max(64, self.config.batching.max_batch_rows))
             raw_id = msg.get("id", -1)

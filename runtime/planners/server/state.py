@@ -30,6 +30,9 @@ class _Session:
     bad_frames: int = 0
     closed: bool = False
     counts: Counter = field(default_factory=Counter)
+    #: a frame with a valid tag has arrived (always True without a secret)
+    authenticated: bool = False
+    host: str = ""  # the peer's address without the port (per-peer caps)
 
 
 @dataclass(eq=False)

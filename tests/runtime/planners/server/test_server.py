@@ -167,6 +167,33 @@ class TestAuthentication:
         with pytest.raises(ValueError, match="at least 16 bytes"):
             ServerConfig(secret=b"short").validate()
 
+    def test_unauthenticated_sockets_cannot_lock_authenticated_clients_out(self, serve):
+        """150 connections that never authenticate held every slot for the idle timeout
+        (60 s): now they count against their own caps (8 per address here), are cut after the
+        authentication timeout, and an authenticated client, connected or new, is served."""
+        server = serve(AffinePlanner(), secret=SECRET, max_clients=4, auth_timeout_s=3.0)
+        host, port = server.address
+        obs = np.array([1.0, 2.0, 3.0], np.float32)
+        with RemotePlanner(host=host, port=port, secret=SECRET) as client:
+            flood = [raw_connect(server.address) for _ in range(150)]
+            serve.connections.extend(flood)
+            first = [raw_reply(s) for s in flood]
+            admitted = [s for s, r in zip(flood, first, strict=True) if "nonce" in r]
+            refused = [r for r in first if r.get("code") == "overloaded"]
+            assert len(admitted) == 8 and len(refused) == 142, first[:2]
+            assert "still authenticating from 127.0.0.1" in refused[0]["message"]
+            np.testing.assert_array_equal(client.plan(obs, "go", now=4.0).actions,
+                                          expected_rows(obs, "go"))
+            for s in admitted:  # cut after the authentication timeout, with a named reply
+                s.settimeout(6.0)
+                assert raw_reply(s)["code"] == "auth_timeout"
+                assert closed_by_peer(s, 1.0)
+            with RemotePlanner(host=host, port=port, secret=SECRET) as second:
+                np.testing.assert_array_equal(second.plan(obs, "go", now=5.0).actions,
+                                              expected_rows(obs, "go"))
+        m = server.metrics()
+        assert m["dropped"]["auth_timeout"] == 8 and m["refused"] >= 142
+
     def test_tagged_frames_round_trip_and_everything_else_is_refused(self, serve):
         from edgerl.runtime.planners.protocol.auth import FrameAuth
 
