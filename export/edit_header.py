@@ -25,7 +25,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgerl.contract.spec import PolicySpec, load_bundle_manifest
+from edgerl.contract.spec import PolicySpec
 from edgerl.contract.wire.schema import MAX_CHUNK_FLOATS, MAX_CMD, MAX_STATE
 from edgerl.export.c_header import CHeaderError, CHeaderInfo, _cfloat, write_c_header
 
@@ -84,7 +84,9 @@ def _check(spec: PolicySpec) -> None:
 def write_edit_header(bundle: str | Path, out_dir: str | Path) -> EditHeaderInfo:
     """Write ``edit_policy.h`` and ``edit_net.h`` for ``bundle`` into ``out_dir``."""
     bundle, out_dir = Path(bundle), Path(out_dir)
-    spec = load_bundle_manifest(bundle)
+    from edgerl.runtime.bundle_check import verify_bundle
+
+    spec = verify_bundle(bundle)  # the one gate: closed set, signature, bounds
     _check(spec)
     out_dir.mkdir(parents=True, exist_ok=True)
     net = write_c_header(bundle / "policy.onnx", out_dir / "edit_net.h", prefix=EDIT_NET_PREFIX,

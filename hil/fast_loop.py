@@ -95,9 +95,10 @@ class FastLoopController:
 
     def __init__(self, bundle: Path, transport: SerialTransport, obs_dim: int,
                  gain: np.ndarray | None = None, planner_latency_s: float = 0.0) -> None:
-        from edgerl.contract.spec import load_bundle_manifest
+        from edgerl.runtime.bundle_check import verify_bundle
 
-        self.spec = spec = load_bundle_manifest(bundle)
+        # the one gate: closed file set, signature when a key is configured, bounds
+        self.spec = spec = verify_bundle(bundle)
         if spec.method != "edit":
             raise ValueError(f"--mode fast-loop needs an edit bundle; {bundle} is "
                              f"{spec.method!r}")

@@ -313,13 +313,15 @@ def declare_with_bundle(node: Any, specs: list[ParamSpec],
                         on_change: Callable[[dict[str, Any]], str | None] | None,
                         required: tuple[str, ...] = ("bundle",)) -> tuple[dict[str, Any], Any]:
     """:func:`declare_validated`, then check that the ``required`` string parameters are set
-    and load the bundle's manifest (sha256-checked). Returns ``(params, PolicySpec)``.
+    and load the bundle through the one gate (:func:`~edgerl.runtime.bundle_check.
+    verify_bundle`: closed file set, signature when a key is configured, bounds). Returns
+    ``(params, PolicySpec)``.
 
     Raises:
         ValueError: a required parameter is empty (named, with the node's name).
         BundleError: the manifest is missing or invalid.
     """
-    from edgerl.contract.spec import load_bundle_manifest
+    from edgerl.runtime.bundle_check import verify_bundle
 
     p = declare_validated(node, specs, on_change)
     missing = [name for name in required if not p[name]]
@@ -327,7 +329,7 @@ def declare_with_bundle(node: Any, specs: list[ParamSpec],
         names = " and ".join(f"'{n}'" for n in missing)
         raise ValueError(f"{node.get_name()}: parameter{'s' if len(missing) > 1 else ''} "
                          f"{names} {'are' if len(missing) > 1 else 'is'} required")
-    return p, load_bundle_manifest(p["bundle"])
+    return p, verify_bundle(p["bundle"])  # the one gate every loader goes through
 
 
 def run_node(factory: Callable[[], Any], args: list[str] | None = None,
