@@ -74,7 +74,14 @@ def graph_bundle(session_bundle) -> Path:
 
 
 @pytest.fixture
-def graph(rclpy_context, graph_bundle):
+def graph_overrides() -> list[tuple[str, object]]:
+    """Extra ``(name, value)`` start-up parameters of the ``graph`` fixture's edit node (a
+    test parametrizes it for read-only ones such as ``loop_cpus``)."""
+    return []
+
+
+@pytest.fixture
+def graph(rclpy_context, graph_bundle, graph_overrides):
     """(EditPolicyNode, Probe, executor) spinning in a background thread."""
     from edgerl_ros.edit_policy_node import EditPolicyNode
     from rclpy.executors import SingleThreadedExecutor
@@ -82,7 +89,8 @@ def graph(rclpy_context, graph_bundle):
 
     node = EditPolicyNode(context=rclpy_context, parameter_overrides=[
         Parameter("bundle", value=str(graph_bundle)),
-        Parameter("diagnostics_period_s", value=0.2)])
+        Parameter("diagnostics_period_s", value=0.2),
+        *(Parameter(name, value=value) for name, value in graph_overrides)])
     probe = Probe(rclpy_context)
     # single-threaded, as the node runs in production (run_node); under rclpy's
     # MultiThreadedExecutor here the inline node received only 1-8 of ~40 states/s (its

@@ -136,6 +136,51 @@ class TestParameters:
         assert node.call(node.trigger_cleanup) == R.SUCCESS
 
 
+    @pytest.mark.parametrize("graph_overrides", [[("loop_cpus", "0")]])
+    def test_inline_state_ticks_get_the_real_time_settings(self, graph):
+        """With the default state trigger the ticks run in the thread that delivers the state
+        (no loop thread): rt_priority and loop_cpus used to do nothing there
+        (``rt_priority_applied: false``); that thread now gets both."""
+        import os
+        import threading
+
+        from rclpy.lifecycle import TransitionCallbackReturn as R
+        from rclpy.parameter import Parameter
+
+        cpu = 0  # graph_overrides: loop_cpus "0"
+        node, probe = graph
+        results = node.set_parameters([Parameter("trigger", value="state"),
+                                       Parameter("inline_tick", value=True),
+                                       Parameter("rt_priority", value=10)])
+        assert all(r.successful for r in results), [r.reason for r in results]
+        ticked_in: list[int] = []
+        accept = node.accept_state
+
+        def spy(obs, stamp_ns):
+            ticked_in.append(threading.get_native_id())
+            return accept(obs, stamp_ns)
+
+        node.accept_state = spy
+        assert node.call(node.trigger_configure) == R.SUCCESS
+        assert node.call(node.trigger_activate) == R.SUCCESS
+        t_end = time.monotonic() + 10.0
+        while node.states_received < 3 and time.monotonic() < t_end:
+            drive(probe, 0.2, rate=40.0)
+        assert node.states_received >= 3 and ticked_in
+        tid = ticked_in[-1]
+        assert os.sched_getaffinity(tid) == {cpu}
+        assert node.values()["inline_cpus"] == str(cpu)
+        try:  # where SCHED_FIFO is allowed (root / CAP_SYS_NICE) the thread runs under it
+            allowed = os.sched_getscheduler(tid) == os.SCHED_FIFO
+        except OSError:
+            allowed = False
+        assert node.values()["rt_priority_applied"] is allowed
+        if allowed:
+            assert os.sched_getparam(tid).sched_priority == 10
+        assert node.call(node.trigger_deactivate) == R.SUCCESS
+        assert node.call(node.trigger_cleanup) == R.SUCCESS
+
+
 class TestBadInput:
     def test_dropped_counted_reported_and_loop_holds(self, graph):
         from builtin_interfaces.msg import Duration

@@ -29,6 +29,7 @@ class EditNodeDiagnostics:
                 "inline_tick": self._inline is not None,
                 "inference": getattr(loop.backend, "name", "none"),
                 "rt_priority_applied": self.rt_applied,
+                "inline_cpus": ",".join(map(str, self.inline_cpus)),
                 "ticks": m["ticks"],
                 "commands_sent": self.commands_sent,
                 "states_received": self.states_received,

@@ -13,6 +13,8 @@ first, published after the tick).
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 from typing import Any
 
@@ -72,6 +74,8 @@ class EditNodeIO:
         self.states_received += 1
         inline = self._inline
         if inline is not None:
+            if threading.get_ident() not in self._rt_threads:
+                self._realtime_here()
             inline.on_state(t)
             self._flush_publish()  # composed: the command the robot already has
             if not self._reset_timers_per_state:  # composed: the fallback thread's check
@@ -83,6 +87,28 @@ class EditNodeIO:
                     except Exception as exc:
                         log.debug("timer reset after deactivation: %s", exc)
         return True
+
+    def _realtime_here(self) -> None:
+        """Inline ticks run in the thread that delivers the state (the executor's, or a
+        composed robot's stepping thread), not in a loop thread: give that thread, once, the
+        node's ``rt_priority`` (SCHED_FIFO) and the loop's ``loop_cpus``. A refusal is logged
+        and the ticks run at normal priority."""
+        from edgerl.runtime.cpu_affinity import pin_thread
+
+        self._rt_threads.add(threading.get_ident())
+        prio = int(self.get_parameter("rt_priority").value)
+        if prio > 0:
+            try:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+                self.rt_applied = True
+            except (OSError, AttributeError) as exc:
+                log.warning("inline state ticks: SCHED_FIFO %d not permitted (%s)", prio, exc)
+        loop = self.loop
+        if loop is not None and loop.cfg.cpus:
+            try:
+                self.inline_cpus = pin_thread(loop.cfg.cpus, "loop_cpus (inline state ticks)")
+            except (OSError, ValueError) as exc:
+                log.warning("inline state ticks: loop_cpus not applied (%s)", exc)
 
     def _on_silence(self) -> None:
         """No state for a trigger timeout: the clock fallback tick."""

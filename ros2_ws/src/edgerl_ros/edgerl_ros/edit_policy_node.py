@@ -95,10 +95,11 @@ PARAMS = [
               choices=("escalate", "hold", "decelerate", "zero", "policy")),
     ParamSpec("backend", "onnx", "inference backend", choices=("onnx", "numpy")),
     ParamSpec("spin_s", 300e-6, "busy-wait before each deadline (s)", 0.0, 0.01),
-    ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the loop thread (0 = normal)", 0, 99),
+    ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the loop thread, or with inline state "
+              "ticks of the thread that delivers the states (0 = normal)", 0, 99),
     ParamSpec("loop_cpus", "", "CPUs the loop thread is pinned to, e.g. '3' or '2-3' ('' = not "
               "pinned; keep the planner and other nodes off them, isolcpus on a robot). "
-              "With trigger state and inline_tick there is no loop thread to pin",
+              "With trigger state and inline_tick: the thread that delivers the states",
               read_only=True),
     ParamSpec("inline_tick", True, "with trigger state: tick inside the state callback (no "
               "loop thread, no hand-off; clock fallback from a timer). False: the loop "
@@ -169,6 +170,8 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
         self.interventions_applied = 0  # operator/intervention records pushed to the loop
         self.chunks_dropped_pre_reset = 0
         self.rt_applied = False
+        self._rt_threads: set[int] = set()  # threads given rt_priority / loop_cpus (inline)
+        self.inline_cpus: tuple[int, ...] = ()
         self.state_age = Samples()
         #: Composed robot: ``command_link(command (A,), state stamp ns)`` gets each command
         #: before it is published (set by :class:`~edgerl_ros.composition.ComposedLink`).
@@ -276,6 +279,7 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
             gc.collect()
             gc.freeze()
         self._inline = InlineStateTrigger(loop)
+        self._rt_threads.clear()  # the first state in each thread applies rt_priority / CPUs
         if self.get_parameter("state_source").value == "in_process":
             # states tick in the robot's thread: any rclpy timer here (reset per state, or
             # a periodic check) wakes rclpy's Python executor, ~1 ms of GIL per wake taken
