@@ -115,7 +115,35 @@ def planner_gain(store: Store) -> list[str]:
         f"nodelay {g['summary']['cells']['nodelay'].get('budget_env_steps', 0):,}"
         for g in rows) + ".", "", "Why each split is realistic: " + "; ".join(
         f"{g['task']}: {g['split']}" for g in rows if g["split"]) + "."]
-    return out
+    return out + extra_cells_table(rows)
+
+
+#: The extra cells' meaning, for the table that compares them with the edit.
+EXTRA_TEXT = {"rtc": "rtc (prefix-conditioned planner, open loop)",
+              "blend": "blend (chunks blended, open loop)",
+              "edit_prefix": "edit over the prefix-conditioned planner"}
+
+
+def extra_cells_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The edit beside the extra cells (training-time RTC and blending) where a task ran
+    them: score mean ± SE and mean |du| per tick; [] when none did."""
+    from edgerl.policies.protocol import EXTRA_CELLS
+
+    runs = [g for g in rows if any(c in g["summary"]["cells"] for c in EXTRA_CELLS)]
+    if not runs:
+        return []
+    names = ["edit", *EXTRA_CELLS]
+    body = []
+    for g in runs:
+        c = g["summary"]["cells"]
+        digits = 2 if g["metric"] == "success_rate" else 1
+        body.append([f"{g['task']}, {g['delay_ms']:.0f} ms"] + [
+            f"{_pm(c[n]['mean'], c[n]['se'], digits)} (|du| {c[n]['action_rate']:.3g})"
+            if n in c else "-" for n in names])
+    return ["", "Training-time RTC and blending beside the edit (`--extra-cells "
+            "rtc,blend,edit_prefix`; same seeds and budget):", "",
+            *md_table(["task, planner delay", "edit", *(EXTRA_TEXT[n] for n in EXTRA_CELLS)],
+                      body)]
 
 
 def planner_gain_block(store: Store) -> str:

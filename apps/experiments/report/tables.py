@@ -20,11 +20,16 @@ _SPLIT = re.compile(r"(?<!\\)\|")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
+def _escape(cell: Any) -> str:
+    """A cell's text with its bare ``|`` escaped (``mean |du|`` would split the column)."""
+    return _SPLIT.sub(r"\|", str(cell))
+
+
 def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
-    """A markdown table's lines."""
-    out = [("| " + " | ".join(map(str, header)) + " |").replace("|  |", "| |"),
+    """A markdown table's lines (a ``|`` inside a cell is escaped)."""
+    out = [("| " + " | ".join(map(_escape, header)) + " |").replace("|  |", "| |"),
            "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in rows]
     return out
 
 
