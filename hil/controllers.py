@@ -54,12 +54,13 @@ class BundleController:
                  obs_dim: int, n_cmd: int, gain: np.ndarray | None,
                  planner_latency_s: float = 0.0, budget_planner: Any = None,
                  gate_policy: str = "gate", seed: int = 0) -> None:
-        from edgerl.runtime.bundle_check import verify_bundle
+        from edgerl.contract.spec import load_bundle_manifest
         from edgerl.runtime.deployment import Deployment
         from edgerl.runtime.edit_loop import LoopConfig
         from edgerl.runtime.safety import SafetyConfig
 
-        spec = verify_bundle(bundle)  # the one gate: closed set, signature, bounds
+        # the sizes only: Deployment.from_bundle below is the gate (verify_bundle)
+        spec = load_bundle_manifest(bundle)
         if spec.observation.dim > obs_dim or spec.action.dim != n_cmd:
             raise ValueError(f"bundle {bundle}: obs {spec.observation.dim} / action "
                              f"{spec.action.dim} do not fit the plant (obs {obs_dim}, "

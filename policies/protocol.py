@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["CELLS", "EXTRA_CELLS", "QUESTION", "ProtocolCell", "ProtocolConfig", "cell_config",
-           "protocol_cells", "record", "rows_from_store", "run_cell", "run_protocol",
-           "store_rows", "summarize"]
+           "has_headroom", "protocol_cells", "record", "rows_from_store", "run_cell",
+           "run_protocol", "store_rows", "summarize"]
 
 log = logging.getLogger(__name__)
 
@@ -351,6 +351,13 @@ def summarize(rows: list[dict[str, Any]], metric: str = "return_mean") -> dict[s
             "g": {"mean": g, "se": g_se, "per_seed": gains},
             "edit_minus_planner": {"mean": m, "se": m_se, "per_seed": margins},
             "headroom": {"mean": h, "se": h_se, "per_seed": rooms}}
+
+
+def has_headroom(summary: dict[str, Any]) -> bool:
+    """Whether the privileged policy beats the zero-chunk control by more than 2 SE over the
+    seeds (:func:`summarize`'s ``headroom``): only then is ``g``'s denominator not noise."""
+    room = summary.get("headroom", {})
+    return bool(room) and room["mean"] > 2 * room["se"]
 
 
 #: The question the protocol's results answer in the results store.

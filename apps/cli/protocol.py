@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from edgerl.contract.report import print_json, print_table
     from edgerl.policies.protocol import (
         ProtocolConfig,
+        has_headroom,
         record,
         run_protocol,
         summarize,
@@ -112,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
     g, m = summary["g"], summary["edit_minus_planner"]
     print(f"planner gain g = {g['mean']:.2f} +- {g['se']:.2f}; edit - planner = "
           f"{m['mean']:.3f} +- {m['se']:.3f} (mean +- SE over {len(summary['seeds'])} seeds)")
-    room = summary["headroom"]
-    if not room["mean"] > 2 * room["se"]:
+    if not has_headroom(summary):
+        room = summary["headroom"]
         print(f"the privileged nodelay policy does not beat the zero-chunk control "
               f"(nodelay - zero = {room['mean']:.3f} +- {room['se']:.3f}): g is not defined "
               "here; give the expert more iterations (--expert-iterations) or check the split")

@@ -112,9 +112,9 @@ def run_demo(cfg: DemoConfig,
     mcap = out / "deploy.mcap"
     timing = collect_loop_timing(mcap) if mcap.exists() else {}
     timing_rows = timing_table(timing, deploy_res.data, hil_res.data)
-    command = (command_smoothness(latency_and_trace(mcap)["command"]["values"])
-               if mcap.exists() else {})
-    png = write_png(mcap if mcap.exists() else None, out / "demo.png",
+    trace = latency_and_trace(mcap) if mcap.exists() else None  # decoded once
+    command = command_smoothness(trace["command"]["values"]) if trace is not None else {}
+    png = write_png(trace, out / "demo.png",
                     title=f"{cfg.task}: edit policy, planner delay {1000 * delay_s:.0f} ms")
     hil_ok = hil_res.ok
     report = {

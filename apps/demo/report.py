@@ -100,16 +100,16 @@ def command_smoothness(values: np.ndarray) -> dict[str, float | int]:
     return out
 
 
-def write_png(mcap: Path | None, path: Path, title: str) -> Path | None:
-    """Latency histogram + episode trace (state and commands over time) as a small PNG."""
-    if mcap is None:
+def write_png(d: dict[str, Any] | None, path: Path, title: str) -> Path | None:
+    """Latency histogram + episode trace (state and commands over time) as a small PNG, from
+    :func:`latency_and_trace`'s result ``d`` (None: no recording, no PNG)."""
+    if d is None:
         return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    d = latency_and_trace(mcap)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     lat = d["latency_ms"]
     ax = axes[0]

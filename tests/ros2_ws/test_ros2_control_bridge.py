@@ -134,6 +134,21 @@ def _wait(pred, timeout=10.0, publish=None):
     return False
 
 
+def _stand_in_controller(node, interface: str, on_command) -> None:
+    """Subscribe ``on_command`` as the controller does: a forward_command_controller's
+    ``Float64MultiArray`` or a JointTrajectoryController's ``JointTrajectory``, with
+    ros2_control's topic names and default QoS (reliable, depth 10)."""
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory
+
+    if interface == "forward":
+        node.create_subscription(Float64MultiArray, "/forward_command_controller/commands",
+                                 on_command, 10)
+    else:
+        node.create_subscription(JointTrajectory, "/joint_trajectory_controller/joint_trajectory",
+                                 on_command, 10)
+
+
 @pytest.mark.parametrize("interface", ["forward", "trajectory"])
 def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bundle, interface):
     import rclpy
@@ -142,8 +157,6 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
     from edgerl_ros.ros2_control_bridge_node import Ros2ControlBridgeNode
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
-    from trajectory_msgs.msg import JointTrajectory
 
     bridge = Ros2ControlBridgeNode(context=rclpy_context, parameter_overrides=[
         Parameter("bundle", value=str(bundle)), Parameter("observation_map", value=MAP),
@@ -157,13 +170,7 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
     robot = rclpy.create_node("stand_in_ros2_control", context=rclpy_context)
     js_pub = robot.create_publisher(JointState, "/joint_states", 10)
     got_cmd, got_state = [], []
-    if interface == "forward":
-        robot.create_subscription(Float64MultiArray, "/forward_command_controller/commands",
-                                  got_cmd.append, 10)
-    else:
-        robot.create_subscription(JointTrajectory,
-                                  "/joint_trajectory_controller/joint_trajectory",
-                                  got_cmd.append, 10)
+    _stand_in_controller(robot, interface, got_cmd.append)
     edge = rclpy.create_node("stand_in_edit_policy", context=rclpy_context)
     edge.create_subscription(JointState, TOPICS["state"], got_state.append, STATE_QOS)
     cmd_pub = edge.create_publisher(JointState, TOPICS["command"], STATE_QOS)
@@ -226,8 +233,6 @@ def test_the_controller_gets_a_stop_when_commands_stop_and_at_shutdown(rclpy_con
     from edgerl_ros.ros2_control_bridge_node import Ros2ControlBridgeNode
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
-    from trajectory_msgs.msg import JointTrajectory
 
     bridge = Ros2ControlBridgeNode(context=rclpy_context, parameter_overrides=[
         Parameter("bundle", value=str(bundle)), Parameter("observation_map", value=MAP),
@@ -236,13 +241,7 @@ def test_the_controller_gets_a_stop_when_commands_stop_and_at_shutdown(rclpy_con
         Parameter("command_timeout_s", value=0.2)])
     robot = rclpy.create_node("stand_in_controller", context=rclpy_context)
     got = []
-    if interface == "forward":
-        robot.create_subscription(Float64MultiArray, "/forward_command_controller/commands",
-                                  got.append, 10)
-    else:
-        robot.create_subscription(JointTrajectory,
-                                  "/joint_trajectory_controller/joint_trajectory",
-                                  got.append, 10)
+    _stand_in_controller(robot, interface, got.append)
     edge = rclpy.create_node("stand_in_edit_policy", context=rclpy_context)
     cmd_pub = edge.create_publisher(JointState, TOPICS["command"], STATE_QOS)
 

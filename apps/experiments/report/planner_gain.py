@@ -15,7 +15,7 @@ from typing import Any
 
 from edgerl.apps.experiments.report.tables import md_table
 from edgerl.apps.experiments.store import Store
-from edgerl.policies.protocol import QUESTION, rows_from_store, summarize
+from edgerl.policies.protocol import QUESTION, has_headroom, rows_from_store, summarize
 
 __all__ = ["gain_rows", "planner_gain", "planner_gain_block"]
 
@@ -54,8 +54,8 @@ def gain_rows(store: Store) -> list[dict[str, Any]]:
             if task in NODELAY_TASKS:
                 checks["edit >= 0.9 x nodelay"] = edit["mean"] >= 0.9 * top["mean"]
         else:
-            checks["expert beats zero chunks (> 2 SE)"] = _has_headroom(s)
-            checks["g >= 0.7"] = _has_headroom(s) and s["g"]["mean"] >= 0.7
+            checks["expert beats zero chunks (> 2 SE)"] = has_headroom(s)
+            checks["g >= 0.7"] = has_headroom(s) and s["g"]["mean"] >= 0.7
             checks["edit > planner + 2 SE"] = margin["mean"] > 2 * margin["se"]
         out.append({"experiment": e.name, "task": task, "role": role, "metric": metric,
                     "split": str(e.report.get("split", "")),
@@ -63,13 +63,6 @@ def gain_rows(store: Store) -> list[dict[str, Any]]:
                     "rate_ratio": rate_ratio, "checks": checks,
                     "declared": store.declared(e) is not None})
     return out
-
-
-def _has_headroom(s: dict[str, Any]) -> bool:
-    """The privileged policy beats the zero-chunk control by more than 2 SE (g's
-    denominator is not noise)."""
-    room = s.get("headroom", {})
-    return bool(room) and room["mean"] > 2 * room["se"]
 
 
 def _row(g: dict[str, Any]) -> list[str]:
@@ -85,7 +78,7 @@ def _row(g: dict[str, Any]) -> list[str]:
             _pm(c["planner@0"]["mean"], c["planner@0"]["se"], digits) if "planner@0" in c
             else "-",
             _pm(c["nodelay"]["mean"], c["nodelay"]["se"], digits),
-            _pm(s["g"]["mean"], s["g"]["se"], 2) if _has_headroom(s)
+            _pm(s["g"]["mean"], s["g"]["se"], 2) if has_headroom(s)
             else "undefined (nodelay not above zero)",
             _pm(s["edit_minus_planner"]["mean"], s["edit_minus_planner"]["se"], digits),
             f"{c['edit']['action_rate']:.3g} / {c['nodelay']['action_rate']:.3g} "

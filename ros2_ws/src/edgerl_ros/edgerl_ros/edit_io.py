@@ -13,7 +13,6 @@ first, published after the tick).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from typing import Any
@@ -94,15 +93,12 @@ class EditNodeIO:
         node's ``rt_priority`` (SCHED_FIFO) and the loop's ``loop_cpus``. A refusal is logged
         and the ticks run at normal priority."""
         from edgerl.runtime.cpu_affinity import pin_thread
+        from edgerl.runtime.loop_scheduler import set_fifo
 
         self._rt_threads.add(threading.get_ident())
         prio = int(self.get_parameter("rt_priority").value)
-        if prio > 0:
-            try:
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
-                self.rt_applied = True
-            except (OSError, AttributeError) as exc:
-                log.warning("inline state ticks: SCHED_FIFO %d not permitted (%s)", prio, exc)
+        if prio > 0 and set_fifo(prio):  # a refusal is logged there
+            self.rt_applied = True
         loop = self.loop
         if loop is not None and loop.cfg.cpus:
             try:

@@ -124,7 +124,7 @@ def parse_scale(text: str, n: int) -> np.ndarray:
     Raises:
         ValueError: not numbers, non-finite or zero, or a count other than 1 or ``n``.
     """
-    parts = [t.strip() for t in text.split(",") if t.strip()]
+    parts = _split_names(text)
     if not parts:
         return np.ones(n)
     try:
