@@ -18,11 +18,15 @@ from typing import Any
 
 from edgerl.contract.wire import Mode
 
-__all__ = ["Cable", "Unplug", "unplug_report"]
+__all__ = ["DRIVING_MODES", "Cable", "Unplug", "unplug_report"]
 
 log = logging.getLogger(__name__)
 
 FW_CLOCK_WRAP_US = 1 << 32  # the firmware's fw_time_us is a wrapping uint32
+#: Modes in which the firmware drives the actuators for the host: host setpoints (ACTIVE,
+#: the host loop), or its own policy fed by host heartbeats or chunks (LOCAL_POLICY, and
+#: FAST_LOOP, the fast loop). A pull's safe entry is timed from the last output in one.
+DRIVING_MODES = (Mode.ACTIVE, Mode.LOCAL_POLICY, Mode.FAST_LOOP)
 
 
 @dataclass
@@ -92,8 +96,9 @@ def _fw_delta_us(later: int, earlier: int) -> int:
 
 def unplug_report(unplugs: Sequence[Unplug], history: Sequence[Any]) -> list[dict[str, Any]]:
     """Per pull: ``link_down_ms`` (host clock) and the safe entry: ``safe_entry_ms`` on the
-    firmware's clock, from its last ACTIVE output before the pull to its first SAFE/ESTOP
-    output after it (the watchdog's reaction; resolution: one plant step), and
+    firmware's clock, from its last driving output before the pull (ACTIVE in the host loop,
+    FAST_LOOP in the fast loop: :data:`DRIVING_MODES`) to its first SAFE/ESTOP output after
+    it (the watchdog's reaction; resolution: one plant step), and
     ``safe_entry_host_ms`` from the pull to that output's arrival (host clock, with pipe
     latency). ``history`` is the firmware's ACTUATOR samples (``t_host``, ``fw_time_us``,
     ``mode``) in order; None where no safe output was seen before the link came back."""
@@ -101,7 +106,7 @@ def unplug_report(unplugs: Sequence[Unplug], history: Sequence[Any]) -> list[dic
     safe_modes = (Mode.SAFE, Mode.ESTOP)
     for ev in unplugs:
         end = ev.t_linked if ev.t_linked == ev.t_linked else float("inf")
-        before = [a for a in history if a.t_host <= ev.t_pull and a.mode == Mode.ACTIVE]
+        before = [a for a in history if a.t_host <= ev.t_pull and a.mode in DRIVING_MODES]
         safe = next((a for a in history if ev.t_pull < a.t_host <= end + 0.05
                      and a.mode in safe_modes), None)
         row: dict[str, Any] = {"hold_s": ev.hold_s, "link_down_ms": ev.link_down_ms,

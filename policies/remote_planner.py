@@ -92,12 +92,17 @@ class ServedPlanFn:
 
     @classmethod
     def connect(cls, spec: str, horizon: int, **kwargs: Any) -> ServedPlanFn:
-        """Connect to ``remote:HOST:PORT`` (training priority) and check the horizon."""
+        """Connect to ``remote:HOST:PORT`` (training priority) and check the horizon. The
+        secret is ``EDGERL_PLANNER_SECRET``'s; on a service with named client keys,
+        ``EDGERL_PLANNER_KEY_ID`` names this job's key (whose secret that file then holds)."""
+        import os
+
         from edgerl.runtime.planners.protocol.auth import load_secret
         from edgerl.runtime.planners.remote.direct import DirectPlanner
 
         host, port = parse_remote_planner(spec)
-        client = DirectPlanner(host, port, secret=load_secret(), priority="training").connect()
+        client = DirectPlanner(host, port, secret=load_secret(), priority="training",
+                               key_id=os.environ.get("EDGERL_PLANNER_KEY_ID") or None).connect()
         try:
             return cls(client, horizon, **kwargs)
         except ValueError:

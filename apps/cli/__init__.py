@@ -38,6 +38,8 @@ VERBS: dict[str, str] = {
     "inspect": "edgerl.apps.cli.inspect",
     "keygen": "edgerl.apps.cli.keygen",
     "sign": "edgerl.apps.cli.sign",
+    "ros-keystore": "edgerl.apps.cli.ros_keystore",
+    "operator": "edgerl.apps.cli.operator",
     "bench": "edgerl.apps.cli.bench",
     "hil": "edgerl.apps.cli.hil",
     "deploy": "edgerl.apps.cli.deploy",

@@ -3,7 +3,11 @@ planner + edit policy) as separate processes over pip rclpy, measure it, stop it
 
 ``--robot serial --port /dev/ttyACM0 --baud 1000000`` drives the edgerl firmware through
 ``serial_bridge_node``; ``--robot ros`` starts only the planner and the edit policy (the
-robot's own ROS driver publishes the state). Neither loads torch (``torch_loaded``)."""
+robot's own ROS driver publishes the state). Neither loads torch (``torch_loaded``).
+
+``--keystore DIR`` (from ``edgerl ros-keystore``) runs every process in its own SROS2
+enclave with DDS security enforced; where this ROS 2 cannot enforce it, deploy stops with
+the reason before starting anything."""
 
 from __future__ import annotations
 
@@ -78,6 +82,15 @@ def _graph_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--instruction", default="", help="instruction for the planner")
     g.add_argument("--inject-bad-hz", type=float, default=0.0,
                    help="publish malformed state/chunk messages at this rate (robustness check)")
+    g.add_argument("--keystore", type=Path, default=None, metavar="DIR",
+                   help="SROS2 keystore from `edgerl ros-keystore`: each process runs in its "
+                        "own enclave with DDS security enforced (ROS_SECURITY_STRATEGY="
+                        "Enforce); refused before anything starts where this ROS 2 cannot "
+                        "enforce it")
+    g.add_argument("--operator-key", type=Path, default=None, metavar="FILE",
+                   help="operator key (`edgerl operator keygen`) that signs e-stop re-arms "
+                        "and overrides (default: EDGERL_OPERATOR_KEY; none: they are all "
+                        "refused)")
     g.add_argument("--compose", action="store_true",
                    help="--robot sim|serial: run the robot node and the edit node in one "
                         "process (edgerl_ros.container): states and commands pass by call "
@@ -115,6 +128,9 @@ def run(args: argparse.Namespace) -> int:
                        f"--robot {' or '.join(COMPOSABLE_ROBOTS)}, not {args.robot}")
     if not 1200 <= args.baud <= 20_000_000:
         raise CliError(f"--baud must be in 1200..20000000, got {args.baud}")
+    if args.keystore is not None and args.inject_bad_hz > 0:
+        raise CliError("--inject-bad-hz publishes state and chunks from the monitor, which "
+                       "its enclave does not allow: leave out --keystore for that check")
     record = args.record
     params = args.params or DEFAULT_CONFIG
     tmp = None
@@ -131,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
                        domain_id=args.domain_id, instruction=args.instruction,
                        inject_bad_hz=args.inject_bad_hz, log_dir=args.log_dir,
                        rt_priority=args.rt_priority, min_success=args.min_success,
-                       compose=args.compose)
+                       compose=args.compose, keystore=args.keystore,
+                       operator_key=args.operator_key)
     bar = _Bar(args.duration)
     # SIGTERM (e.g. `timeout`, a supervisor) unwinds like Ctrl-C so the node processes are
     # stopped by deploy()'s cleanup instead of being orphaned

@@ -2,7 +2,16 @@
 TASK``, for ``edgerl train TASK --planner remote:HOST:PORT``) or your own Planner over TCP.
 
 Protocol: length-prefixed msgpack frames, see docs/planner.md. Binding beyond loopback needs
-a shared secret (``--secret-file`` or ``EDGERL_PLANNER_SECRET``). Runs until Ctrl-C.
+a shared secret (``--secret-file`` or ``EDGERL_PLANNER_SECRET``) or named client keys. Runs
+until Ctrl-C.
+
+Client identities: ``--client-keys FILE`` (a JSON object ``{"robot-1": {"secret_file":
+"robot-1.key", "max_priority": "robot"}, "trainer": {"secret_file": "trainer.key",
+"max_priority": "training"}}``, relative paths from the file's folder) or ``--client-key
+NAME:PRIORITY:SECRET_FILE`` (repeatable) give each client its own secret and the most urgent
+priority it may claim: a client names its key id in its hello, and a request above its key's
+priority is refused (``priority_denied``). A client naming no key uses the shared secret,
+which allows every priority.
 """
 
 from __future__ import annotations
@@ -54,7 +63,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     net.add_argument("--port", type=int, default=7700, help="TCP port (default 7700; 0 = any)")
     net.add_argument("--secret-file", default=None,
                      help="shared secret for HMAC frame tags (>= 16 bytes; default: "
-                          "EDGERL_PLANNER_SECRET, else none, allowed on loopback only)")
+                          "EDGERL_PLANNER_SECRET, else none, allowed on loopback only); its "
+                          "clients may claim every priority")
+    net.add_argument("--client-keys", metavar="FILE", default=None,
+                     help="named client keys, a JSON object: key id -> {\"secret_file\": "
+                          "PATH, \"max_priority\": \"robot\" or \"training\"} (relative "
+                          "paths from FILE's folder). A client names its key id in its hello "
+                          "and may claim that priority at most (priority_denied above it)")
+    net.add_argument("--client-key", metavar="NAME:PRIORITY:SECRET_FILE", action="append",
+                     default=[], help="one named client key (repeatable; e.g. "
+                                      "trainer:training:/etc/edgerl/trainer.key), as in "
+                                      "--client-keys")
     limits = p.add_argument_group("limits")
     for flag, kind, default, text in _LIMITS:
         limits.add_argument(flag, type=kind, default=default, help=text)
@@ -110,6 +129,20 @@ def _bc_planner(args: argparse.Namespace):  # -> (BCServedPlanner, obs_dim)
     return planner, net.obs_dim
 
 
+def _client_keys(args: argparse.Namespace) -> dict:  # -> {key id: ClientKey}
+    """The named client keys of ``--client-keys`` and ``--client-key`` (a key id given twice
+    is an error)."""
+    from edgerl.runtime.planners.server.config import load_client_keys, parse_client_key
+
+    keys = load_client_keys(args.client_keys) if args.client_keys else {}
+    for spec in args.client_key:
+        key_id, key = parse_client_key(spec)
+        if key_id in keys:
+            raise ValueError(f"client key {key_id!r} is given twice")
+        keys[key_id] = key
+    return keys
+
+
 def run(args: argparse.Namespace) -> int:
     from edgerl.contract.serde import SchemaError
     from edgerl.contract.spec import BundleError
@@ -143,8 +176,10 @@ def run(args: argparse.Namespace) -> int:
         planner = _load_factory(args.planner)
     try:
         secret = load_secret(args.secret_file)
+        client_keys = _client_keys(args)
         config = ServerConfig(host=args.host, port=args.port, max_frame=args.max_frame,
                               max_clients=args.max_clients, obs_dim=obs_dim, secret=secret,
+                              client_keys=client_keys,
                               connections=ConnectionLimits(idle_timeout_s=args.idle_timeout,
                                                            read_timeout_s=args.read_timeout),
                               batching=Batching(max_batch_rows=args.max_batch_rows,
@@ -159,8 +194,12 @@ def run(args: argparse.Namespace) -> int:
         host, port = server.start()
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
+    auth = "off"
+    if secret or client_keys:
+        auth = "hmac-sha256, " + ", ".join((["shared secret"] if secret else []) + [
+            f"key {k!r} up to {v.max_priority}" for k, v in sorted(client_keys.items())])
     log.info("serving planner on %s:%d (protocol v1, auth %s, Ctrl-C to stop)", host, port,
-             "hmac-sha256" if secret else "off")
+             auth)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -2,8 +2,10 @@
 
 Each kind is something a node must refuse (and count) rather than act on: non-finite and huge
 values (1e308, and 1e39, which overflows float32), stamps 10 s old, zero or 1 h ahead, wrong
-sizes, unknown names, an oversized chunk, an over-long instruction and an episode reset
-stamped in the future.
+sizes, unknown names, an oversized chunk, an over-long instruction, an episode reset
+stamped in the future, a valid command from a node other than the edit node, and e-stop
+re-arms and interventions unsigned or forged (signed with a wrong secret under the
+operator's key id).
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("command", "nan"), ("command", "huge"), ("command", "stale_stamp"),
     ("command", "future_stamp"), ("command", "zero_stamp"), ("command", "wrong_size"),
     ("instruction", "oversized"), ("episode", "future_stamp"),
+    # valid messages from the wrong sender: another node's command, operator messages
+    # unsigned or signed with a guessed secret under the operator's key id
+    ("command", "foreign_valid"), ("estop_reset", "unsigned"), ("estop_reset", "forged"),
+    ("intervention", "unsigned"), ("intervention", "forged"),
 )
 
 STALE_S = 10.0
@@ -41,15 +47,17 @@ class BadMessageInjector:
         obs_names: The manifest's observation names (state messages).
         action_names: The manifest's action names (chunks and commands).
         command_field: JointState field that carries the command.
+        forge_key_id: Key id the forged operator messages claim (the real operator's).
     """
 
     def __init__(self, node: Any, obs_names: list[str], action_names: list[str],
-                 command_field: str = "effort") -> None:
+                 command_field: str = "effort", forge_key_id: str = "operator") -> None:
         from edgerl_ros.common import (
             CHUNK_QOS,
             COMMAND_QOS,
             EPISODE_QOS,
             INSTRUCTION_QOS,
+            INTERVENTION_QOS,
             STATE_QOS,
             TOPICS,
         )
@@ -64,7 +72,15 @@ class BadMessageInjector:
             "instruction": node.create_publisher(String, TOPICS["instruction"],
                                                  INSTRUCTION_QOS),
             "episode": node.create_publisher(Header, TOPICS["episode"], EPISODE_QOS),
+            "estop_reset": node.create_publisher(Header, TOPICS["estop_reset"],
+                                                 INTERVENTION_QOS),
+            "intervention": node.create_publisher(JointState, TOPICS["intervention"],
+                                                  INTERVENTION_QOS),
         }
+        from edgerl.contract.operator_auth import OperatorKey, OperatorSigner
+
+        self._forger = OperatorSigner(OperatorKey.generate(forge_key_id))
+        self._topics = TOPICS
         self.obs_names, self.action_names = list(obs_names), list(action_names)
         self.command_field = command_field
         self.sent: Counter[str] = Counter()  # "topic kind" -> messages
@@ -88,6 +104,8 @@ class BadMessageInjector:
         """The bad message ``kind`` for ``topic`` stamped relative to ``now_ns`` (wall ns)."""
         stamp = {"stale_stamp": now_ns - int(STALE_S * 1e9), "zero_stamp": 0,
                  "future_stamp": now_ns + int(FUTURE_S * 1e9)}.get(kind, now_ns)
+        if topic in ("estop_reset", "intervention"):
+            return self._operator_message(topic, kind, stamp)
         if topic in ("state", "command"):
             return self._joint_state(topic, kind, stamp)
         if topic == "chunk":
@@ -100,6 +118,24 @@ class BadMessageInjector:
         from std_msgs.msg import Header
 
         return Header(stamp=ns_to_stamp(stamp), frame_id="soak")
+
+    def _operator_message(self, topic: str, kind: str, stamp: int) -> Any:
+        """A fresh re-arm or override, ``unsigned`` or ``forged``."""
+        from edgerl_ros.messages import make_joint_state, ns_to_stamp
+        from std_msgs.msg import Header
+
+        from edgerl.contract.operator_auth import intervention_payload
+
+        values = np.zeros(len(self.action_names), np.float32)
+        if topic == "estop_reset":
+            msg = header = Header(stamp=ns_to_stamp(stamp))
+            payload = b""
+        else:
+            msg = make_joint_state(["override"], values, stamp)
+            header, payload = msg.header, intervention_payload("override", values)
+        if kind == "forged":
+            header.frame_id = self._forger.tag(self._topics[topic], stamp, payload)
+        return msg
 
     def _values(self, kind: str, n: int) -> np.ndarray:
         vals = np.zeros(n)

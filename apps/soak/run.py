@@ -78,6 +78,12 @@ def run_soak(cfg: SoakConfig, on_progress: Callable[[float], None] | None = None
     own_logs = cfg.log_dir is None
     log_dir = Path(tempfile.mkdtemp(prefix="edgerl-soak-")) if own_logs else Path(cfg.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
+    # the soak is the operator: a key for this run, trusted by the edit node (through the
+    # environment); the injector forges messages under the same key id without the secret
+    from edgerl.contract.operator_auth import ENV_KEY, OperatorKey
+
+    op_key = OperatorKey.generate("soak-operator")
+    env[ENV_KEY] = str(op_key.save(log_dir / "operator.key", force=True))
     rt_ok = fifo_permitted(cfg.rt_priority)
 
     with MonitorSession(env, "edgerl_soak_monitor") as ros:
@@ -107,7 +113,8 @@ def run_soak(cfg: SoakConfig, on_progress: Callable[[float], None] | None = None
             node.create_subscription(JointState, TOPICS["command"], watch.on_command,
                                      QoSProfile(**{**qos_kwargs(STATE_QOS), "depth": 500}))
             node.create_subscription(DiagnosticArray, TOPICS["diagnostics"], on_diag, DIAG_QOS)
-            injector = BadMessageInjector(node, spec.observation.names, spec.action.names, field)
+            injector = BadMessageInjector(node, spec.observation.names, spec.action.names, field,
+                                          forge_key_id=op_key.key_id)
             ros.spin()
             for name, values in node_params.items():
                 graph.start(name, values)
@@ -117,7 +124,7 @@ def run_soak(cfg: SoakConfig, on_progress: Callable[[float], None] | None = None
                 time.sleep(0.05)
             if serial is not None:
                 serial.start()
-            operator = Operator(node, cfg.rearm_after_s, watch)
+            operator = Operator(node, cfg.rearm_after_s, watch, op_key)
             loop = _SoakLoop(cfg, graph, node_params, injector, watch, operator)
             loop.run(on_progress)
             if serial is not None:
@@ -148,18 +155,16 @@ def _check_startup(graph: Any, t0: float, filt: Any) -> None:
 
 
 class Operator:
-    """The soak's operator: re-arms the e-stop (``robot/estop_reset`` with a fresh stamp) once
-    the edit node has reported it latched for ``rearm_after_s``, then at most every
-    ``rearm_after_s`` while it stays latched (0: never)."""
+    """The soak's operator: re-arms the e-stop (``robot/estop_reset``, fresh and signed with
+    the run's operator key) once the edit node has reported it latched for ``rearm_after_s``,
+    then at most every ``rearm_after_s`` while it stays latched (0: never)."""
 
-    def __init__(self, node: Any, rearm_after_s: float, watch: CommandWatch) -> None:
-        from edgerl_ros.common import CHUNK_QOS, TOPICS
-        from std_msgs.msg import Header
+    def __init__(self, node: Any, rearm_after_s: float, watch: CommandWatch, key: Any) -> None:
+        from edgerl_ros.operator import OperatorPublisher
 
-        self._header = Header
         self.rearm_after_ns = int(rearm_after_s * 1e9)
         self.watch = watch
-        self.pub = node.create_publisher(Header, TOPICS["estop_reset"], CHUNK_QOS)
+        self.console = OperatorPublisher(node, key)
         self.rearms = 0
 
     def poll(self, now_ns: int) -> bool:
@@ -169,11 +174,7 @@ class Operator:
             return False
         if now_ns - since < self.rearm_after_ns:
             return False
-        from edgerl_ros.messages import ns_to_stamp
-
-        msg = self._header(frame_id="soak operator")
-        msg.stamp = ns_to_stamp(now_ns)
-        self.pub.publish(msg)
+        self.console.rearm(now_ns)
         self.watch.rearmed(now_ns)
         self.rearms += 1
         return True
@@ -270,8 +271,12 @@ def _report(cfg: SoakConfig, loop: _SoakLoop, watch: CommandWatch, diags: DiagTo
         examples = list(watch.unsafe_examples)
     unsafe = int(sum(unsafe_by.values())) + serial_unsafe
     crashes = len(loop.crashes) + serial_crashes
+    # operator messages the edit node accepted beyond the soak operator's signed re-arms: an
+    # unsigned or forged one got through
+    op_accepted = diags.total("operator_accepted", "edgerl: edit_policy_node")
+    op_breaches = max(0, op_accepted - loop.operator.rearms)
     out: dict[str, Any] = {
-        "verdict": "ok" if unsafe == 0 and crashes == 0 else "FAIL",
+        "verdict": "ok" if unsafe == 0 and crashes == 0 and op_breaches == 0 else "FAIL",
         "unsafe_commands": unsafe,
         "crashes": crashes,
         "minutes": round(loop.elapsed_s / 60.0, 3),
@@ -288,6 +293,10 @@ def _report(cfg: SoakConfig, loop: _SoakLoop, watch: CommandWatch, diags: DiagTo
         "crash_logs": loop.crashes + (st.crash_logs if st is not None else []),
         "planner_kills": loop.kills,
         "operator_rearms": loop.operator.rearms,
+        "operator_accepted": op_accepted,
+        "operator_unauthenticated_accepted": op_breaches,
+        "operator_refused_by_reason": diags.by_prefix("operator_refused "),
+        "commands_refused_foreign": diags.total("dropped robot/command foreign"),
         "planner_restarts": loop.restarts,
         "rss": {name: track.summary() for name, track in loop.rss.items()},
         "deadline_misses": diags.total("deadline_misses", "edgerl: edit_policy_node"),

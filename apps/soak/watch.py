@@ -132,8 +132,9 @@ class DiagTotals:
     counter that goes down means a new process: its old value is banked)."""
 
     COUNTERS = ("dropped_bad_msgs", "deadline_misses", "escalations", "estops",
-                "commands_refused", "dropped_commands")
-    PREFIXES = ("dropped ", "ticks ", "safety ", "refused ", "escalation ")
+                "commands_refused", "dropped_commands", "operator_accepted")
+    PREFIXES = ("dropped ", "ticks ", "safety ", "refused ", "escalation ",
+                "operator_refused ")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()

@@ -184,3 +184,27 @@ def test_estop_self_test_reports_link_down_as_its_own_outcome(fw_binaries):
     assert res["link_up_at_end"] is False and res["estop_checks"] == {}
     [u] = res["unplugs"]
     assert u["link_down_ms"] is None and u["safe_entry_ms"] is not None
+
+
+def test_fast_loop_unplug_reports_the_firmware_safe_entry(tmp_path):
+    """A cable pull in the fast loop: the firmware drives the actuators in FAST_LOOP, not
+    ACTIVE, and its watchdog still ends in SAFE; the pull's ``safe_entry_ms`` is timed on
+    the firmware's clock from its last driving output before the pull, as in the host loop
+    (it was reported as null)."""
+    from tests.helpers.bundles import write_mlp_bundle
+
+    # replanned every tick, edits bounded to 0.02: the LQR-hold chunks keep the pole up
+    # through the pull, so the episode outlives the watchdog
+    bundle = write_mlp_bundle(tmp_path / "steady", obs_dim=4, action_dim=1, hidden=(16, 16),
+                              control_hz=50.0, horizon=10, period_s=0.02,
+                              residual_bound=0.02, seed=2)
+    res = run_hil(HilConfig(bundle=bundle, task="cartpole", mode="fast-loop", episodes=1,
+                            max_steps=30, link_probe=0, check_estop=False,
+                            faults=FaultSpec.parse("unplug=0.1:0.3,seed=0"))).as_dict()
+    assert res["mode"] == "fast-loop" and res["watchdog_trips"] >= 1, res
+    [u] = res["unplugs"]
+    assert u["hold_s"] == 0.3 and u["link_down_ms"] is not None, u
+    # firmware clock: last FAST_LOOP output -> first SAFE output; the watchdog is 100 ms and
+    # the firmware writes an output per plant step (20 ms)
+    assert u["safe_entry_ms"] is not None and 80.0 <= u["safe_entry_ms"] <= 400.0, u
+    assert 0.0 < u["safe_entry_host_ms"] <= 1000.0, u

@@ -80,18 +80,34 @@ def graph_overrides() -> list[tuple[str, object]]:
     return []
 
 
+@pytest.fixture(scope="session")
+def operator_key_file(tmp_path_factory) -> Path:
+    """An operator key file (mode 600) the ``graph`` fixture's edit node trusts."""
+    from edgerl.contract.operator_auth import OperatorKey
+
+    return OperatorKey.generate("test-operator").save(
+        tmp_path_factory.mktemp("operator") / "operator.key")
+
+
 @pytest.fixture
-def graph(rclpy_context, graph_bundle, graph_overrides):
-    """(EditPolicyNode, Probe, executor) spinning in a background thread."""
+def graph(rclpy_context, graph_bundle, graph_overrides, operator_key_file):
+    """(EditPolicyNode, Probe, executor) spinning in a background thread; the probe's
+    ``operator`` (:class:`edgerl_ros.operator.OperatorPublisher`) holds the node's operator
+    key."""
     from edgerl_ros.edit_policy_node import EditPolicyNode
+    from edgerl_ros.operator import OperatorPublisher
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
+
+    from edgerl.contract.operator_auth import OperatorKey
 
     node = EditPolicyNode(context=rclpy_context, parameter_overrides=[
         Parameter("bundle", value=str(graph_bundle)),
         Parameter("diagnostics_period_s", value=0.2),
+        Parameter("operator_key_file", value=str(operator_key_file)),
         *(Parameter(name, value=value) for name, value in graph_overrides)])
     probe = Probe(rclpy_context)
+    probe.operator = OperatorPublisher(probe.node, OperatorKey.load(operator_key_file))
     # single-threaded, as the node runs in production (run_node); under rclpy's
     # MultiThreadedExecutor here the inline node received only 1-8 of ~40 states/s (its
     # timers and subscription share one mutually exclusive callback group)

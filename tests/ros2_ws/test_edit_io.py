@@ -106,38 +106,68 @@ class TestEpisodeReset:
 
 
 class TestOperatorRearm:
-    def test_fresh_reset_releases_the_latch_a_replayed_one_is_refused(self, graph):
-        """``robot/estop_reset``: a fresh stamp re-arms (the ladder restarts at ok); a reset
-        stamped 10 s ago (a replay) is dropped and counted, the latch holds."""
+    def test_only_a_fresh_signed_reset_releases_the_latch(self, graph):
+        """``robot/estop_reset``: a fresh reset signed with the operator key re-arms (the
+        ladder restarts at ok). Refused and counted by reason, the latch holding: an unsigned
+        reset from another node, one signed with another key, a forged tag, the signed reset
+        replayed, and a signed reset stamped 10 s ago."""
         from edgerl_ros.common import CHUNK_QOS, TOPICS
         from edgerl_ros.messages import ns_to_stamp
+        from edgerl_ros.operator import OperatorPublisher
         from rclpy.lifecycle import TransitionCallbackReturn as R
         from std_msgs.msg import Header
+
+        from edgerl.contract.operator_auth import OperatorKey
 
         node, probe = graph
         assert node.call(node.trigger_configure) == R.SUCCESS
         assert node.call(node.trigger_activate) == R.SUCCESS
         pub = probe.node.create_publisher(Header, TOPICS["estop_reset"], CHUNK_QOS)
+        stranger = OperatorPublisher(probe.node, OperatorKey.generate("test-operator"))
+        topic = TOPICS["estop_reset"]
 
-        def reset(age_s):
-            msg = Header()
-            msg.stamp = ns_to_stamp(time.time_ns() - int(age_s * 1e9))
-            pub.publish(msg)
+        def dropped(reason):
+            return node.drops.by_key().get(f"{topic} {reason}", 0)
+
+        def refused(send, reason):
+            before = dropped(reason)
+            send()
+            t_end = time.monotonic() + 5.0
+            while dropped(reason) == before and time.monotonic() < t_end:
+                time.sleep(0.02)
+            assert dropped(reason) == before + 1, node.drops.by_key()
+            assert node.loop.safety.estopped and node.estop_resets == 1
 
         t_end = time.monotonic() + 10.0  # discovery: until a reset gets through
         node.loop.estop("test")
         while node.estop_resets == 0 and time.monotonic() < t_end:
-            reset(0.0)
+            signed = probe.operator.rearm()
             time.sleep(0.1)
         assert node.estop_resets == 1 and not node.loop.safety.estopped
         node.loop.estop("test again")
-        dropped = node.drops.total
-        reset(10.0)
-        t_end = time.monotonic() + 5.0
-        while node.drops.total == dropped and time.monotonic() < t_end:
-            time.sleep(0.05)
-        assert node.drops.total == dropped + 1 and node.loop.safety.estopped
-        assert node.estop_resets == 1
+
+        def unsigned():
+            msg = Header()
+            msg.stamp = ns_to_stamp(time.time_ns())
+            pub.publish(msg)
+
+        def forged():
+            stamp = time.time_ns()
+            tag = probe.operator.signer.tag(topic, stamp)
+            head = Header(frame_id=tag[:-4] + ("0000" if not tag.endswith("0000") else "1111"))
+            head.stamp = ns_to_stamp(stamp)
+            pub.publish(head)
+
+        refused(unsigned, "unsigned")
+        refused(stranger.rearm, "bad_signature")
+        refused(forged, "bad_signature")
+        refused(lambda: pub.publish(signed), "replayed")
+        refused(lambda: probe.operator.rearm(time.time_ns() - 10 * 10**9), "stale")
+        probe.operator.rearm()
+        assert wait_for(lambda: node.estop_resets == 2) and not node.loop.safety.estopped
+        vals = node.values()
+        assert vals["operator_key"] == "test-operator" and vals["operator_accepted"] >= 2
+        assert vals["operator_refused unsigned"] == 1 and vals["operator_refused replayed"] == 1
         assert node.call(node.trigger_deactivate) == R.SUCCESS
 
 

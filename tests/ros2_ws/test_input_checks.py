@@ -119,7 +119,8 @@ def sim_robot(rclpy_context):
 
     node = SimRobotNode(context=rclpy_context, parameter_overrides=[
         Parameter("publish_expert", value=False), Parameter("announce_resets", value=False)])
-    probe = rclpy.create_node("probe", context=rclpy_context)
+    # plays the edit node: the robot executes robot/command from edit_policy_node only
+    probe = rclpy.create_node("edit_policy_node", context=rclpy_context)
     probe.states = []
     probe.create_subscription(JointState, TOPICS["state"], probe.states.append, STATE_QOS)
     probe.cmd_pub = probe.create_publisher(JointState, TOPICS["command"], COMMAND_QOS)
@@ -161,6 +162,31 @@ class TestSimRobot:
         assert node.values()["dropped robot/command out_of_limits"] >= 1
         good = lambda: make_joint_state(names, [0.5], time.time_ns(), "effort")  # noqa: E731
         assert _send_until(node, probe, good, lambda: node.commands_received > 0)
+
+    def test_commands_of_another_node_are_refused_as_foreign(self, sim_robot, rclpy_context):
+        """A good, fresh command from a node that is not the edit node is never executed
+        (counted ``foreign``); the same command from the edit node is."""
+        import rclpy
+        from edgerl_ros.common import COMMAND_QOS, TOPICS
+        from edgerl_ros.messages import make_joint_state
+        from sensor_msgs.msg import JointState
+
+        node, probe = sim_robot
+        intruder = rclpy.create_node("intruder", context=rclpy_context)
+        try:
+            pub = intruder.create_publisher(JointState, TOPICS["command"], COMMAND_QOS)
+            names = node.spec.action_names
+            good = lambda: make_joint_state(names, [0.5], time.time_ns(), "effort")  # noqa: E731
+            t_end = time.monotonic() + 5.0
+            while time.monotonic() < t_end and \
+                    node.drops.by_key().get("robot/command foreign", 0) < 10:
+                pub.publish(good())
+                time.sleep(0.02)
+            assert node.drops.by_key().get("robot/command foreign", 0) >= 10
+            assert node.commands_received == 0 and node.steps.count == 0
+            assert _send_until(node, probe, good, lambda: node.commands_received > 0)
+        finally:
+            intruder.destroy_node()
 
     def test_e2e_counts_the_first_answer_to_each_state(self, sim_robot):
         """A second command for an already answered state (the edit node's clock fallback

@@ -34,13 +34,14 @@ def _wait(cond, timeout_s: float, what: str, procs=()) -> None:
         time.sleep(0.05)
 
 
-def _operator(ros, sent: list) -> None:
-    """Publish the overrides (each held, then released) as a person's console would."""
-    from edgerl_ros.common import INTERVENTION_QOS, TOPICS
-    from edgerl_ros.messages import make_joint_state
-    from sensor_msgs.msg import JointState
+def _operator(ros, sent: list, key) -> None:
+    """Publish the overrides (each held, then released) as a person's console would, signed
+    with the operator ``key`` the deployed edit node trusts (``EDGERL_OPERATOR_KEY``)."""
+    from edgerl_ros.common import TOPICS
+    from edgerl_ros.operator import OperatorPublisher
 
-    pub = ros.node.create_publisher(JointState, TOPICS["intervention"], INTERVENTION_QOS)
+    console = OperatorPublisher(ros.node, key)
+    pub = console.intervention_pub
 
     def subscribers() -> set:
         return {i.node_name for i in ros.node.get_subscriptions_info_by_topic(
@@ -51,7 +52,7 @@ def _operator(ros, sent: list) -> None:
           pub.get_subscription_count() >= 3, 30, "intervention subscribers")
     for value in OVERRIDES:
         for kind, vals in (("override", [value]), ("release", [])):
-            pub.publish(make_joint_state([kind], np.asarray(vals, float), time.time_ns()))
+            console.intervene(kind, vals)
             sent.append((kind, vals))
             time.sleep(HOLD_S if kind == "override" else GAP_S)
 
@@ -68,6 +69,10 @@ def session(tmp_path_factory, rclpy_ok):
     bundle = write_task_bundle(tmp / "bundle")
     domain = random.randint(1, 200)
     env = ros_env(domain)
+    from edgerl.contract.operator_auth import ENV_KEY, OperatorKey
+
+    key = OperatorKey.generate("console")
+    env[ENV_KEY] = str(key.save(tmp / "operator.key"))
     paths = {"transitions": tmp / "transitions.mcap", "topics": tmp / "topics.mcap"}
     deploy = subprocess.Popen(
         [sys.executable, "-m", "edgerl.apps.cli", "deploy", "--bundle", str(bundle), "--duration",
@@ -85,7 +90,7 @@ def session(tmp_path_factory, rclpy_ok):
             ros.node.create_subscription(JointState, TOPICS["state"], states.append, STATE_QOS)
             ros.spin()
             _wait(lambda: len(states) >= 10, 120, "the sim robot's states", (deploy, record))
-            _operator(ros, sent)
+            _operator(ros, sent, key)
         deploy_out, deploy_err = deploy.communicate(timeout=120)
         time.sleep(0.5)
         record.send_signal(signal.SIGINT)  # the user's Ctrl-C

@@ -171,7 +171,8 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
     js_pub = robot.create_publisher(JointState, "/joint_states", 10)
     got_cmd, got_state = [], []
     _stand_in_controller(robot, interface, got_cmd.append)
-    edge = rclpy.create_node("stand_in_edit_policy", context=rclpy_context)
+    # plays the edit node: the bridge takes robot/command from edit_policy_node only
+    edge = rclpy.create_node("edit_policy_node", context=rclpy_context)
     edge.create_subscription(JointState, TOPICS["state"], got_state.append, STATE_QOS)
     cmd_pub = edge.create_publisher(JointState, TOPICS["command"], STATE_QOS)
     spin = _Spin(rclpy_context, bridge, robot, edge)
@@ -197,8 +198,12 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
             assert list(out.points[0].effort) == [0.25] and list(out.points[0].positions) == []
             assert stamp_to_ns(out.header.stamp) == 0
             assert out.points[0].time_from_start.nanosec == 50_000_000
-        # a command with wrong names is dropped and counted, not forwarded
-        n = len(got_cmd)
+        # a command with wrong names is dropped and counted, not forwarded (once the
+        # commands still queued from the wait above are through)
+        n = -1
+        while n != len(got_cmd):
+            n = len(got_cmd)
+            time.sleep(0.2)
         cmd_pub.publish(make_joint_state(["bogus"], np.array([1.0]), 124, field="effort"))
         assert _wait(lambda: bridge.drops.total >= 1, timeout=5.0)
         assert len(got_cmd) == n and bridge.values()["commands_forwarded"] >= 1
@@ -215,6 +220,13 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
         assert all(bridge.drops.by_key().get(k) for k in kinds), bridge.drops.by_key()
         assert len(got_cmd) == n
         assert bridge.values()["dropped robot/command out_of_limits"] >= 1
+        # a fresh, valid command from another node: refused as foreign, never forwarded
+        intruder = rclpy.create_node("intruder", context=rclpy_context)
+        foreign_pub = intruder.create_publisher(JointState, TOPICS["command"], STATE_QOS)
+        assert _wait(lambda: bridge.drops.by_key().get("robot/command foreign"), timeout=5.0,
+                     publish=lambda: foreign_pub.publish(fresh(0.3)))
+        assert len(got_cmd) == n
+        intruder.destroy_node()
     finally:
         spin.close()
         for node in (bridge, robot, edge):
@@ -242,7 +254,8 @@ def test_the_controller_gets_a_stop_when_commands_stop_and_at_shutdown(rclpy_con
     robot = rclpy.create_node("stand_in_controller", context=rclpy_context)
     got = []
     _stand_in_controller(robot, interface, got.append)
-    edge = rclpy.create_node("stand_in_edit_policy", context=rclpy_context)
+    # plays the edit node: the bridge takes robot/command from edit_policy_node only
+    edge = rclpy.create_node("edit_policy_node", context=rclpy_context)
     cmd_pub = edge.create_publisher(JointState, TOPICS["command"], STATE_QOS)
 
     def is_stop(m) -> bool:

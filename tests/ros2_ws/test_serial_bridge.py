@@ -88,7 +88,8 @@ def test_bridge_states_out_commands_in(firmware, rclpy_context, session_bundle):
         Parameter("port", value=pty), Parameter("bundle", value=str(session_bundle))])
     import rclpy
 
-    probe = rclpy.create_node("probe", context=rclpy_context)
+    # plays the edit node: the bridge executes robot/command from edit_policy_node only
+    probe = rclpy.create_node("edit_policy_node", context=rclpy_context)
     states: list[JointState] = []
     probe.create_subscription(JointState, TOPICS["state"], states.append, STATE_QOS)
     cmd_pub = probe.create_publisher(JointState, TOPICS["command"], COMMAND_QOS)
@@ -143,7 +144,7 @@ def test_bridge_refuses_stale_unstamped_and_out_of_limit_commands(firmware, rclp
     _, pty, actuator = firmware
     node = SerialBridgeNode(context=rclpy_context, parameter_overrides=[
         Parameter("port", value=pty), Parameter("bundle", value=str(session_bundle))])
-    probe = rclpy.create_node("probe", context=rclpy_context)
+    probe = rclpy.create_node("edit_policy_node", context=rclpy_context)  # plays the edit node
     cmd_pub = probe.create_publisher(JointState, TOPICS["command"], COMMAND_QOS)
     ex = SingleThreadedExecutor(context=rclpy_context)
     ex.add_node(node)
@@ -170,3 +171,93 @@ def test_bridge_refuses_stale_unstamped_and_out_of_limit_commands(firmware, rclp
         ex.shutdown()
         node.destroy_node()
         probe.destroy_node()
+
+
+def test_only_the_edit_node_commands_and_only_the_operator_clears_the_estop(
+        firmware, rclpy_context, session_bundle, tmp_path):
+    """Another node's commands never reach the firmware (``foreign``); anyone may latch the
+    e-stop (``robot/estop`` true), but ``robot/estop`` false and an unsigned or wrongly signed
+    ``robot/estop_reset`` are refused and the firmware stays in ESTOP; the operator's signed
+    re-arm clears it and the edit node's commands drive the actuator again."""
+    import rclpy
+    from edgerl_ros.common import CHUNK_QOS, COMMAND_QOS, TOPICS
+    from edgerl_ros.messages import make_joint_state, ns_to_stamp
+    from edgerl_ros.operator import OperatorPublisher
+    from edgerl_ros.serial_bridge_node import ESTOP_TOPIC, SerialBridgeNode
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Bool, Header
+
+    from edgerl.contract.operator_auth import OperatorKey
+
+    _, pty, actuator = firmware
+    key = OperatorKey.generate("bench")
+    node = SerialBridgeNode(context=rclpy_context, parameter_overrides=[
+        Parameter("port", value=pty), Parameter("bundle", value=str(session_bundle)),
+        Parameter("operator_key_file", value=str(key.save(tmp_path / "op.key")))])
+    edit = rclpy.create_node("edit_policy_node", context=rclpy_context)
+    intruder = rclpy.create_node("intruder", context=rclpy_context)
+    edit_pub = edit.create_publisher(JointState, TOPICS["command"], COMMAND_QOS)
+    foreign_pub = intruder.create_publisher(JointState, TOPICS["command"], COMMAND_QOS)
+    estop_pub = intruder.create_publisher(Bool, ESTOP_TOPIC, 10)
+    reset_pub = intruder.create_publisher(Header, TOPICS["estop_reset"], CHUNK_QOS)
+    operator = OperatorPublisher(edit, key)
+    forger = OperatorPublisher(intruder, OperatorKey.generate("bench"))
+    ex = SingleThreadedExecutor(context=rclpy_context)
+    for n in (node, edit, intruder):
+        ex.add_node(n)
+
+    def spin(seconds, edit_value=None, foreign_value=None):
+        t_end = time.monotonic() + seconds
+        while time.monotonic() < t_end:
+            if edit_value is not None:
+                edit_pub.publish(make_joint_state(["cart_force"], [edit_value], time.time_ns(),
+                                                  "effort"))
+            if foreign_value is not None:
+                foreign_pub.publish(make_joint_state(["cart_force"], [foreign_value],
+                                                     time.time_ns(), "effort"))
+            deadline = time.monotonic() + 0.02
+            while time.monotonic() < deadline:
+                ex.spin_once(timeout_sec=0.005)
+
+    def until(cond, seconds=5.0, **kw):
+        t_end = time.monotonic() + seconds
+        while not cond() and time.monotonic() < t_end:
+            spin(0.05, **kw)
+        return cond()
+
+    def modes_since(n):
+        return {mode for mode, _ in actuator[n:]}
+
+    try:
+        assert until(lambda: [c for m, c in actuator if m == 1], edit_value=0.3,
+                     foreign_value=0.9), node.drops.by_key()
+        spin(0.5, edit_value=0.3, foreign_value=0.9)
+        assert node.drops.by_key().get("robot/command foreign", 0) >= 10
+        assert all(c[0] == pytest.approx(0.3) for m, c in actuator if m == 1)  # never 0.9
+        assert until(lambda: (estop_pub.publish(Bool(data=True)), node.estops_requested)[1])
+        assert until(lambda: actuator and actuator[-1][0] == 3, edit_value=0.3)  # ESTOP
+        estop_pub.publish(Bool(data=False))
+        unsigned = Header()
+        unsigned.stamp = ns_to_stamp(time.time_ns())
+        reset_pub.publish(unsigned)
+        forger.rearm()
+        n = len(actuator)
+        assert until(lambda: node.drops.by_key().get("robot/estop clear_refused")
+                     and node.drops.by_key().get("robot/estop_reset unsigned")
+                     and node.drops.by_key().get("robot/estop_reset bad_signature"),
+                     edit_value=0.3)
+        spin(0.3, edit_value=0.3)
+        assert modes_since(n) == {3} and node.estop_clears == 0
+        operator.rearm()
+        assert until(lambda: node.estop_clears == 1)
+        n = len(actuator)
+        assert until(lambda: 1 in modes_since(n), edit_value=0.2)
+        vals = node.values()
+        assert vals["operator_accepted"] == 1 and vals["operator_refused unsigned"] == 1
+    finally:
+        node.shutdown()
+        ex.shutdown()
+        for n in (node, edit, intruder):
+            n.destroy_node()

@@ -20,6 +20,10 @@ Client -> server:
   ``deadline_s``, optional ``priority`` (default ``"training"``): many observations in one
   request (a training-time planner service answering all simulated envs at once).
 * ``health``: ``id``.
+* ``hello`` (authenticated servers only, optional, the client's first frame, tagged with the
+  secret of the key it names): ``key_id`` (str): which of the server's named keys this
+  client holds (see :mod:`.auth`); without it the shared secret applies. Answered by
+  ``welcome``, or by an untagged ``unknown_key`` / ``unauthorized`` error (then closed).
 
 Server -> client:
 
@@ -34,6 +38,8 @@ Server -> client:
 * ``error``: ``id`` (``-1`` when unknown), ``code`` (one of :data:`ERROR_CODES`), ``message``.
 * ``hello`` (authenticated servers only, the first frame, itself untagged): ``auth``
   (``"hmac-sha256"``), ``nonce`` (16 bytes).
+* ``welcome`` (the answer to the client's ``hello``, tagged): ``key_id`` (absent for the
+  shared secret), ``max_priority`` (the most urgent priority this client may claim).
 
 Versions (:data:`SUPPORTED_VERSIONS`): version 2 adds the planner ``intent`` to ``chunk``
 and ``chunk_batch``; nothing else differs. A message is stamped with the lowest version that
@@ -49,6 +55,14 @@ Authentication (:class:`FrameAuth`): with a shared secret every frame after ``he
 the client and ``b"S"`` from the server, ``seq`` counting that direction's frames from 0. The
 server's nonce binds the tags to one connection and ``seq`` to one position in it, so a frame
 can be neither forged nor replayed nor reordered without the secret.
+
+Named keys: a server may hold several secrets, each for one client identity with the most
+urgent priority it may claim. The client names its key in a ``hello`` of its own, its first
+frame: the body is plain msgpack (the key id travels in the clear) and the tag is made with
+that key's secret, so the server reads the key id, then checks the tag with its secret, and
+answers ``welcome``. An unknown key id is refused with ``unknown_key``, a request claiming a
+priority above its key's maximum with ``priority_denied``. A client that sends no such
+``hello`` uses the shared secret, as before.
 """
 
 from __future__ import annotations
@@ -97,7 +111,7 @@ DEFAULT_MAX_FRAME = 1 << 20
 ERROR_CODES = ("unsupported_version", "malformed", "frame_too_large", "unknown_type",
                "deadline_exceeded", "deadline_unmeetable", "superseded", "planner_error",
                "overloaded", "quota_exceeded", "unauthorized", "read_timeout", "idle_timeout",
-               "auth_timeout", "shutting_down", "internal")
+               "auth_timeout", "shutting_down", "internal", "unknown_key", "priority_denied")
 #: Request priorities, most urgent first: a robot waiting for its next chunk goes before a
 #: training batch.
 PRIORITIES = ("robot", "training")

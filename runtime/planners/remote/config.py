@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgerl.runtime.planners.protocol.auth import check_key_id
 from edgerl.runtime.planners.protocol.framing import DEFAULT_MAX_FRAME, PRIORITIES
 
 __all__ = ["Health", "Reconnect", "RemotePlannerConfig", "RemotePlannerError"]
@@ -74,8 +75,13 @@ class RemotePlannerConfig:
         max_frame: Largest accepted reply payload (bytes).
         max_future_s: A chunk whose ``t0`` is more than this after its ``obs_time`` is
             rejected.
-        secret: Shared secret of an authenticated server (``--secret-file``), or ``None``.
-        priority: ``robot`` (default) or ``training``: the server serves robots first.
+        secret: Shared secret of an authenticated server (``--secret-file``), or the secret
+            of this client's named key (with ``key_id``), or ``None``.
+        key_id: The name of this client's key on a server with named keys
+            (``--client-key``/``--client-keys``), sent in the clear in the client's hello;
+            ``secret`` is then that key's secret. ``None`` (default): the shared secret.
+        priority: ``robot`` (default) or ``training``: the server serves robots first. A
+            server with named keys refuses a priority above the key's (``priority_denied``).
     """
 
     host: str = "127.0.0.1"
@@ -86,9 +92,14 @@ class RemotePlannerConfig:
     max_frame: int = DEFAULT_MAX_FRAME
     max_future_s: float = 1.0
     secret: bytes | None = None
+    key_id: str | None = None
     priority: str = "robot"
 
     def __post_init__(self) -> None:
+        if self.key_id is not None:
+            check_key_id(self.key_id)
+            if self.secret is None:
+                raise ValueError(f"key_id {self.key_id!r} needs that key's secret")
         if self.priority not in PRIORITIES:
             raise ValueError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
         _positive(self, ("max_future_s",))

@@ -30,7 +30,12 @@ from typing import Any
 import numpy as np
 
 from edgerl.contract.planner import PlannerInfo
-from edgerl.runtime.planners.protocol.auth import FrameAuth
+from edgerl.runtime.planners.protocol.auth import (
+    FrameAuth,
+    check_key_id,
+    check_welcome,
+    client_hello,
+)
 from edgerl.runtime.planners.protocol.framing import (
     BASE_VERSION,
     DEFAULT_MAX_FRAME,
@@ -51,6 +56,18 @@ __all__ = ["BatchTicket", "DirectPlanner"]
 log = logging.getLogger(__name__)
 
 _RETRY_CODES = ("quota_exceeded", "overloaded")
+
+
+def _refusal(body: bytes, exc: ProtocolError) -> RemotePlannerError:
+    """The error for a reply whose tag fails: the server's own untagged ``unknown_key``
+    refusal keeps its code and message; anything else is ``unauthorized``."""
+    try:
+        msg = decode_payload(body)
+    except ProtocolError:
+        return RemotePlannerError("unauthorized", exc.message)
+    if msg.get("type") == "error" and msg.get("code") == "unknown_key":
+        return RemotePlannerError("unknown_key", str(msg.get("message")))
+    return RemotePlannerError("unauthorized", exc.message)
 
 
 @dataclass(eq=False)
@@ -85,19 +102,28 @@ class DirectPlanner:
 
     Args:
         host, port: The planner service.
-        secret: Shared secret of an authenticated service.
+        secret: Shared secret of an authenticated service, or the secret of ``key_id``.
+        key_id: This client's named key on a service with several (sent in the clear in the
+            client's hello; an unknown one is refused with ``unknown_key``); ``None``: the
+            shared secret.
         timeout_s: Longest wait for one :meth:`plan_many` (and for connecting).
-        priority: ``training`` (default) or ``robot``.
+        priority: ``training`` (default) or ``robot`` (a named key may allow ``training``
+            only: ``priority_denied``).
         reconnects: Connection losses tolerated per :meth:`plan_many`.
     """
 
     def __init__(self, host: str, port: int, *, secret: bytes | None = None,
                  timeout_s: float = 30.0, priority: str = "training", reconnects: int = 3,
-                 max_frame: int = DEFAULT_MAX_FRAME) -> None:
+                 max_frame: int = DEFAULT_MAX_FRAME, key_id: str | None = None) -> None:
         if priority not in PRIORITIES:
             raise ValueError(f"priority must be one of {PRIORITIES}, got {priority!r}")
+        if key_id is not None:
+            check_key_id(key_id)
+            if secret is None:
+                raise ValueError(f"key_id {key_id!r} needs that key's secret")
         self.host, self.port = host, port
         self.secret = secret
+        self.key_id = key_id
         self.timeout_s = timeout_s
         self.priority = priority
         self.reconnects = reconnects
@@ -133,6 +159,9 @@ class DirectPlanner:
                     raise RemotePlannerError("unauthorized", "the server sent no "
                                                              "authentication hello")
                 self._auth = FrameAuth(self.secret, nonce, side="client")
+                if self.key_id is not None:
+                    self._send(client_hello(self.key_id))
+                    self._welcome(self._recv(time.monotonic() + self.timeout_s))
             req_id = next(self._ids)
             self._send({"type": "health", "id": req_id})
             reply = self._recv(time.monotonic() + self.timeout_s)
@@ -153,6 +182,18 @@ class DirectPlanner:
             self.close()
             raise
         return self
+
+    def _welcome(self, msg: dict[str, Any]) -> None:
+        """Check the server's answer to our hello (its ``welcome``; an error reply raises with
+        its code)."""
+        assert self.key_id is not None
+        try:
+            allowed = check_welcome(msg, self.key_id)
+        except ProtocolError as exc:
+            raise RemotePlannerError(exc.code, exc.message) from exc
+        if allowed in PRIORITIES and PRIORITIES.index(self.priority) < PRIORITIES.index(allowed):
+            log.warning("key %r may claim priority %r at most; requests at %r will be refused "
+                        "(priority_denied)", self.key_id, allowed, self.priority)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -191,7 +232,7 @@ class DirectPlanner:
             try:
                 body = self._auth.open(body)
             except ProtocolError as exc:
-                raise RemotePlannerError("unauthorized", exc.message) from exc
+                raise _refusal(body, exc) from exc
         return decode_payload(body, max_frame=self.max_frame)
 
     # --- planning --------------------------------------------------------------------------

@@ -32,6 +32,9 @@ __all__: list[str] = []
 
 log = logging.getLogger(__name__)
 
+#: Untagged refusals of our frames or key: the connection is unusable, the cause is kept.
+_AUTH_REFUSALS = ("unauthorized", "unknown_key")
+
 
 class _RemoteIO:
     """Send and receive threads, reconnection and reply checks (mixin of ``RemotePlanner``)."""
@@ -106,17 +109,21 @@ class _RemoteIO:
                             type(exc).__name__, exc)
 
     def _open(self, auth: FrameAuth, body: bytes) -> bytes:
-        """Check a reply's tag. A server refusing our tag answers with an untagged
-        ``unauthorized`` error: report it to every waiter, then the connection is dropped."""
+        """Check a reply's tag. A server refusing our tag (or our key id) answers with an
+        untagged error (``unauthorized``, ``unknown_key``): report it, with its code, to every
+        waiter, then the connection is dropped."""
         try:
             return auth.open(body)
         except ProtocolError as exc:
+            code = "unauthorized"
             try:
                 msg = decode_payload(body)
                 why = f"the server refused our frames: {msg.get('message')}"
+                if msg.get("type") == "error" and msg.get("code") in _AUTH_REFUSALS:
+                    code = msg["code"]
             except ProtocolError:
                 why = f"a reply failed authentication ({exc.message}); is the secret right?"
-            refusal = {"type": "error", "code": "unauthorized", "message": why}
+            refusal = {"type": "error", "code": code, "message": why}
             with self._cv:
                 self._conn_error = refusal
             self._wake_all(refusal)
@@ -174,7 +181,7 @@ class _RemoteIO:
             log.warning("planner server: %s: %s", msg.get("code"), msg.get("message"))
             with self._cv:
                 first = self._conn_error
-                if first is None or first.get("code") != "unauthorized":  # keep the cause
+                if first is None or first.get("code") not in _AUTH_REFUSALS:  # keep the cause
                     self._conn_error = msg
             self._wake_all(self._conn_error)
             return

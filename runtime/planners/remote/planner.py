@@ -30,7 +30,10 @@ carry the planner's intent (``ActionChunk.intent``, checked against ``info.inten
 
 With ``secret`` set, the client expects the server's ``hello`` and tags every frame
 (:class:`~edgerl.runtime.planners.protocol.auth.FrameAuth`); a server that asks for
-authentication from a client without the secret is reported as ``unauthorized``.
+authentication from a client without the secret is reported as ``unauthorized``. With
+``key_id`` set too, the client's first frame is its own ``hello`` naming that key (a server
+that does not know it answers ``unknown_key``), and a request above the key's priority is
+answered ``priority_denied``.
 
 Files: this one (life cycle, robot requests, health), :mod:`.config` (settings, errors),
 :mod:`.batch` (``plan_batch`` / ``plan_many``), :mod:`.io` (the I/O threads and reply
@@ -55,9 +58,12 @@ import numpy as np
 from edgerl.contract.chunk import ActionChunk
 from edgerl.contract.config_groups import change
 from edgerl.contract.planner import PlannerHealth, PlannerInfo
-from edgerl.runtime.planners.protocol.auth import FrameAuth
+from edgerl.runtime.planners.protocol.auth import FrameAuth, check_welcome, client_hello
 from edgerl.runtime.planners.protocol.framing import (
     BASE_VERSION,
+    PRIORITIES,
+    TAG_SIZE,
+    ProtocolError,
     decode_payload,
     encode_array,
     recv_frame,
@@ -178,7 +184,8 @@ class RemotePlanner(_BatchRequests, _RemoteIO):
         log.info("connected to planner server %s:%d", self.config.host, self.config.port)
 
     def _handshake(self, sock: socket.socket) -> FrameAuth:
-        """Read the authenticated server's ``hello`` (within ``connect_timeout_s``)."""
+        """Read the authenticated server's ``hello`` (within ``connect_timeout_s``); with a
+        ``key_id``, send the client's hello naming it."""
         assert self.config.secret is not None
         try:
             body = recv_frame(sock, max_frame=4096)
@@ -193,7 +200,42 @@ class RemotePlanner(_BatchRequests, _RemoteIO):
         if msg.get("type") != "hello" or not isinstance(nonce, bytes) or len(nonce) != 16:
             raise RemotePlannerError("unauthorized", f"expected the server's hello, got "
                                                      f"{msg.get('type')!r}")
-        return FrameAuth(self.config.secret, nonce, side="client")
+        auth = FrameAuth(self.config.secret, nonce, side="client")
+        if self.config.key_id is not None:
+            sock.sendall(auth.seal(client_hello(self.config.key_id)))
+            self._welcome(sock, auth, self.config.key_id)
+        return auth
+
+    def _welcome(self, sock: socket.socket, auth: FrameAuth, key_id: str) -> None:
+        """Read the server's answer to our hello naming ``key_id``: its ``welcome``, or an
+        untagged refusal (``unknown_key``, ``unauthorized``) raised as
+        :class:`RemotePlannerError` with the server's code."""
+        try:
+            body = recv_frame(sock, max_frame=4096 + TAG_SIZE)
+        except TimeoutError as exc:
+            raise RemotePlannerError("unauthorized", f"the server did not answer the hello "
+                                                     f"of key {key_id!r}") from exc
+        if body is None:
+            raise ConnectionError("server closed the connection before its welcome")
+        try:
+            msg = decode_payload(auth.open(body))
+        except ProtocolError as exc:  # an untagged refusal, or a bad tag
+            try:
+                msg = decode_payload(body)
+            except ProtocolError:
+                msg = {}
+            if msg.get("type") != "error":
+                raise RemotePlannerError("unauthorized", f"the answer to our hello failed "
+                                                         f"authentication ({exc.message}); is "
+                                                         "the key's secret right?") from exc
+        try:
+            allowed = check_welcome(msg, key_id)
+        except ProtocolError as exc:
+            raise RemotePlannerError(exc.code, exc.message) from exc
+        if allowed in PRIORITIES and \
+                PRIORITIES.index(self.config.priority) < PRIORITIES.index(allowed):
+            log.warning("key %r may claim priority %r at most; requests at %r will be refused "
+                        "(priority_denied)", key_id, allowed, self.config.priority)
 
     def close(self) -> None:
         """Disconnect and join the I/O threads (idempotent)."""

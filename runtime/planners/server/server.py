@@ -10,12 +10,15 @@ Life of a request:
    rest of the frame must arrive within ``read_timeout_s`` (a client dripping one byte per
    second is cut off, ``read_timeout``). An oversized length prefix gets ``frame_too_large``
    and the connection is closed (the stream cannot be resynchronised).
-2. **Check**: authentication tag (when a secret is set), version, fields (see
+2. **Check**: authentication tag (when a secret or named keys are set: the key the client's
+   hello names, else the shared secret), version, fields (see
    :mod:`~edgerl.runtime.planners.protocol.messages`); a refused message gets a named
    ``error`` reply and the connection stays open, until the client has sent
    ``max_bad_frames`` of them (then ``quota_exceeded`` and closed). Each client has a work
    quota (a token bucket of observation rows per second, ``rows_per_s``, burst
-   ``max_batch_rows``); a request beyond it gets ``quota_exceeded``.
+   ``max_batch_rows``); a request beyond it gets ``quota_exceeded``. A request claiming a
+   priority more urgent than its client's key allows (``ClientKey.max_priority``) gets
+   ``priority_denied``.
 3. **Admit**: each client holds at most one pending ``plan`` (a newer one replaces it, the old
    one is answered ``superseded``) and ``max_pending_batches`` ``plan_batch`` requests: the
    per-session state is bounded. With a deadline (``deadline_s`` > 0, a budget from receipt),
@@ -41,8 +44,9 @@ the unexpected) and a log line; nothing can kill the loop or the worker. ``healt
 are answered by the loop, so they work while the planner is busy. :meth:`metrics` gives queue
 depth, batch sizes, admitted / dropped by reason and p50/p99 latency.
 
-Binding beyond loopback requires a shared secret
-(:class:`~edgerl.runtime.planners.protocol.auth.FrameAuth`).
+Binding beyond loopback requires a shared secret or named client keys
+(:class:`~edgerl.runtime.planners.protocol.auth.FrameAuth`,
+:class:`~edgerl.runtime.planners.server.config.ClientKey`).
 
 The planner's ``plan(obs, instruction, now)`` receives the client's ``obs_time`` as ``now``,
 so the chunk's ``t0``/``obs_time`` come back in the client's clock.
@@ -150,8 +154,17 @@ class PlannerServer(_Connections, _Scheduler):
         self._address = ready["address"]
         self._started = time.monotonic()
         log.info("planner server listening on %s:%d (auth %s)", *self._address,
-                 "hmac-sha256" if self.config.secret else "off (loopback)")
+                 self._auth_summary())
         return self._address
+
+    def _auth_summary(self) -> str:
+        """How clients authenticate, for the log: off, the shared secret, named keys."""
+        cfg = self.config
+        if cfg.secret is None and not cfg.client_keys:
+            return "off (loopback)"
+        parts = ["shared secret"] if cfg.secret is not None else []
+        parts += [f"{k} (up to {v.max_priority})" for k, v in sorted(cfg.client_keys.items())]
+        return "hmac-sha256: " + ", ".join(parts)
 
     def _run_loop(self, ready: dict[str, Any], started: threading.Event) -> None:
         loop = asyncio.new_event_loop()

@@ -33,6 +33,10 @@ class _Session:
     #: a frame with a valid tag has arrived (always True without a secret)
     authenticated: bool = False
     host: str = ""  # the peer's address without the port (per-peer caps)
+    #: the key id the client named in its hello ("": the shared secret, or no authentication)
+    identity: str = ""
+    #: the most urgent priority this connection's requests may claim (its key's maximum)
+    max_priority: str = PRIORITIES[0]
 
 
 @dataclass(eq=False)

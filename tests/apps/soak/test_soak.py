@@ -167,9 +167,17 @@ def test_short_soak_has_no_unsafe_command_and_no_crash(tmp_path):
         assert rep["rss"][name]["processes"] >= 1 and rep["rss"][name]["last_mb"] > 10
     # every topic got bad input, and the injected commands were not counted as ours
     topics = {k.split()[0] for k in rep["bad_sent_by_kind"]}
-    assert topics == {"state", "chunk", "command", "instruction", "episode"}
+    assert topics == {"state", "chunk", "command", "instruction", "episode", "estop_reset",
+                      "intervention"}
     assert rep["bad_sent"] >= 500 and rep["bad_refused"] > 0
     assert rep["commands_foreign"] >= rep["bad_sent_by_kind"]["command nan"]
+    # valid commands from the soak's node never reached the robot; no unsigned or forged
+    # operator message was accepted, each counted under its reason
+    assert rep["commands_refused_foreign"] >= rep["bad_sent_by_kind"]["command foreign_valid"]
+    assert rep["operator_unauthenticated_accepted"] == 0
+    refused = rep["operator_refused_by_reason"]
+    assert refused.get("edit_policy_node operator_refused unsigned", 0) >= 1, refused
+    assert refused.get("edit_policy_node operator_refused bad_signature", 0) >= 1, refused
     assert set(rep["bad_refused_by_node"]) >= {"edit_policy_node", "planner_node",
                                                "sim_robot_node"}
     assert rep["serial"]["runs"] >= 1 and rep["serial"]["crashes"] == 0

@@ -57,6 +57,8 @@ class EditNodeDiagnostics:
             })
         if self.transitions is not None:  # transitions_file: ticks and records written
             out.update(self.transitions.counts())
+        if self.operator is not None:  # operator auth mode, key id, accepted / refused
+            out.update(self.operator.values())
         out.update(self.drops.values())
         return out
 

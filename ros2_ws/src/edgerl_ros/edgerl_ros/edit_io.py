@@ -44,6 +44,7 @@ class EditNodeIO:
     transitions: Any  # edgerl_ros.edit_transitions.TransitionRecording or None
     _fallback_timer: Any
     _prewarm_timer: Any
+    operator: Any  # edgerl_ros.operator.OperatorGate once configured
 
     def _on_state(self, msg: JointState) -> None:
         if self.spec is None:
@@ -158,11 +159,16 @@ class EditNodeIO:
             self.transitions.drain()
 
     def _on_estop_reset(self, msg: Header) -> None:
-        """Operator re-arm (``robot/estop_reset``, a fresh ``Header`` stamp): release the
-        e-stop latch and the escalation ladder. A reset stamped old or ahead (a replay) is
-        refused and counted."""
+        """Operator re-arm (``robot/estop_reset``, a fresh ``Header`` stamp signed with the
+        operator key, :mod:`edgerl_ros.operator`): release the e-stop latch and the
+        escalation ladder. An unsigned, wrongly signed or replayed reset, or one stamped old or
+        ahead, is refused and counted by reason."""
         loop = self.loop
         if loop is None:
+            return
+        reason = self._operator_refusal(TOPICS["estop_reset"], msg)
+        if reason is not None:
+            self.drops.drop(TOPICS["estop_reset"], reason)
             return
         reason = self.guard.check_state(stamp_to_ns(msg.stamp) * 1e-9, time.time_ns() * 1e-9)
         if reason is not None:
@@ -176,13 +182,22 @@ class EditNodeIO:
         """Operator intervention (``operator/intervention``: ``name = [kind]``, ``position``
         = the override command, ``header.stamp`` wall clock): moved onto the loop's clock by
         its age and pushed into the loop's slot; a record that fails
-        :func:`~edgerl.contract.intervention.validate_intervention` is counted by reason."""
+        :func:`~edgerl.contract.intervention.validate_intervention`, or an ``override`` /
+        ``release`` not signed with the operator key (:mod:`edgerl_ros.operator`), is counted
+        by reason. An ``estop`` is taken from any node: stopping is always allowed."""
         from edgerl.contract.intervention import Intervention, InterventionError
+        from edgerl.contract.operator_auth import intervention_payload
 
         loop = self.loop
         if loop is None:
             return
         kind = msg.name[0] if len(msg.name) == 1 else f"<{len(msg.name)} names>"
+        # stopping is open to any node (fail safe); taking over or releasing needs the key
+        reason = None if kind == "estop" else self._operator_refusal(
+            TOPICS["intervention"], msg.header, intervention_payload(kind, msg.position))
+        if reason is not None:
+            self.drops.drop(TOPICS["intervention"], reason)
+            return
         age_s = (time.time_ns() - stamp_to_ns(msg.header.stamp)) * 1e-9
         now = loop.clock.now()
         iv = Intervention(kind, now - age_s, np.asarray(msg.position, np.float32))
@@ -195,6 +210,13 @@ class EditNodeIO:
         self.interventions_applied += 1
         if self.transitions is not None:  # edgerl_ros.edit_transitions
             self.transitions.write_intervention(iv)
+
+    def _operator_refusal(self, topic: str, header: Header, payload: bytes = b"") -> str | None:
+        """Why an operator message on ``topic`` is refused (None: it is the operator's)."""
+        gate = self.operator
+        if gate is None:
+            return "no_operator_gate"
+        return gate.check(topic, header, payload)
 
     def _send(self, command: np.ndarray, t: float) -> bool:
         """CommandSink: one JointState per tick, stamped with the state it answers."""

@@ -71,6 +71,7 @@ from edgerl_ros.messages import (
     TimeBase,
 )
 from edgerl_ros.node_diagnostics import NodeDiagnostics
+from edgerl_ros.operator import OPERATOR_PARAMS, OperatorGate
 from edgerl_ros.stats import DropCounter, Samples
 
 __all__ = ["PARAMS", "EditPolicyNode", "StampedObservationSlot", "main"]
@@ -114,6 +115,7 @@ PARAMS = [
               "('' = off; edgerl_ros.edit_transitions)", read_only=True),
     ParamSpec("autostart", False, "configure and activate at start-up (no lifecycle manager)",
               read_only=True),
+    *OPERATOR_PARAMS,
     *DEVICE_PARAMS,
 ]
 
@@ -168,6 +170,7 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
         self.episode_resets = 0
         self.estop_resets = 0  # operator re-arms applied
         self.interventions_applied = 0  # operator/intervention records pushed to the loop
+        self.operator: OperatorGate | None = None  # checks re-arms and interventions
         self.chunks_dropped_pre_reset = 0
         self.rt_applied = False
         self._rt_threads: set[int] = set()  # threads given rt_priority / loop_cpus (inline)
@@ -230,6 +233,12 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
                 return TransitionCallbackReturn.FAILURE
             self._drain_timer = self.create_timer(drain_period_s(loop.rate_hz),
                                                   self.transitions.drain)
+        try:  # freshness: the InputGuard's stamp checks below
+            self.operator = OperatorGate(p["operator_key_file"], p["operator_auth"],
+                                         max_age_s=0.0)
+        except ValueError as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
         self.guard = InputGuard(spec)
         self.spec, self.loop, self._slot = spec, loop, slot
         self.command_field = p["command_field"]
@@ -238,8 +247,9 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
         self._subs = [
             self.create_subscription(JointTrajectory, TOPICS["chunk"], self._on_chunk,
                                      CHUNK_QOS),
+            # queued like interventions: others' resets must not evict the operator's
             self.create_subscription(Header, TOPICS["estop_reset"], self._on_estop_reset,
-                                     CHUNK_QOS),
+                                     INTERVENTION_QOS),
             self.create_subscription(JointState, TOPICS["intervention"], self._on_intervention,
                                      INTERVENTION_QOS),
         ]

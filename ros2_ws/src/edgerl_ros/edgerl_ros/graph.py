@@ -23,6 +23,7 @@ Stopping: SIGINT to every child (rclpy shuts down cleanly), then SIGKILL after
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import shutil
@@ -94,6 +95,13 @@ class DeployConfig:
             (:data:`RT_NODES`; 0 = normal scheduling).
         compose: Run the robot node (``sim`` or ``serial``) and the edit node in one process
             (``edgerl_ros.container``): states and commands pass by call, not middleware.
+        keystore: SROS2 keystore (``edgerl ros-keystore``): every process runs in its own
+            enclave with ``ROS_SECURITY_STRATEGY=Enforce`` (:mod:`edgerl_ros.security`);
+            where this install cannot enforce DDS security, :func:`deploy` refuses before
+            starting anything.
+        operator_key: Operator key file (``edgerl operator keygen``) the edit node and the
+            serial bridge trust for e-stop re-arms and interventions (default: the file
+            named by ``EDGERL_OPERATOR_KEY``; none: they refuse every re-arm and override).
     """
 
     bundle: Path
@@ -114,6 +122,8 @@ class DeployConfig:
     rt_priority: int = 0
     min_success: float = DEFAULT_MIN_SUCCESS
     compose: bool = False
+    keystore: Path | None = None
+    operator_key: Path | None = None
 
     def __post_init__(self) -> None:
         if self.compose and self.robot not in COMPOSABLE_ROBOTS:
@@ -124,6 +134,10 @@ class DeployConfig:
             raise DeployError(f"min_success must be in [0, 1], got {self.min_success}")
         if not 0 <= int(self.rt_priority) <= 99:
             raise DeployError(f"rt_priority must be 0..99, got {self.rt_priority}")
+        if self.keystore is not None and self.inject_bad_hz > 0:
+            raise DeployError("inject_bad_hz publishes state and chunk messages from the "
+                              "monitor, which its enclave does not allow; run the robustness "
+                              "check without a keystore")
 
 
 def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
@@ -137,12 +151,20 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
     ``dropped_bad_msgs`` (sum over nodes) and details.
 
     Raises:
-        DeployError: bad bundle/config, a node that exits early, no command in time.
+        DeployError: bad bundle/config, a node that exits early, no command in time; with
+            ``cfg.keystore``, before anything starts: DDS security unavailable here (the
+            reason), or a keystore that does not fit the graph.
     """
     from edgerl.contract.spec import BundleError, load_bundle_manifest
 
     if cfg.robot not in ROBOTS:
         raise DeployError(f"robot {cfg.robot!r}: choose one of {', '.join(ROBOTS)}")
+    if cfg.keystore is not None:  # first: an install that cannot enforce it starts nothing
+        from edgerl_ros.security import security_supported
+
+        ok, reason = security_supported()
+        if not ok:
+            raise DeployError(f"--keystore: {reason}")
     bundle = Path(cfg.bundle).resolve()
     try:
         spec = load_bundle_manifest(bundle)
@@ -156,22 +178,56 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
     if cfg.record_transitions is not None:  # absolute: the node runs in its own process
         node_params["edit_policy_node"]["transitions_file"] = \
             str(Path(cfg.record_transitions).resolve())
-    domain = cfg.domain_id if cfg.domain_id is not None else random.randint(1, 200)
+    secure, domain_id = _graph_security(cfg, node_params)
+    domain = domain_id if domain_id is not None else random.randint(1, 200)
     env = ros_env(domain)
+    env.update(_operator_env(cfg.operator_key))
     own_log_dir = cfg.log_dir is None
     log_dir = Path(tempfile.mkdtemp(prefix="edgerl-deploy-")) if own_log_dir \
         else Path(cfg.log_dir)  # type: ignore[arg-type]
     log_dir.mkdir(parents=True, exist_ok=True)
 
-    with MonitorSession(env, "edgerl_deploy_monitor") as ros:
+    with (secure.monitor_environ() if secure else contextlib.nullcontext()), \
+            MonitorSession(env, "edgerl_deploy_monitor") as ros:
         return _run_graph(cfg, spec, node_params, ros, env, domain, log_dir, own_log_dir,
-                          on_progress)
+                          on_progress, secure)
+
+
+def _operator_env(path: Path | None) -> dict[str, str]:
+    """The graph's ``EDGERL_OPERATOR_KEY`` for ``path`` (checked now, so a bad key file fails
+    before anything starts); ``{}`` leaves the environment's."""
+    from edgerl.contract.operator_auth import ENV_KEY, OperatorAuthError, load_operator_key
+
+    try:
+        key = load_operator_key(path)
+    except OperatorAuthError as exc:
+        raise DeployError(f"operator key: {exc}") from exc
+    if key is None:
+        log.warning("no operator key (--operator-key / EDGERL_OPERATOR_KEY): the graph "
+                    "refuses every e-stop re-arm and override")
+        return {}
+    return {ENV_KEY: str(Path(path).resolve())} if path is not None else {}
+
+
+def _graph_security(cfg: DeployConfig, node_params: dict[str, dict[str, Any]]
+                    ) -> tuple[Any, int | None]:
+    """``cfg.keystore``'s :class:`~edgerl_ros.security.GraphSecurity` for the processes
+    this graph starts (``None`` without a keystore) and the ROS domain to use."""
+    if cfg.keystore is None:
+        return None, cfg.domain_id
+    from edgerl_ros.security import KeystoreError, graph_security
+
+    try:
+        return graph_security(cfg.keystore, cfg.robot,
+                              list(plan_processes(node_params, cfg.compose)), cfg.domain_id)
+    except KeystoreError as exc:
+        raise DeployError(f"--keystore: {exc}") from exc
 
 
 def _run_graph(cfg: DeployConfig, spec: Any, node_params: dict[str, dict[str, Any]],
                ros: MonitorSession, env: dict[str, str], domain: int, log_dir: Path,
-               own_log_dir: bool, on_progress: Callable[[float], None] | None
-               ) -> dict[str, Any]:
+               own_log_dir: bool, on_progress: Callable[[float], None] | None,
+               secure: Any = None) -> dict[str, Any]:
     """Start the processes, watch them for ``cfg.duration_s``, summarise; stops them and
     keeps or removes the logs whatever happens."""
     from std_msgs.msg import String
@@ -192,11 +248,14 @@ def _run_graph(cfg: DeployConfig, spec: Any, node_params: dict[str, dict[str, An
             pub.publish(String(data=cfg.instruction))
         ros.spin()
         for name, hosted in plan_processes(node_params, cfg.compose).items():
+            env_sec = secure.process_env(name) if secure is not None else {}  # its enclave
             if hosted is None:
-                graph.start(name, node_params[name], rt_env(name, cfg.rt_priority))
+                graph.start(name, node_params[name],
+                            {**rt_env(name, cfg.rt_priority), **env_sec})
             else:  # composed: SCHED_FIFO if any of its nodes is on the fast path
                 env_rt = {k: v for n in hosted for k, v in rt_env(n, cfg.rt_priority).items()}
-                graph.start_container(name, {n: node_params[n] for n in hosted}, env_rt)
+                graph.start_container(name, {n: node_params[n] for n in hosted},
+                                      {**env_rt, **env_sec})
 
         t_start = time.perf_counter()
         while monitor.first_command_time() is None:

@@ -23,7 +23,10 @@ from edgerl_ros.messages import BadMessage, joint_state_values, stamp_to_ns
 from edgerl_ros.sources import PublisherFilter
 from edgerl_ros.stats import DropCounter
 
-__all__ = ["ComposableCommands", "command_values", "guard_passes"]
+__all__ = ["COMMAND_QUEUE_DEPTH", "ComposableCommands", "command_values", "guard_passes"]
+
+#: Depth of the robots' ``robot/command`` queue (:meth:`ComposableCommands._subscribe_commands`).
+COMMAND_QUEUE_DEPTH = 8
 
 
 def command_values(msg: Any, names: Sequence[str], field: str,
@@ -63,12 +66,25 @@ class ComposableCommands:
     command_field: str
     drops: DropCounter
     link: Any
+    command_source: str
 
-    def _subscribe_commands(self, qos: Any) -> None:
+    def _subscribe_commands(self, qos: Any, source: str = "edit_policy_node") -> None:
         """Subscribe to ``robot/command`` (without a composed edit node's marked copies) and
-        tell the edit node's commands from other publishers'."""
-        self._edit_source = PublisherFilter(self, TOPICS["command"], "edit_policy_node")
-        self._command_sub = subscribe_commands(self, self._on_command, qos)
+        tell the edit node's commands from other publishers': with a ``source`` node name
+        (the ``command_source`` parameter) only that node's commands are executed, the others
+        are refused as ``foreign``; empty: any publisher's are (counted apart in latency)."""
+        from rclpy.qos import QoSProfile
+
+        from edgerl_ros.session import qos_kwargs
+
+        self.command_source = source
+        self._edit_source = PublisherFilter(self, TOPICS["command"],
+                                            source or "edit_policy_node")
+        # a queue deeper than one: another publisher's burst must not push the edit node's
+        # newest command out before it is read (each is then checked, the newest applied)
+        kw = qos_kwargs(qos)
+        kw["depth"] = max(int(kw.get("depth") or 1), COMMAND_QUEUE_DEPTH)
+        self._command_sub = subscribe_commands(self, self._on_command, QoSProfile(**kw))
 
     def _on_command(self, msg: Any, info: Any) -> None:
         """A command (``info``: rclpy ``MessageInfo``, its publisher GID)."""
@@ -76,6 +92,10 @@ class ComposableCommands:
             return  # a composed edit node's command: handed over in its own process
         now_ns = time.time_ns()
         from_edit = self._edit_source.accept(info)
+        if not from_edit and self.command_source:
+            self.drops.drop(TOPICS["command"], f"foreign: not published by "
+                                               f"{self.command_source}")
+            return
         if from_edit and self.link is not None:
             return  # the composed edit node's command: already handed over by call
         values = command_values(msg, self.action_names, self.command_field, self.drops)

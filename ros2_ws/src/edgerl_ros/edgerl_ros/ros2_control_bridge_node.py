@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 from builtin_interfaces.msg import Duration
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -73,7 +74,10 @@ from edgerl_ros.messages import (
     stamp_to_ns,
 )
 from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
-from edgerl_ros.robot_commands import command_values, guard_passes
+from edgerl_ros.operator import COMMAND_SOURCE_PARAM
+from edgerl_ros.robot_commands import COMMAND_QUEUE_DEPTH, command_values, guard_passes
+from edgerl_ros.session import qos_kwargs
+from edgerl_ros.sources import PublisherFilter
 from edgerl_ros.stats import DropCounter
 
 __all__ = ["PARAMS", "JointMap", "Ros2ControlBridgeNode", "main", "parse_observation_map",
@@ -109,6 +113,7 @@ PARAMS = [
     ParamSpec("command_timeout_s", 0.2, "no valid robot/command for this long -> send the "
               "controller a stop (once, until commands resume)", 0.01, 60.0),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
+    COMMAND_SOURCE_PARAM,
 ]
 
 def trajectory_field_for(command_field: str, trajectory_field: str = "") -> str:
@@ -244,7 +249,13 @@ class Ros2ControlBridgeNode(Node):
         # joint_state_broadcaster publishes reliable; a best-effort reader matches it
         self.create_subscription(JointState, p["joint_states_topic"], self._on_joint_states,
                                  STATE_QOS)
-        self.create_subscription(JointState, TOPICS["command"], self._on_command, COMMAND_QOS)
+        # only the edit node's commands go to the controller (command_source; 'foreign')
+        self.command_source = p["command_source"]
+        self._edit_source = PublisherFilter(self, TOPICS["command"],
+                                            self.command_source or "edit_policy_node")
+        self.create_subscription(JointState, TOPICS["command"], self._on_command,
+                                 QoSProfile(**{**qos_kwargs(COMMAND_QOS),
+                                               "depth": COMMAND_QUEUE_DEPTH}))
         self.command_timeout_s = float(p["command_timeout_s"])
         self.last_command = time.monotonic()
         self.stopped = True  # nothing to stop before the first command
@@ -284,7 +295,11 @@ class Ros2ControlBridgeNode(Node):
         self.state_pub.publish(make_joint_state(self.map.names, obs, stamp))
         self.states += 1
 
-    def _on_command(self, msg: JointState) -> None:
+    def _on_command(self, msg: JointState, info: Any) -> None:
+        if not self._edit_source.accept(info) and self.command_source:
+            self.drops.drop(TOPICS["command"], f"foreign: not published by "
+                                               f"{self.command_source}")
+            return
         values = command_values(msg, self.action_names, self.command_field, self.drops)
         if values is None or not guard_passes(self.guard, self.drops, values,
                                               stamp_to_ns(msg.header.stamp), time.time_ns()):

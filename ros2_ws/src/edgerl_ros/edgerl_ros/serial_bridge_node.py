@@ -15,7 +15,10 @@ CRC, schema-hash handshake, reconnect with backoff):
   commands the manifest's bounds refuse (:class:`edgerl.runtime.input_guard.InputGuard`:
   stamped longer than ``timing.command_max_age_s`` ago, zero-stamped, stamped ahead, non-finite
   or outside ``action.low/high``): they never reach the firmware, whose watchdog then stops;
-* ``robot/estop`` (``std_msgs/Bool``): ``true`` latches the firmware e-stop, ``false`` clears it;
+* ``robot/estop`` (``std_msgs/Bool``): ``true`` latches the firmware e-stop (anyone may stop the
+  robot); ``false`` is refused and counted: the firmware e-stop is cleared only by an operator
+  re-arm on ``robot/estop_reset`` signed with the operator key (:mod:`edgerl_ros.operator`);
+* ``robot/command`` is executed only from the edit node's publishers (``command_source``);
 * ``/diagnostics``: link state, frames, bad/lost frames, setpoints sent/acked, command
   round-trip p50/p99 (firmware echo), dropped messages.
 
@@ -41,10 +44,11 @@ from typing import Any
 import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, Header
 
 from edgerl_ros.common import (
     COMMAND_QOS,
+    INTERVENTION_QOS,
     STATE_QOS,
     TOPICS,
     ParamSpec,
@@ -57,6 +61,7 @@ from edgerl_ros.messages import (
     make_joint_state,
 )
 from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
+from edgerl_ros.operator import COMMAND_SOURCE_PARAM, OPERATOR_PARAMS, OperatorGate
 from edgerl_ros.robot_commands import ComposableCommands, guard_passes
 from edgerl_ros.stats import AnswerLatency, DropCounter
 
@@ -75,6 +80,8 @@ PARAMS = [
     ParamSpec("command_field", "effort", "JointState field holding the command",
               choices=COMMAND_FIELDS),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
+    COMMAND_SOURCE_PARAM,
+    *OPERATOR_PARAMS,
 ]
 
 
@@ -96,6 +103,8 @@ class SerialBridgeNode(ComposableCommands, Node):
         self.states_published = 0
         #: STATEs that repeated an already published sensor sample (not published).
         self.states_repeated = 0
+        self.estops_requested = 0  # robot/estop true
+        self.estop_clears = 0  # signed robot/estop_reset applied
         self._last_sensor_stamp: int | None = None
         self.latency = AnswerLatency()  # e2e, first answer to each state
         #: In-process edit node (composed): gets each state before it is published.
@@ -104,9 +113,12 @@ class SerialBridgeNode(ComposableCommands, Node):
         self.transport = SerialTransport(SerialConfig(port=p["port"], baudrate=p["baudrate"]),
                                          on_state=self._on_fw_state)
         self.hello = self.transport.connect()
-        # the edit node's commands count in the e2e latency (anyone may publish on the topic)
-        self._subscribe_commands(COMMAND_QOS)
+        # only the edit node's commands are sent (command_source; others: 'foreign')
+        self._subscribe_commands(COMMAND_QOS, p["command_source"])
+        self.operator = OperatorGate(p["operator_key_file"], p["operator_auth"])
         self.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, 10)
+        self.create_subscription(Header, TOPICS["estop_reset"], self._on_estop_reset,
+                                 INTERVENTION_QOS)
         self.diagnostics = NodeDiagnostics(self, "edgerl: serial_bridge_node",
                                            p["diagnostics_period_s"], self._report)
         self.get_logger().info(f"serial bridge: {p['port']} linked ({self.hello})")
@@ -162,12 +174,27 @@ class SerialBridgeNode(ComposableCommands, Node):
         return True
 
     def _on_estop(self, msg: Bool) -> None:
+        """``robot/estop`` true: latch the firmware e-stop (anyone may stop the robot).
+        False is refused and counted: only a signed ``robot/estop_reset`` clears it."""
         if msg.data:
             self.transport.estop()
+            self.estops_requested += 1
             self.get_logger().warning("e-stop latched on request")
         else:
-            self.transport.clear_estop()
-            self.get_logger().info("e-stop cleared on request")
+            self.drops.drop(ESTOP_TOPIC, "clear_refused: clear the e-stop with a signed "
+                                         f"{TOPICS['estop_reset']}")
+
+    def _on_estop_reset(self, msg: Header) -> None:
+        """Operator re-arm (signed ``robot/estop_reset``, :mod:`edgerl_ros.operator`): clear
+        the firmware e-stop; the firmware then outputs the safe action until a fresh setpoint
+        arrives. Refusals are counted by reason."""
+        reason = self.operator.check(TOPICS["estop_reset"], msg)
+        if reason is not None:
+            self.drops.drop(TOPICS["estop_reset"], reason)
+            return
+        self.transport.clear_estop()
+        self.estop_clears += 1
+        self.get_logger().info("e-stop cleared by the operator")
 
     def values(self) -> dict[str, Any]:
         stats = self.transport.stats().as_dict()
@@ -175,7 +202,8 @@ class SerialBridgeNode(ComposableCommands, Node):
                 "states_repeated": self.states_repeated,
                 "e2e_latency_p50_us": self.latency.percentile(50) * 1e6,
                 "e2e_latency_p99_us": self.latency.percentile(99) * 1e6,
-                **self.drops.values()}
+                "estops_requested": self.estops_requested, "estop_clears": self.estop_clears,
+                **self.operator.values(), **self.drops.values()}
 
     def _report(self) -> Report:
         vals = self.values()

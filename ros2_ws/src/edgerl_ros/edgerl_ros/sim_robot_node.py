@@ -76,6 +76,7 @@ from edgerl_ros.messages import (
     ns_to_stamp,
 )
 from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
+from edgerl_ros.operator import COMMAND_SOURCE_PARAM
 from edgerl_ros.robot_commands import ComposableCommands, guard_passes
 from edgerl_ros.stats import AnswerLatency, DropCounter, IntervalMeter
 
@@ -105,6 +106,7 @@ PARAMS = [
     ParamSpec("rt_priority", 0, "SCHED_FIFO priority of the stepping thread (0 = normal)",
               0, 99),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
+    COMMAND_SOURCE_PARAM,
 ]
 #: Parameters applied at run time (the others are refused once the node runs).
 LIVE_PARAMS = frozenset({"rate_hz", "command_timeout_s", "command_max_age_s", "command_field",
@@ -166,8 +168,8 @@ class SimRobotNode(ComposableCommands, Node):
         self.expert_pub = self.create_publisher(JointTrajectory, TOPICS["expert"], CHUNK_QOS)
         self.episode_pub = (self.create_publisher(Header, TOPICS["episode"], EPISODE_QOS)
                             if self.announce_resets else None)
-        # e2e latency counts only the edit node's commands (anyone may publish on the topic)
-        self._subscribe_commands(COMMAND_QOS)
+        # only the edit node's commands are executed (command_source; others: 'foreign')
+        self._subscribe_commands(COMMAND_QOS, p["command_source"])
         self.diagnostics = NodeDiagnostics(self, "edgerl: sim_robot_node",
                                            p["diagnostics_period_s"], self._report)
         self._stop = threading.Event()

@@ -37,7 +37,8 @@ class PublisherFilter:
     The publisher's GID is looked up in the ROS graph (``get_publishers_info_by_topic``) when
     a message from an unknown GID arrives, so the node may start after the filter; a GID found
     foreign is looked up again after ``recheck_s`` (data can arrive before the graph knows
-    the endpoint).
+    the endpoint: the graph learns node names from ``ros_discovery_info``, which may lag the
+    DDS match; a long recheck counted a new edit node's first second of commands as foreign).
     Counts what it accepted and what it refused (``foreign``).
 
     Args:
@@ -46,7 +47,7 @@ class PublisherFilter:
         node_name: Name of the node whose messages count (e.g. ``edit_policy_node``).
     """
 
-    def __init__(self, node: Any, topic: str, node_name: str, recheck_s: float = 1.0) -> None:
+    def __init__(self, node: Any, topic: str, node_name: str, recheck_s: float = 0.02) -> None:
         self.node, self.topic, self.node_name = node, topic, node_name
         self.recheck_s = recheck_s
         self._own: set[bytes] = set()
