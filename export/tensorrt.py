@@ -6,10 +6,16 @@ device buffers are torch CUDA tensors (torch is present wherever ``edgerl export
 pycuda/cuda-python is needed. Where ``import tensorrt`` fails or no CUDA device is visible,
 :func:`tensorrt_status` says what is missing and :func:`build_engine` raises
 :class:`TensorRTUnavailable` with that message.
+
+On a device with the runtime install only (no torch: ``edgerl trt-engine`` on a Jetson),
+``tensorrt_status(torch_cuda=False)`` looks for the CUDA device through the CUDA runtime
+library instead (:func:`cuda_status`, ``ctypes``), and :func:`build_engine` needs no torch.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TensorRTUnavailable", "TrtRunner", "build_engine", "tensorrt_status"]
+__all__ = ["TensorRTUnavailable", "TrtRunner", "build_engine", "cuda_status", "tensorrt_status"]
 
 log = logging.getLogger(__name__)
 
@@ -26,27 +32,72 @@ class TensorRTUnavailable(RuntimeError):
     """TensorRT or a CUDA device is missing on this machine."""
 
 
-def tensorrt_status() -> tuple[bool, str]:
-    """``(usable, message)``: whether ``tensorrt`` imports and CUDA is visible to torch."""
+#: CUDA runtime library names tried after ``ctypes.util.find_library("cudart")`` (JetPack 6 and
+#: x86_64 CUDA 12 install ``libcudart.so.12``; the unversioned name needs the -dev package).
+_CUDART_NAMES = ("libcudart.so", "libcudart.so.12", "libcudart.so.11.0")
+_ATTR_CC_MAJOR, _ATTR_CC_MINOR = 75, 76  # cudaDevAttrComputeCapabilityMajor / Minor
+
+
+def cuda_status() -> tuple[bool, str]:
+    """``(usable, message)``: whether the CUDA runtime library loads and sees a device.
+
+    Through ``ctypes`` (no torch, no pycuda), so it works on a ``[runtime]``-only install. The
+    message names the library names tried, the CUDA error, or the device's compute capability.
+    """
+    names = [n for n in (ctypes.util.find_library("cudart"), *_CUDART_NAMES) if n]
+    errors = []
+    for name in names:
+        try:
+            lib = ctypes.CDLL(name)
+            break
+        except OSError as exc:
+            errors.append(f"{name}: {exc}")
+    else:
+        return False, ("the CUDA runtime library (libcudart) is not loadable ("
+                       + "; ".join(errors) + "); install CUDA (JetPack ships it)")
+    count = ctypes.c_int(0)
+    rc = lib.cudaGetDeviceCount(ctypes.byref(count))
+    if rc != 0 or count.value < 1:
+        return False, (f"no CUDA device is visible (cudaGetDeviceCount: error {rc}, "
+                       f"{count.value} devices)")
+    major, minor = ctypes.c_int(0), ctypes.c_int(0)
+    lib.cudaDeviceGetAttribute(ctypes.byref(major), _ATTR_CC_MAJOR, 0)
+    lib.cudaDeviceGetAttribute(ctypes.byref(minor), _ATTR_CC_MINOR, 0)
+    return True, f"CUDA device 0 of {count.value} (compute capability {major.value}.{minor.value})"
+
+
+def tensorrt_status(*, torch_cuda: bool = True) -> tuple[bool, str]:
+    """``(usable, message)``: whether ``tensorrt`` (>= 10) imports and a CUDA device is visible.
+
+    ``torch_cuda``: look for the device through torch (``edgerl export --trt``, whose check
+    runs the engine on torch CUDA buffers); False: through the CUDA runtime library
+    (:func:`cuda_status`), for a device without torch.
+    """
     try:
         import tensorrt as trt
     except ImportError as exc:
         return False, (f"the tensorrt Python package is not importable ({exc}); install "
                        "TensorRT >= 10 (pip install tensorrt, or JetPack on a Jetson)")
-    try:
-        import torch
-    except ImportError:
-        return False, "torch is needed for the TensorRT check's CUDA buffers"
-    if not torch.cuda.is_available():
-        return False, f"tensorrt {trt.__version__} imports but no CUDA device is visible"
+    if torch_cuda:
+        try:
+            import torch
+        except ImportError:
+            return False, "torch is needed for the TensorRT check's CUDA buffers"
+        if not torch.cuda.is_available():
+            return False, f"tensorrt {trt.__version__} imports but no CUDA device is visible"
+        device = torch.cuda.get_device_name(0)
+    else:
+        ok, device = cuda_status()
+        if not ok:
+            return False, f"tensorrt {trt.__version__} imports but {device}"
     major = int(str(trt.__version__).split(".")[0])
     if major < 10:
         return False, f"tensorrt {trt.__version__} is too old; edgerl needs >= 10"
-    return True, f"tensorrt {trt.__version__} on {torch.cuda.get_device_name(0)}"
+    return True, f"tensorrt {trt.__version__} on {device}"
 
 
-def _require() -> Any:
-    ok, msg = tensorrt_status()
+def _require(*, torch_cuda: bool = True) -> Any:
+    ok, msg = tensorrt_status(torch_cuda=torch_cuda)
     if not ok:
         raise TensorRTUnavailable(msg)
     import tensorrt as trt
@@ -55,13 +106,15 @@ def _require() -> Any:
 
 
 def build_engine(onnx_path: str | Path, engine_path: str | Path, *, fp16: bool = False,
-                 workspace_bytes: int = 1 << 28) -> Path:
+                 workspace_bytes: int = 1 << 28, torch_cuda: bool = True) -> Path:
     """Parse ``onnx_path`` and write a serialized engine to ``engine_path``.
 
     ``fp16`` enables FP16 kernels (``BuilderFlag.FP16``); TensorRT keeps FP32 where faster.
-    Raises :class:`TensorRTUnavailable` or ``RuntimeError`` with the parser's errors.
+    ``torch_cuda``: how the availability check looks for the CUDA device (see
+    :func:`tensorrt_status`; the build itself needs no torch). Raises
+    :class:`TensorRTUnavailable` or ``RuntimeError`` with the parser's errors.
     """
-    trt = _require()
+    trt = _require(torch_cuda=torch_cuda)
     logger = trt.Logger(trt.Logger.WARNING)
     builder = trt.Builder(logger)
     network = builder.create_network(0)  # explicit batch is the only mode in TensorRT 10

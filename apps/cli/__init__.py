@@ -36,6 +36,7 @@ VERBS: dict[str, str] = {
     "export": "edgerl.apps.cli.export",
     "finetune": "edgerl.apps.cli.finetune",
     "inspect": "edgerl.apps.cli.inspect",
+    "trt-engine": "edgerl.apps.cli.trt_engine",
     "keygen": "edgerl.apps.cli.keygen",
     "sign": "edgerl.apps.cli.sign",
     "ros-keystore": "edgerl.apps.cli.ros_keystore",

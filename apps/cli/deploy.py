@@ -15,15 +15,16 @@ import argparse
 import signal
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from edgerl.apps.cli import flags
 from edgerl.apps.cli.errors import CliError
 
 HELP = "run the ROS 2 node graph (robot + planner + edit policy) as processes and measure it"
 
-SUMMARY_KEYS = ("success", "successes_of", "success_rate", "cmd_rate_hz", "configured_rate_hz",
-                "e2e_latency_p50_us", "e2e_latency_p99_us", "diagnostics_seen",
-                "dropped_bad_msgs", "torch_loaded")
+SUMMARY_KEYS = ("success", "task_success", "successes_of", "success_rate", "cmd_rate_hz",
+                "configured_rate_hz", "e2e_latency_p50_us", "e2e_latency_p99_us",
+                "diagnostics_seen", "dropped_bad_msgs", "torch_loaded")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,9 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     robot.add_argument("--port", default="", help="serial device for --robot serial")
     robot.add_argument("--baud", type=int, default=1_000_000,
                        help="UART baud rate for --robot serial (default 1000000)")
-    robot.add_argument("--min-success", type=float, default=1.0, metavar="FRACTION",
-                       help="--robot sim: fraction of the completed episodes that must reach the "
-                            "task's success for the run to count as ok (default 1.0: all; the "
+    robot.add_argument("--min-success", type=float, default=None, metavar="FRACTION",
+                       help="--robot sim: fail (exit 2) unless this fraction of the completed "
+                            "episodes reach the task's success (default: no threshold; the "
                             "report gives successes_of 'k/n' and success_rate either way)")
     _graph_flags(p)
     flags.add_compute_flags(p, device=(None, "onnxruntime device of the planner and edit "
@@ -62,6 +63,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                           "interventions it accepts (operator/intervention) to this MCAP, the "
                           "input of `edgerl finetune --interventions`")
     out.add_argument("--log-dir", type=Path, default=None, help="keep node logs here")
+    live = p.add_argument_group("live view (Foxglove)")
+    live.add_argument("--foxglove", type=int, default=0, metavar="PORT",
+                      help="serve state, commands (with e2e latency), chunks and diagnostics "
+                           "to Foxglove on this port (Open connection -> Foxglove WebSocket -> "
+                           "ws://HOST:PORT; 0 = off, the default; needs edgerl[live])")
+    live.add_argument("--foxglove-host", default="127.0.0.1", metavar="HOST",
+                      help="address the Foxglove server binds (default 127.0.0.1: the protocol "
+                           "has no authentication; tunnel over SSH, or 0.0.0.0 on a trusted "
+                           "network only)")
+    live.add_argument("--foxglove-max-hz", type=float, default=50.0, metavar="HZ",
+                      help="most messages per second per Foxglove channel (0 = all; default 50)")
 
 
 def _graph_flags(p: argparse.ArgumentParser) -> None:
@@ -72,8 +84,11 @@ def _graph_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--params", type=Path, default=None,
                    help="ROS 2 parameter YAML (default: edgerl_ros/config/edgerl.yaml)")
     g.add_argument("--trigger", choices=("manifest", "state", "clock"), default=None,
-                   help="edit node tick trigger (overrides the params file): state = tick on "
-                        "each state message, clock = own grid, manifest = as trained")
+                   help="what makes the edit node tick. Default: the bundle's timing.trigger, "
+                        "the trigger it was trained with (the params file's 'manifest'; "
+                        "`edgerl inspect BUNDLE` shows it, the deploy report's graph.trigger "
+                        "says which ran). state = one tick per state message (clock fallback "
+                        "if states stop), clock = the node's own fixed-rate grid")
     g.add_argument("--rate-hz", type=float, default=None,
                    help="run the robot and the edit loop at this rate instead of the "
                         "manifest's control_hz (timing measurements)")
@@ -95,6 +110,23 @@ def _graph_flags(p: argparse.ArgumentParser) -> None:
                    help="--robot sim|serial: run the robot node and the edit node in one "
                         "process (edgerl_ros.container): states and commands pass by call "
                         "instead of crossing the middleware; topics are still published")
+
+
+def _live_config(args: argparse.Namespace) -> Any:
+    """The ``--foxglove*`` flags as an ``edgerl_ros.foxglove_live.LiveConfig`` (``None`` when
+    off); a bad port or a missing foxglove-sdk is refused here, before anything starts."""
+    if args.foxglove == 0:
+        return None
+    from edgerl_ros.foxglove_live import LiveConfig, LiveViewError, require_foxglove
+
+    if not 1 <= args.foxglove <= 65535:
+        raise CliError(f"--foxglove must be a port in 1..65535 (0 = off), got {args.foxglove}")
+    try:
+        require_foxglove()
+        return LiveConfig(port=args.foxglove, host=args.foxglove_host,
+                          max_rate_hz=args.foxglove_max_hz)
+    except LiveViewError as exc:
+        raise CliError(f"--foxglove: {exc}") from exc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--robot serial needs --port (e.g. /dev/ttyACM0)")
     if not 0 <= args.rt_priority <= 99:
         raise CliError(f"--rt-priority must be in 0..99, got {args.rt_priority}")
-    if not 0.0 <= args.min_success <= 1.0:
+    if args.min_success is not None and not 0.0 <= args.min_success <= 1.0:
         raise CliError(f"--min-success must be in 0..1, got {args.min_success}")
     if args.compose and args.robot not in COMPOSABLE_ROBOTS:
         raise CliError(f"--compose runs the edit node inside the robot's process: it supports "
@@ -148,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
                        inject_bad_hz=args.inject_bad_hz, log_dir=args.log_dir,
                        rt_priority=args.rt_priority, min_success=args.min_success,
                        compose=args.compose, keystore=args.keystore,
-                       operator_key=args.operator_key)
+                       operator_key=args.operator_key, foxglove=_live_config(args))
     bar = _Bar(args.duration)
     # SIGTERM (e.g. `timeout`, a supervisor) unwinds like Ctrl-C so the node processes are
     # stopped by deploy()'s cleanup instead of being orphaned

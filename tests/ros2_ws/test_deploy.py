@@ -47,6 +47,12 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
     # half of the episodes (--min-success 0.5; 5 of 6 seen under load)
     assert out["success"] is True and out["successes"] >= 1 and out["success_rate"] >= 0.5
     assert out["configured_rate_hz"] == 50.0
+    # the nodes came from the graph description the launch file also starts
+    from edgerl_ros.graph_description import describe_graph
+
+    assert out["graph"] == describe_graph(cartpole_bundle).summary()
+    assert out["graph"]["task"] == "cartpole" and out["graph"]["nodes"] == [
+        "sim_robot_node", "planner_node", "edit_policy_node"]
     assert out["edit_estop_ticks"] == 0 and out["edit_loop_state"] != "estop"
     assert abs(out["cmd_rate_hz"] - 50.0) / 50.0 < 0.02, out["cmd_rate_hz"]
     assert out["commands"] >= 0.98 * 50 * 9

@@ -16,17 +16,20 @@ from edgerl.apps.cli import main
 
 
 class TestEpisodeVerdict:
-    def test_two_of_eight_is_not_ok_by_default(self):
-        """A regression: deploy said ok when successes > 0 (2 of 8)."""
+    def test_by_default_k_of_n_is_reported_and_not_judged(self):
+        """Without a threshold the episodes are reported as k/n and judged neither way (a
+        0.75 policy exited 2 under a default of 1.0); asked for all, 2 of 8 fails (deploy once
+        said ok when successes > 0)."""
         v = episode_verdict(2.0, 8.0)
-        assert DEFAULT_MIN_SUCCESS == 1.0
-        assert v == {"success": False, "success_rate": 0.25, "successes_of": "2/8",
-                     "min_success": 1.0}
+        assert DEFAULT_MIN_SUCCESS is None
+        assert v == {"success": None, "success_rate": 0.25, "successes_of": "2/8",
+                     "min_success": None}
+        assert episode_verdict(2.0, 8.0, 1.0)["success"] is False
 
     def test_threshold_is_inclusive_and_needs_an_episode(self):
         assert episode_verdict(2.0, 8.0, 0.25)["success"] is True
-        assert episode_verdict(8.0, 8.0)["success"] is True
-        assert episode_verdict(7.0, 8.0)["success"] is False
+        assert episode_verdict(8.0, 8.0, 1.0)["success"] is True
+        assert episode_verdict(7.0, 8.0, 1.0)["success"] is False
         none = episode_verdict(float("nan"), float("nan"), 0.0)
         assert none["success"] is False and none["successes_of"] == "0/0"
 

@@ -28,7 +28,7 @@ def test_plan_processes_puts_composed_nodes_in_one_container():
 def test_sim_expert_chunk_every_half_planner_period(session_bundle, rate_hz, every):
     """The sim computes its expert chunk (0.7-3.8 ms) about twice per planner period, not
     at every step; a value in the parameter file wins."""
-    from edgerl_ros.graph_config import robot_nodes
+    from edgerl_ros.graph_description import robot_nodes
 
     spec = load_bundle_manifest(session_bundle)  # 50 Hz, chunk period 50 ms
     sim = {} if rate_hz is None else {"rate_hz": rate_hz}
@@ -44,7 +44,8 @@ def test_shipped_parameter_file_leaves_expert_every_to_the_bundle(session_bundle
     made ``edgerl deploy --rate-hz 200`` compute the expert chunk at every step: the composed
     sim robot then stepped at 33-56 Hz of 200); 0 there means the deploy rule."""
     from edgerl_ros.graph import DEFAULT_CONFIG
-    from edgerl_ros.graph_config import load_params_yaml, robot_nodes
+    from edgerl_ros.graph_config import load_params_yaml
+    from edgerl_ros.graph_description import robot_nodes
 
     params = load_params_yaml(DEFAULT_CONFIG)
     assert params["sim_robot_node"]["expert_every"] == 0

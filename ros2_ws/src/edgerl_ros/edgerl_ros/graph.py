@@ -12,8 +12,10 @@ Only ``sim_robot_node`` needs torch/MuJoCo; the result's ``torch_loaded`` says, 
 process, whether a torch library is mapped into it (``/proc/<pid>/maps``), so a real-robot
 graph is checked to run on a runtime-only install.
 
-The pieces: :mod:`edgerl_ros.graph_config` (parameter files, command lines, which nodes in
-which processes), :mod:`edgerl_ros.processes` (start/stop), :mod:`edgerl_ros.monitor` (the
+The pieces: :mod:`edgerl_ros.graph_description` (which nodes with which parameters, from
+the bundle's manifest: the same description the launch file starts),
+:mod:`edgerl_ros.graph_config` (parameter files, command lines, which nodes in which
+processes), :mod:`edgerl_ros.processes` (start/stop), :mod:`edgerl_ros.monitor` (the
 command stream, diagnostics, MCAP), :mod:`edgerl_ros.fault_inject` (bad inputs) and
 :mod:`edgerl_ros.summary` (the result); this module runs them in order.
 
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from edgerl_ros.fault_inject import BadMessageInjector
+from edgerl_ros.foxglove_live import LiveConfig, live_view
 from edgerl_ros.graph_config import (
     DEFAULT_CONFIG,
     ROBOTS,
@@ -42,11 +45,11 @@ from edgerl_ros.graph_config import (
     DeployError,
     load_params_yaml,
     plan_processes,
-    robot_nodes,
     ros_env,
     rt_env,
     to_ros_args,
 )
+from edgerl_ros.graph_description import GraphOptions, describe_graph, robot_nodes
 from edgerl_ros.monitor import GraphMonitor
 from edgerl_ros.processes import GraphProcesses, torch_mapped
 from edgerl_ros.session import MonitorSession
@@ -90,7 +93,8 @@ class DeployConfig:
         instruction: Published once on planner/instruction (transient local).
         log_dir: Where node logs go (default: a temporary directory, removed on success).
         min_success: ``robot="sim"``: fraction of completed episodes that must succeed
-            for ``success`` (default 1.0: every one).
+            for ``success`` (default None: the episodes are reported as k/n and ``success``
+            says only that commands flowed).
         rt_priority: SCHED_FIFO priority of the processes on the state -> command path
             (:data:`RT_NODES`; 0 = normal scheduling).
         compose: Run the robot node (``sim`` or ``serial``) and the edit node in one process
@@ -102,6 +106,9 @@ class DeployConfig:
         operator_key: Operator key file (``edgerl operator keygen``) the edit node and the
             serial bridge trust for e-stop re-arms and interventions (default: the file
             named by ``EDGERL_OPERATOR_KEY``; none: they refuse every re-arm and override).
+        foxglove: Serve state, commands (with their latency), chunks and diagnostics live to
+            Foxglove over its WebSocket protocol at this address (``None``: no server;
+            :mod:`edgerl_ros.foxglove_live`, needs ``edgerl[live]``); stopped with the graph.
     """
 
     bundle: Path
@@ -120,17 +127,18 @@ class DeployConfig:
     instruction: str = ""
     log_dir: Path | None = None
     rt_priority: int = 0
-    min_success: float = DEFAULT_MIN_SUCCESS
+    min_success: float | None = DEFAULT_MIN_SUCCESS
     compose: bool = False
     keystore: Path | None = None
     operator_key: Path | None = None
+    foxglove: LiveConfig | None = None
 
     def __post_init__(self) -> None:
         if self.compose and self.robot not in COMPOSABLE_ROBOTS:
             raise DeployError(f"compose runs the edit node inside the robot's process; it "
                               f"supports robot {' or '.join(map(repr, COMPOSABLE_ROBOTS))}, "
                               f"not {self.robot!r}")
-        if not 0.0 <= float(self.min_success) <= 1.0:
+        if self.min_success is not None and not 0.0 <= float(self.min_success) <= 1.0:
             raise DeployError(f"min_success must be in [0, 1], got {self.min_success}")
         if not 0 <= int(self.rt_priority) <= 99:
             raise DeployError(f"rt_priority must be 0..99, got {self.rt_priority}")
@@ -148,7 +156,9 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
     (command messages received per second after warm-up), ``configured_rate_hz`` (the
     manifest's control rate), ``e2e_latency_p50_us``/``p99_us`` (state stamp -> command
     received, across processes), ``diagnostics_seen`` (DiagnosticArray messages received),
-    ``dropped_bad_msgs`` (sum over nodes) and details.
+    ``dropped_bad_msgs`` (sum over nodes), ``graph`` (the graph it started: task, robot,
+    rates, trigger, nodes; :meth:`~edgerl_ros.graph_description.GraphDescription.summary`)
+    and details.
 
     Raises:
         DeployError: bad bundle/config, a node that exits early, no command in time; with
@@ -170,11 +180,11 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
         spec = load_bundle_manifest(bundle)
     except (BundleError, ValueError) as exc:
         raise DeployError(f"bundle: {exc}") from exc
-    params = load_params_yaml(cfg.params_file)
-    if cfg.device is not None:
-        for node in ("planner_node", "edit_policy_node"):
-            params.setdefault(node, {})["device"] = cfg.device
-    node_params = robot_nodes(cfg.robot, params, spec, bundle, cfg.port, cfg.baud)
+    graph = describe_graph(bundle, GraphOptions(  # the launch file's graph, from the manifest
+        robot=cfg.robot, params_file=cfg.params_file, port=cfg.port, baud=cfg.baud,
+        device=cfg.device, rt_priority=cfg.rt_priority), spec=spec)
+    log.info("%s", graph.describe())
+    node_params = graph.node_params()
     if cfg.record_transitions is not None:  # absolute: the node runs in its own process
         node_params["edit_policy_node"]["transitions_file"] = \
             str(Path(cfg.record_transitions).resolve())
@@ -188,9 +198,12 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
     log_dir.mkdir(parents=True, exist_ok=True)
 
     with (secure.monitor_environ() if secure else contextlib.nullcontext()), \
-            MonitorSession(env, "edgerl_deploy_monitor") as ros:
-        return _run_graph(cfg, spec, node_params, ros, env, domain, log_dir, own_log_dir,
-                          on_progress, secure)
+            MonitorSession(env, "edgerl_deploy_monitor") as ros, \
+            live_view(ros.context, cfg.foxglove):  # stopped before the session's context
+        result = _run_graph(cfg, spec, node_params, ros, env, domain, log_dir, own_log_dir,
+                            on_progress, secure)
+    result["graph"] = graph.summary()
+    return result
 
 
 def _operator_env(path: Path | None) -> dict[str, str]:

@@ -1,5 +1,7 @@
 """The graph's configuration: parameter files, node command lines and environment, which
-nodes a robot kind starts and in which processes (``edgerl deploy``, the soak, the demo).
+nodes a robot kind starts (:mod:`edgerl_ros.graph_description` decides, for ``edgerl
+deploy`` and the launch file alike) and in which processes (``edgerl deploy``, the soak,
+the demo).
 
 Parameter files are ROS 2's (``node: {ros__parameters: {...}}``), checked against each node's
 declared ``PARAMS`` before anything starts.
@@ -14,7 +16,7 @@ from typing import Any
 from edgerl_ros.executables import CONTAINERS, NODE_MODULES
 
 __all__ = ["DEFAULT_CONFIG", "PACKAGE_DIR", "ROBOTS", "RT_NODES", "DeployError",
-           "load_params_yaml", "plan_processes", "robot_nodes", "ros_env", "rt_env",
+           "load_params_yaml", "plan_processes", "ros_env", "rt_env",
            "to_ros_args"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -109,40 +111,6 @@ def ros_env(domain_id: int | None = None, base: dict[str, str] | None = None) ->
     env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_root, env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
-
-
-def robot_nodes(robot: str, params: dict[str, dict[str, Any]], spec: Any, bundle: Path,
-                port: str = "", baud: int = 1_000_000) -> dict[str, dict[str, Any]]:
-    """``{node: parameters}`` of the graph for ``robot`` (see :data:`ROBOTS`), in start order.
-
-    Raises:
-        DeployError: unknown robot, or ``serial`` without a port.
-    """
-    if robot not in ROBOTS:
-        raise DeployError(f"robot {robot!r}: choose one of {', '.join(ROBOTS)}")
-    nodes: dict[str, dict[str, Any]] = {}
-    edit = {**params.get("edit_policy_node", {}), "bundle": str(bundle), "autostart": True}
-    if robot == "sim":
-        sim = {**params.get("sim_robot_node", {}), "task": spec.task}
-        if not sim.get("expert_every"):  # absent or 0 (auto): the planner takes one every
-            # period; computing it at every step (7-14 ms at 200 Hz in the composed robot,
-            # under its GIL contention) held the composed robot at 33-56 Hz of 200
-            rate = float(sim.get("rate_hz") or 0.0) or float(spec.control_hz)
-            sim["expert_every"] = max(1, int(spec.chunk.period_s * rate / 2))
-        nodes["sim_robot_node"] = sim
-    elif robot == "serial":
-        if not port:
-            raise DeployError("robot 'serial' needs a port (--port /dev/ttyACM0)")
-        nodes["serial_bridge_node"] = {
-            **params.get("serial_bridge_node", {}), "port": str(port), "baudrate": int(baud),
-            "bundle": str(bundle), "command_field": edit.get("command_field", "effort")}
-    elif robot == "ros2_control":
-        nodes["ros2_control_bridge_node"] = {
-            **params.get("ros2_control_bridge_node", {}), "bundle": str(bundle),
-            "command_field": edit.get("command_field", "effort")}
-    nodes["planner_node"] = {**params.get("planner_node", {}), "bundle": str(bundle)}
-    nodes["edit_policy_node"] = edit
-    return nodes
 
 
 #: Nodes on the state -> command path; ``rt_priority`` makes these processes SCHED_FIFO
