@@ -24,6 +24,7 @@ HELP = "run the ROS 2 node graph (robot + planner + edit policy) as processes an
 
 SUMMARY_KEYS = ("success", "task_success", "successes_of", "success_rate", "cmd_rate_hz",
                 "configured_rate_hz", "e2e_latency_p50_us", "e2e_latency_p99_us",
+                "e2e_over_bare_rtt_p99", "e2e_wire_over_bare_rtt_p99",
                 "diagnostics_seen", "dropped_bad_msgs", "torch_loaded")
 
 
@@ -102,6 +103,10 @@ def _graph_flags(p: argparse.ArgumentParser) -> None:
                         "own enclave with DDS security enforced (ROS_SECURITY_STRATEGY="
                         "Enforce); refused before anything starts where this ROS 2 cannot "
                         "enforce it")
+    g.add_argument("--baseline-rtt", type=float, default=0.0, metavar="S",
+                   help="first measure a bare rclpy round trip between two processes for S "
+                        "seconds at the control rate and --rt-priority, and report the "
+                        "state -> command e2e p99 over it (e2e_over_bare_rtt_p99; 0 = off)")
     g.add_argument("--operator-key", type=Path, default=None, metavar="FILE",
                    help="operator key (`edgerl operator keygen`) that signs e-stop re-arms "
                         "and overrides (default: EDGERL_OPERATOR_KEY; none: they are all "
@@ -180,7 +185,8 @@ def run(args: argparse.Namespace) -> int:
                        inject_bad_hz=args.inject_bad_hz, log_dir=args.log_dir,
                        rt_priority=args.rt_priority, min_success=args.min_success,
                        compose=args.compose, keystore=args.keystore,
-                       operator_key=args.operator_key, foxglove=_live_config(args))
+                       operator_key=args.operator_key, baseline_rtt_s=args.baseline_rtt,
+                       foxglove=_live_config(args))
     bar = _Bar(args.duration)
     # SIGTERM (e.g. `timeout`, a supervisor) unwinds like Ctrl-C so the node processes are
     # stopped by deploy()'s cleanup instead of being orphaned

@@ -38,9 +38,22 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
     rc = main(["deploy", "--bundle", str(cartpole_bundle), "--robot", "sim", "--duration", "10",
                "--json", "--record", str(rec), "--inject-bad-hz", "4",
                "--domain-id", str(ros_domain), "--write-latency-model", str(lat_file),
-               "--min-success", "0.5"])
+               "--min-success", "0.5", "--trigger", "state", "--rt-priority", "40",
+               "--baseline-rtt", "3"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0, out
+    # state-triggered, the thread that runs the tick gets the priority where it is allowed,
+    # and the transport floor was measured in the same run (its ratio is a benchmark
+    # figure, docs/ros2.md; here only its plumbing): the same receive points on both sides
+    from edgerl.apps.soak.procs import fifo_permitted
+
+    assert out["edit_rt_priority_applied"] is fifo_permitted(40), out
+    rtt = out["bare_rtt"]
+    assert rtt["n"] >= 100 and rtt["rt_applied"] is fifo_permitted(40)
+    assert 0 < rtt["rtt_wire_p50_us"] <= rtt["rtt_p50_us"] <= rtt["rtt_p99_us"]
+    robot = out["robot"]
+    assert 0 < float(robot["e2e_wire_latency_p50_us"]) <= float(robot["e2e_latency_p50_us"])
+    assert out["e2e_over_bare_rtt_p99"] > 0 and out["e2e_wire_over_bare_rtt_p99"] > 0
     assert set(out) >= {"success", "cmd_rate_hz", "configured_rate_hz", "e2e_latency_p50_us",
                         "e2e_latency_p99_us", "diagnostics_seen", "dropped_bad_msgs"}
     # reached the task's success (cartpole: balanced a whole 200-step episode) in at least
@@ -48,9 +61,11 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
     assert out["success"] is True and out["successes"] >= 1 and out["success_rate"] >= 0.5
     assert out["configured_rate_hz"] == 50.0
     # the nodes came from the graph description the launch file also starts
-    from edgerl_ros.graph_description import describe_graph
+    from edgerl_ros.graph_description import GraphOptions, describe_graph
 
-    assert out["graph"] == describe_graph(cartpole_bundle).summary()
+    opts = GraphOptions(trigger="state", rt_priority=40)
+    assert out["graph"] == describe_graph(cartpole_bundle, opts).summary()
+    assert out["graph"]["trigger"] == "state"  # the bundle's is clock: overridden
     assert out["graph"]["task"] == "cartpole" and out["graph"]["nodes"] == [
         "sim_robot_node", "planner_node", "edit_policy_node"]
     assert out["edit_estop_ticks"] == 0 and out["edit_loop_state"] != "estop"

@@ -103,6 +103,8 @@ class DeployConfig:
             enclave with ``ROS_SECURITY_STRATEGY=Enforce`` (:mod:`edgerl_ros.security`);
             where this install cannot enforce DDS security, :func:`deploy` refuses before
             starting anything.
+        baseline_rtt_s: Seconds of a bare rclpy round trip measured before the graph starts
+            (0 = none): the transport floor beside the e2e latency, in the same run.
         operator_key: Operator key file (``edgerl operator keygen``) the edit node and the
             serial bridge trust for e-stop re-arms and interventions (default: the file
             named by ``EDGERL_OPERATOR_KEY``; none: they refuse every re-arm and override).
@@ -132,12 +134,15 @@ class DeployConfig:
     keystore: Path | None = None
     operator_key: Path | None = None
     foxglove: LiveConfig | None = None
+    baseline_rtt_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.compose and self.robot not in COMPOSABLE_ROBOTS:
             raise DeployError(f"compose runs the edit node inside the robot's process; it "
                               f"supports robot {' or '.join(map(repr, COMPOSABLE_ROBOTS))}, "
                               f"not {self.robot!r}")
+        if not 0.0 <= float(self.baseline_rtt_s) <= 600.0:
+            raise DeployError(f"baseline_rtt_s must be in [0, 600] s, got {self.baseline_rtt_s}")
         if self.min_success is not None and not 0.0 <= float(self.min_success) <= 1.0:
             raise DeployError(f"min_success must be in [0, 1], got {self.min_success}")
         if not 0 <= int(self.rt_priority) <= 99:
@@ -197,13 +202,44 @@ def deploy(cfg: DeployConfig, on_progress: Callable[[float], None] | None = None
         else Path(cfg.log_dir)  # type: ignore[arg-type]
     log_dir.mkdir(parents=True, exist_ok=True)
 
+    baseline = _bare_round_trip(cfg, spec, domain) if cfg.baseline_rtt_s > 0 else None
     with (secure.monitor_environ() if secure else contextlib.nullcontext()), \
             MonitorSession(env, "edgerl_deploy_monitor") as ros, \
             live_view(ros.context, cfg.foxglove):  # stopped before the session's context
         result = _run_graph(cfg, spec, node_params, ros, env, domain, log_dir, own_log_dir,
                             on_progress, secure)
     result["graph"] = graph.summary()
+    if baseline is not None:
+        result.update(_against_baseline(result, baseline))
     return result
+
+
+def _bare_round_trip(cfg: DeployConfig, spec: Any, domain: int) -> dict[str, Any]:
+    """The transport floor measured in this run, before the graph starts: a bare rclpy
+    ``JointState`` round trip between two processes at the control rate, their scheduling
+    as the graph's state -> command nodes (``cfg.rt_priority``), on a domain of its own."""
+    from edgerl_ros.roundtrip import measure
+
+    hz = float(spec.control_hz)
+    return measure(n=max(50, int(cfg.baseline_rtt_s * hz)), period_s=1.0 / hz,
+                   domain_id=(domain % 200) + 1, rt_priority=cfg.rt_priority)
+
+
+def _against_baseline(result: dict[str, Any], rtt: dict[str, Any]) -> dict[str, Any]:
+    """``bare_rtt`` and the e2e p99 over it, in the callback and on the wire (the same
+    receive point on both sides; NaN where one is missing)."""
+    def ratio(ours: Any, ref: Any) -> float:
+        try:
+            return round(float(ours) / float(ref), 3)
+        except (TypeError, ValueError, ZeroDivisionError):
+            return float("nan")
+
+    robot = result.get("robot") or {}
+    return {"bare_rtt": rtt,
+            "e2e_over_bare_rtt_p99": ratio(result.get("e2e_latency_p99_us"),
+                                           rtt.get("rtt_p99_us")),
+            "e2e_wire_over_bare_rtt_p99": ratio(robot.get("e2e_wire_latency_p99_us"),
+                                                rtt.get("rtt_wire_p99_us"))}
 
 
 def _operator_env(path: Path | None) -> dict[str, str]:

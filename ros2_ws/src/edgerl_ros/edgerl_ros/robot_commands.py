@@ -91,6 +91,10 @@ class ComposableCommands:
         if in_process_command(msg):
             return  # a composed edit node's command: handed over in its own process
         now_ns = time.time_ns()
+        #: when the middleware received it (ns, wall clock; 0 unknown): the robot's own
+        #: executor wait excluded, for the wire latency (:meth:`take_received_ns`)
+        self._received_ns = int(info.get("received_timestamp") or 0) \
+            if isinstance(info, dict) else 0
         from_edit = self._edit_source.accept(info)
         if not from_edit and self.command_source:
             self.drops.drop(TOPICS["command"], f"foreign: not published by "
@@ -102,3 +106,9 @@ class ComposableCommands:
         if values is not None:
             self.accept_command(values, stamp_to_ns(msg.header.stamp), now_ns,
                                 from_edit=from_edit)
+
+    def take_received_ns(self) -> int:
+        """The middleware receive time (ns) of the command being applied, once (0 for a
+        command handed over by call, or when the middleware does not report it)."""
+        received, self._received_ns = getattr(self, "_received_ns", 0), 0
+        return received

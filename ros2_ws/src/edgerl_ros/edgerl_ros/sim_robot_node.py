@@ -36,6 +36,10 @@ state it was computed from, so ``receive time - stamp`` is state-out -> command-
 processes. Only the first command answering a state counts; a later one with the same or an
 older stamp (the edit node's clock fallback ticking on a state it already answered, while
 this node stalled, e.g. in a reset) is counted as ``commands_repeat_state`` instead.
+``e2e_latency_*`` takes the receive time in this node's command callback (it includes the
+wait for this Python node's executor, which shares the GIL with the stepping thread);
+``e2e_wire_latency_*`` takes it from the middleware (``MessageInfo["received_timestamp"]``),
+the time a robot driver reading the topic could have the command.
 Diagnostics: step rate and jitter, episodes, successes, latency, dropped commands.
 """
 
@@ -154,6 +158,9 @@ class SimRobotNode(ComposableCommands, Node):
         self._command_time = -1.0
         self.drops = DropCounter()
         self.latency = AnswerLatency()  # e2e, first answer to each state
+        #: e2e to the middleware's receipt: without this node's own executor wait (the GIL
+        #: it shares with the stepping thread), as a robot driver in C++ would see it
+        self.wire_latency = AnswerLatency()
         self.steps = IntervalMeter(1.0 / self.rate_hz)
         self.episodes = 0
         self.successes = 0
@@ -231,8 +238,11 @@ class SimRobotNode(ComposableCommands, Node):
         now_ns = time.time_ns() if now_ns is None else now_ns
         if not guard_passes(self.guard, self.drops, values, stamp_ns, now_ns):
             return False
+        received_ns = self.take_received_ns()
         if from_edit:
             self.latency.answer(stamp_ns, now_ns)
+            if received_ns:
+                self.wire_latency.answer(stamp_ns, received_ns)
         with self._lock:
             self._command = values
             self._command_time = time.perf_counter()
@@ -347,6 +357,8 @@ class SimRobotNode(ComposableCommands, Node):
             "resyncs": self.resyncs,
             "e2e_latency_p50_us": self.latency.percentile(50) * 1e6,
             "e2e_latency_p99_us": self.latency.percentile(99) * 1e6,
+            "e2e_wire_latency_p50_us": self.wire_latency.percentile(50) * 1e6,
+            "e2e_wire_latency_p99_us": self.wire_latency.percentile(99) * 1e6,
             **self.drops.values(),
         }
 
