@@ -351,6 +351,7 @@ class SimRobotNode(ComposableCommands, Node):
             "successes": self.successes,
             "commands_received": self.commands_received,
             "commands_foreign": self._edit_source.foreign,
+            "commands_before_discovery": self._edit_source.early,
             "commands_repeat_state": self.commands_repeat_state,
             "watchdog_trips": self.watchdog_trips,
             "late_steps": self.late_steps,

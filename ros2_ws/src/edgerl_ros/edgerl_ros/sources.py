@@ -4,6 +4,7 @@ the graph's endpoint info, so a monitor counts only one node's messages on a sha
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable
@@ -39,7 +40,9 @@ class PublisherFilter:
     foreign is looked up again after ``recheck_s`` (data can arrive before the graph knows
     the endpoint: the graph learns node names from ``ros_discovery_info``, which may lag the
     DDS match; a long recheck counted a new edit node's first second of commands as foreign).
-    Counts what it accepted and what it refused (``foreign``).
+    Counts what it accepted; what it refused is attributed when read, against the graph
+    then: ``foreign`` (another node's) and ``early`` (``node_name``'s, sent before the graph
+    knew its endpoint; a monitor once counted a new edit node's first commands as foreign).
 
     Args:
         node: The rclpy node that subscribes (used for graph queries).
@@ -52,18 +55,20 @@ class PublisherFilter:
         self.recheck_s = recheck_s
         self._own: set[bytes] = set()
         self._foreign: dict[bytes, float] = {}  # GID -> when it was last looked up
+        #: messages refused, by publisher GID (None: no GID): attributed at report time
+        self._refused: dict[bytes | None, int] = {}
         self._lock = threading.Lock()
         self.accepted = 0
-        self.foreign = 0
 
     def _refresh(self) -> None:
         topic = self.node.resolve_topic_name(self.topic)
         infos: Iterable[Any] = self.node.get_publishers_info_by_topic(topic)
         own = {gid_key(i.endpoint_gid) for i in infos if i.node_name == self.node_name}
-        self._own = {k for k in own if k is not None}
+        self._own |= {k for k in own if k is not None}  # a GID is never reused: kept
 
     def accept(self, message_info: Any) -> bool:
-        """Whether the message with this ``MessageInfo`` came from ``node_name``."""
+        """Whether the message with this ``MessageInfo`` came from ``node_name`` (a GID the
+        graph does not know yet is refused: the safe answer for a robot)."""
         key = gid_key(message_info.get("publisher_gid") if isinstance(message_info, dict)
                       else None)
         with self._lock:
@@ -77,5 +82,24 @@ class PublisherFilter:
             if ok:
                 self.accepted += 1
             else:
-                self.foreign += 1
+                self._refused[key] = self._refused.get(key, 0) + 1
             return ok
+
+    def _attributed(self) -> tuple[int, int]:
+        """(foreign, early): refused messages whose publisher is, by the graph now, another
+        node's / ``node_name``'s own (sent before the graph knew the endpoint)."""
+        with self._lock:
+            with contextlib.suppress(Exception):  # node or context gone: the known set
+                self._refresh()
+            early = sum(n for k, n in self._refused.items() if k is not None and k in self._own)
+            return sum(self._refused.values()) - early, early
+
+    @property
+    def foreign(self) -> int:
+        """Messages refused whose publisher is not ``node_name`` (looked up now)."""
+        return self._attributed()[0]
+
+    @property
+    def early(self) -> int:
+        """Messages of ``node_name`` refused before the graph knew its endpoint."""
+        return self._attributed()[1]

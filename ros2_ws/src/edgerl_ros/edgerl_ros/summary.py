@@ -60,6 +60,8 @@ def summarise(monitor: GraphMonitor, spec: Any, cfg: Any, t_first: float, t_end:
         **({k: v for k, v in verdict.items() if k != "success"} if cfg.robot == "sim" else {}),
         "task_success": verdict["success"] if cfg.robot == "sim" else None,
         "commands_foreign": monitor.command_source.foreign,
+        # the edit node's own, received before the graph knew its publisher (not in the rate)
+        "commands_before_discovery": monitor.command_source.early,
         "robot_kind": cfg.robot,
         "cmd_rate_hz": float(rate),
         "configured_rate_hz": float(spec.control_hz),
