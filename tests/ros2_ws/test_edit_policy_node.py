@@ -181,6 +181,35 @@ class TestParameters:
         assert node.call(node.trigger_cleanup) == R.SUCCESS
 
 
+    @pytest.mark.parametrize("graph_overrides", [[("await_state_s", 0.004)]])
+    def test_await_state_takes_the_states_on_a_warm_cpu(self, graph):
+        """``await_state_s``: the prewarm timer polls the state subscription instead of
+        sleeping until the state lands, and ticks on it: most states are taken by the poll,
+        each one ticked once (a command per state)."""
+        from rclpy.lifecycle import TransitionCallbackReturn as R
+        from rclpy.parameter import Parameter
+
+        node, probe = graph
+        results = node.set_parameters([Parameter("trigger", value="state"),
+                                       Parameter("inline_tick", value=True)])
+        assert all(r.successful for r in results), [r.reason for r in results]
+        assert node.call(node.trigger_configure) == R.SUCCESS
+        assert node.call(node.trigger_activate) == R.SUCCESS
+        rate = node.loop.rate_hz  # states on a steady grid, as a robot publishes them
+        t0 = time.perf_counter()
+        for i in range(int(3.0 * rate)):
+            if i % 5 == 0:
+                probe.publish_chunk()
+            probe.publish_state(np.array([0.0, 0.0, 0.01 * (i % 7), 0.0]))
+            time.sleep(max(0.0, t0 + (i + 1) / rate - time.perf_counter()))
+        got, awaited = node.states_received, node.states_awaited
+        assert got >= 0.5 * 3.0 * rate, got
+        assert awaited >= 0.5 * got, (awaited, got)
+        assert node.values()["states_awaited"] == awaited
+        assert node.call(node.trigger_deactivate) == R.SUCCESS
+        assert node.call(node.trigger_cleanup) == R.SUCCESS
+
+
 class TestBadInput:
     def test_dropped_counted_reported_and_loop_holds(self, graph):
         from builtin_interfaces.msg import Duration

@@ -33,6 +33,7 @@ class EditNodeDiagnostics:
                 "ticks": m["ticks"],
                 "commands_sent": self.commands_sent,
                 "states_received": self.states_received,
+                "states_awaited": self.states_awaited,
                 "episode_resets": self.episode_resets,
                 "estop_resets": self.estop_resets,
                 "chunks_dropped_pre_reset": self.chunks_dropped_pre_reset,

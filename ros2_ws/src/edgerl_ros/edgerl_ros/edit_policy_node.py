@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import time
 from typing import Any
 
 import numpy as np
@@ -105,6 +106,10 @@ PARAMS = [
     ParamSpec("inline_tick", True, "with trigger state: tick inside the state callback (no "
               "loop thread, no hand-off; clock fallback from a timer). False: the loop "
               "thread waits for each state"),
+    ParamSpec("await_state_s", 0.0, "with inline state ticks: after warming the caches just "
+              "before the next expected state, poll the state subscription for up to this "
+              "long (s) instead of sleeping, so the state is ticked on a warm CPU (0 = off; "
+              "costs that much CPU per period)", 0.0, 0.01, read_only=True),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
     ParamSpec("state_source", "topic", "where states and episode resets come from: topic "
               "(robot/joint_states, robot/episode) or in_process (a robot node composed in "
@@ -159,6 +164,8 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
         self._slot: StampedObservationSlot | None = None
         self._cmd_pub = None
         self._subs: list[Any] = []
+        self._state_sub: Any = None  # robot/joint_states (state_source topic)
+        self.states_awaited = 0  # states taken by the await_state_s poll
         self._diagnostics: NodeDiagnostics | None = None
         self._inline: InlineStateTrigger | None = None
         self._fallback_timer = None
@@ -254,9 +261,10 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
                                      INTERVENTION_QOS),
         ]
         if p["state_source"] == "topic":  # in_process: the composed robot calls accept_*
+            self._state_sub = self.create_subscription(JointState, TOPICS["state"],
+                                                       self._on_state, STATE_QOS)
             self._subs += [
-                self.create_subscription(JointState, TOPICS["state"], self._on_state,
-                                         STATE_QOS),
+                self._state_sub,
                 self.create_subscription(Header, TOPICS["episode"], self._on_episode,
                                          EPISODE_QOS)]
         self._diagnostics = NodeDiagnostics(self, "edgerl: edit_policy_node",
@@ -301,12 +309,38 @@ class EditPolicyNode(EditNodeIO, EditNodeDiagnostics, LifecycleNode):
             self._fallback_timer = self.create_timer(loop.trigger_timeout_s, self._on_silence)
             self._reset_timers_per_state = True
             due = self._inline.prewarm_due_in()  # just before the next expected state
-            if due is not None:
+            await_s = float(self.get_parameter("await_state_s").value)
+            if due is not None and await_s > 0 and self._state_sub is not None:
+                due = max(due - await_s / 2, loop.period / 2)  # the state lands mid-window
+                self._prewarm_timer = self.create_timer(due, self._prewarm_and_await)
+            elif due is not None:
                 self._prewarm_timer = self.create_timer(due, self._inline.prewarm)
         self.rt_applied = bool(PROCESS_RT["applied"])
         self.get_logger().info("activated: ticking on each state in its callback"
                                + (f" (process SCHED_FIFO {PROCESS_RT['priority']})"
                                   if self.rt_applied else ""))
+
+    def _prewarm_and_await(self) -> None:
+        """Prewarm timer with ``await_state_s``: warm the caches, then take the state from the
+        subscription as soon as it lands (the executor's own ``take_message``), ticking on a
+        CPU that did not go to sleep; the executor gets it otherwise."""
+        inline, sub = self._inline, self._state_sub
+        if inline is None or sub is None:
+            return
+        inline.prewarm()
+        end = time.perf_counter() + float(self.get_parameter("await_state_s").value)
+        while time.perf_counter() < end:
+            try:
+                with sub.handle:
+                    taken = sub.handle.take_message(sub.msg_type, sub.raw)
+            except Exception as exc:  # destroyed meanwhile (deactivating)
+                log.debug("await_state: %s", exc)
+                return
+            if taken is not None:
+                self.states_awaited += 1
+                self._on_state(taken[0])
+                return
+            time.sleep(0)  # lets the process's other threads have the GIL, the CPU stays up
 
     def _deactivate_inline(self) -> None:
         for timer in (self._fallback_timer, self._prewarm_timer):

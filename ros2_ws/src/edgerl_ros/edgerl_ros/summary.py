@@ -102,6 +102,9 @@ def summarise(monitor: GraphMonitor, spec: Any, cfg: Any, t_first: float, t_end:
         "rt_priority": int(cfg.rt_priority),
         "edit_rt_priority_applied": edit.get("rt_priority_applied") == "True",
         "edit_trigger_timeouts": _as_number(edit.get("trigger_timeouts")),
+        # states taken by the await_state_s poll, of those received
+        "edit_states_awaited": _as_number(edit.get("states_awaited")),
+        "edit_states_received": _as_number(edit.get("states_received")),
         "edit_deadline_misses": _as_number(edit.get("deadline_misses")),
         "edit_state_age_at_tick_p50_ms": _as_number(edit.get("state_age_at_tick_p50_ms")),
         "edit_state_age_at_tick_p99_ms": _as_number(edit.get("state_age_at_tick_p99_ms")),
