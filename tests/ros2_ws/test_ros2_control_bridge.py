@@ -193,9 +193,11 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
             assert list(out.data) == [0.5]  # command_scale 2: the controller's units
         else:
             assert list(out.joint_names) == ["slider"] and len(out.points) == 1
-            # an effort command goes in effort, never in positions; stamped zero (start on
-            # receipt), so a loaded graph never sends a trajectory that starts in the past
-            assert list(out.points[0].effort) == [0.25] and list(out.points[0].positions) == []
+            # an effort command goes in effort, never as positions: the point carries the
+            # joint's measured position (a JointTrajectoryController rejects a point without
+            # positions; tests/helpers/fake_jtc.py); stamped zero (start on receipt), so a
+            # loaded graph never sends a trajectory that starts in the past
+            assert list(out.points[0].effort) == [0.25] and list(out.points[0].positions) == [1.5]
             assert stamp_to_ns(out.header.stamp) == 0
             assert out.points[0].time_from_start.nanosec == 50_000_000
         # a command with wrong names is dropped and counted, not forwarded (once the
@@ -258,14 +260,20 @@ def test_the_controller_gets_a_stop_when_commands_stop_and_at_shutdown(rclpy_con
     edge = rclpy.create_node("edit_policy_node", context=rclpy_context)
     cmd_pub = edge.create_publisher(JointState, TOPICS["command"], STATE_QOS)
 
-    def is_stop(m) -> bool:
-        return list(m.data) == [0.0] if interface == "forward" else not m.points
+    def is_stop(m) -> bool:  # trajectory: hold the measured position with zero effort
+        if interface == "forward":
+            return list(m.data) == [0.0]
+        return len(m.points) == 1 and list(m.points[0].positions) == [1.5] \
+            and list(m.points[0].effort) == [0.0]
 
     def fresh():
         return make_joint_state(["a0"], np.array([0.25]), time.time_ns(), field="effort")
 
+    js_pub = robot.create_publisher(JointState, "/joint_states", 10)
     spin = _Spin(rclpy_context, bridge, robot, edge)
     try:
+        js = _joint_states(["hinge", "slider", "wheel"], [0.2, 1.5, 9.0], [-0.3, 0.7, 8.0])
+        assert _wait(lambda: bridge.states, publish=lambda: js_pub.publish(js))
         time.sleep(0.5)
         assert got == [] and bridge.stops == 0  # no command yet: nothing to stop
         assert _wait(lambda: got, publish=lambda: cmd_pub.publish(fresh()))

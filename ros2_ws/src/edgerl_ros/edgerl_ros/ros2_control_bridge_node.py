@@ -28,7 +28,10 @@ between them, with no glue code:
 * **A stop when commands stop.** A forward_command_controller applies its last command
   forever, so when no valid ``robot/command`` arrived for ``command_timeout_s`` (the edit
   node died, the graph stopped) and when the bridge shuts down, the bridge sends a stop once:
-  ``trajectory`` -> an empty JointTrajectory (the controller cancels and holds position);
+  ``trajectory`` -> one point holding the last ``/joint_states`` positions of
+  ``command_joints`` (zero in ``trajectory_field``): a JointTrajectoryController rejects an
+  empty trajectory and a point without positions, so effort and velocity commands carry
+  those positions too (a command is dropped, ``no_joint_position``, until they are known);
   ``forward`` with an effort or velocity command -> zeros. A forward position command has
   no stop that is safe everywhere; the bridge warns at start (use ``trajectory``).
 
@@ -259,6 +262,9 @@ class Ros2ControlBridgeNode(Node):
         self.command_timeout_s = float(p["command_timeout_s"])
         self.last_command = time.monotonic()
         self.stopped = True  # nothing to stop before the first command
+        # command_joints' last /joint_states positions: a JointTrajectoryController rejects a
+        # point without positions and an empty trajectory, so both carry these
+        self.joint_positions: dict[str, float] = {}
         self.stops = 0
         if self.interface == "forward" and self.command_field == "position":
             self.get_logger().warning("forward position commands have no safe stop: when "
@@ -294,6 +300,9 @@ class Ros2ControlBridgeNode(Node):
             return
         self.state_pub.publish(make_joint_state(self.map.names, obs, stamp))
         self.states += 1
+        if len(msg.position) == len(msg.name):
+            self.joint_positions.update((n, float(v)) for n, v in zip(msg.name, msg.position)
+                                        if n in self.command_joints)
 
     def _on_command(self, msg: JointState, info: Any) -> None:
         if not self._edit_source.accept(info) and self.command_source:
@@ -313,20 +322,44 @@ class Ros2ControlBridgeNode(Node):
             t = self.trajectory_time_s
             point = JointTrajectoryPoint(
                 time_from_start=Duration(sec=int(t), nanosec=int(round((t % 1.0) * 1e9))))
-            setattr(point, trajectory_field_for(self.command_field, self.trajectory_field),
-                    scaled)
+            field = trajectory_field_for(self.command_field, self.trajectory_field)
+            if field != "positions":  # the controller requires positions in every point
+                held = self._held_positions()
+                if held is None:
+                    self.drops.drop(TOPICS["command"], "no_joint_position: a "
+                                    "JointTrajectoryController needs command_joints' positions "
+                                    "(none on /joint_states yet)")
+                    return
+                point.positions = held
+            setattr(point, field, scaled)
             out.points = [point]
         self.cmd_pub.publish(out)
         self.commands += 1
         self.last_command = time.monotonic()
         self.stopped = False
 
+    def _held_positions(self) -> list[float] | None:
+        """command_joints' last positions from /joint_states (None until all are known)."""
+        if not all(j in self.joint_positions for j in self.command_joints):
+            return None
+        return [self.joint_positions[j] for j in self.command_joints]
+
     def stop_message(self) -> Any | None:
-        """What stops the controller: an empty trajectory, zeros for an effort or velocity
-        forward command, None for a forward position command (no stop is safe there)."""
+        """What stops the controller: a trajectory holding the last /joint_states positions
+        (zero effort / velocity / acceleration in ``trajectory_field``; an empty trajectory,
+        which a JointTrajectoryController rejects, while no position is known), zeros for an
+        effort or velocity forward command, None for a forward position command (no stop is
+        safe there)."""
         if self.interface == "trajectory":
             out = JointTrajectory()
             out.joint_names = list(self.command_joints)
+            held = self._held_positions()
+            if held is not None:
+                point = JointTrajectoryPoint(positions=held)
+                field = trajectory_field_for(self.command_field, self.trajectory_field)
+                if field != "positions":
+                    setattr(point, field, [0.0] * len(held))
+                out.points = [point]
             return out
         if self.command_field == "position":
             return None
