@@ -38,13 +38,13 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
     rc = main(["deploy", "--bundle", str(cartpole_bundle), "--robot", "sim", "--duration", "10",
                "--json", "--record", str(rec), "--inject-bad-hz", "4",
                "--domain-id", str(ros_domain), "--write-latency-model", str(lat_file),
-               "--min-success", "0.5", "--trigger", "state", "--rt-priority", "40",
-               "--baseline-rtt", "3"])
+               "--min-success", "0.5", "--rt-priority", "40", "--baseline-rtt", "3"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0, out
-    # state-triggered, the thread that runs the tick gets the priority where it is allowed,
-    # and the transport floor was measured in the same run (its ratio is a benchmark
-    # figure, docs/ros2.md; here only its plumbing): the same receive points on both sides
+    # the tick's thread gets the priority where it is allowed (state-triggered inline ticks:
+    # test_edit_policy_node.py), and the transport floor was measured in the same run (its
+    # ratio is a benchmark figure, docs/ros2.md; here only its plumbing): the same receive
+    # points on both sides
     from edgerl.apps.soak.procs import fifo_permitted
 
     assert out["edit_rt_priority_applied"] is fifo_permitted(40), out
@@ -63,9 +63,8 @@ def test_deploy_sim_graph_meets_rate_success_and_reports_bad_input(
     # the nodes came from the graph description the launch file also starts
     from edgerl_ros.graph_description import GraphOptions, describe_graph
 
-    opts = GraphOptions(trigger="state", rt_priority=40)
+    opts = GraphOptions(rt_priority=40)
     assert out["graph"] == describe_graph(cartpole_bundle, opts).summary()
-    assert out["graph"]["trigger"] == "state"  # the bundle's is clock: overridden
     assert out["graph"]["task"] == "cartpole" and out["graph"]["nodes"] == [
         "sim_robot_node", "planner_node", "edit_policy_node"]
     assert out["edit_estop_ticks"] == 0 and out["edit_loop_state"] != "estop"
