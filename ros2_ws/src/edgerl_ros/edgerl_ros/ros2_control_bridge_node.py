@@ -10,7 +10,14 @@ between them, with no glue code:
   ``/joint_states`` message becomes one ``robot/joint_states`` message in edgerl's form
   (observation names, values in ``position``) with the same stamp. A message lacking a
   mapped joint or field, or carrying a non-finite value, is dropped and counted. Joints the
-  map does not use may be present (a broadcaster publishes every joint).
+  map does not use may be present (a broadcaster publishes every joint). An entry may
+  instead read another topic: ``goal_x=/goal:Float64MultiArray[0]`` (element 0) or
+  ``goal_x=/goal_pose:PoseStamped.pose.position.x`` (also ``PointStamped.point.x``; see
+  :mod:`edgerl_ros.ros2_control_maps`). The bridge keeps each such topic's newest values and
+  their receipt time and composes them into the state of each ``/joint_states`` (the stamp
+  stays the joint state's); until every topic has sent a message states are dropped as
+  ``waiting_for <topic>``, and while one's last message is older than ``aux_max_age_s``
+  (1 s) as ``stale <topic>``.
 * ``command_interface``: ``forward`` publishes each ``robot/command`` as a
   ``std_msgs/Float64MultiArray`` (``data`` in ``command_joints`` order) to a
   ``forward_command_controller`` (``.../commands``); ``trajectory`` publishes a one-point
@@ -25,6 +32,10 @@ between them, with no glue code:
   action).
 * ``command_scale``: the bundle's action (in its own units) times this, per action (comma
   separated; one value applies to every action; default 1) is what the controller receives.
+  ``urdf``: the action range ``[action.low, action.high]`` maps linearly onto each joint's
+  ``<limit>`` in ``robot_description`` (URDF XML) or ``robot_description_file``:
+  ``[-effort, effort]``, ``[-velocity, velocity]`` or ``[lower, upper]`` by the command's
+  field (:mod:`edgerl_ros.ros2_control_limits`); a missing joint or attribute fails at start.
 * **A stop when commands stop.** A forward_command_controller applies its last command
   forever, so when no valid ``robot/command`` arrived for ``command_timeout_s`` (the edit
   node died, the graph stopped) and when the bridge shuts down, the bridge sends a stop once:
@@ -41,19 +52,16 @@ zero-stamped, stamped ahead, non-finite or outside ``action.low/high`` -> refuse
 ``command_field``, ``trajectory_time_s``, ``command_timeout_s`` and ``diagnostics_period_s``
 apply at run time; the other parameters are refused with a reason.
 
-The mapping logic lives in :class:`JointMap` and :func:`parse_observation_map` (plain
-classes, tested without ROS).
+The mapping logic lives in :mod:`edgerl_ros.ros2_control_maps` and
+:mod:`edgerl_ros.ros2_control_limits` (plain classes, tested without ROS).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from builtin_interfaces.msg import Duration
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
@@ -79,6 +87,19 @@ from edgerl_ros.messages import (
 from edgerl_ros.node_diagnostics import NodeDiagnostics, Report
 from edgerl_ros.operator import COMMAND_SOURCE_PARAM
 from edgerl_ros.robot_commands import COMMAND_QUEUE_DEPTH, command_values, guard_passes
+from edgerl_ros.ros2_control_limits import (
+    TRAJECTORY_FIELDS,
+    command_scale,
+    parse_scale,
+    trajectory_field_for,
+)
+from edgerl_ros.ros2_control_maps import (
+    AuxValues,
+    JointMap,
+    message_class,
+    parse_observation_map,
+    split_names,
+)
 from edgerl_ros.session import qos_kwargs
 from edgerl_ros.sources import PublisherFilter
 from edgerl_ros.stats import DropCounter
@@ -88,14 +109,16 @@ __all__ = ["PARAMS", "JointMap", "Ros2ControlBridgeNode", "main", "parse_observa
 
 log = logging.getLogger(__name__)
 
-JOINT_FIELDS = ("position", "velocity", "effort")
-TRAJECTORY_FIELDS = ("positions", "velocities", "accelerations", "effort")
 
 PARAMS = [
     ParamSpec("bundle", "", "bundle whose manifest names the observations and actions",
               read_only=True),
-    ParamSpec("observation_map", "", "obs_name=joint:field, ... (one per observation name; "
-              "field: position | velocity | effort)", read_only=True),
+    ParamSpec("observation_map", "", "obs_name=joint:field | obs_name=/topic:Type[i] | "
+              "obs_name=/topic:Type.field, ... (one per observation name; field: position | "
+              "velocity | effort; Type: Float64MultiArray, PointStamped, PoseStamped)",
+              read_only=True),
+    ParamSpec("aux_max_age_s", 1.0, "an observation topic other than /joint_states older "
+              "than this (s) -> states dropped as stale", 0.001, 3600.0, read_only=True),
     ParamSpec("joint_states_topic", "/joint_states", "ros2_control joint_state_broadcaster "
               "topic", read_only=True),
     ParamSpec("command_interface", "forward", "forward = forward_command_controller "
@@ -112,112 +135,19 @@ PARAMS = [
               "one of command_field: effort, positions or velocities)",
               choices=("",) + TRAJECTORY_FIELDS, read_only=True),
     ParamSpec("command_scale", "", "per-action factor from the bundle's action units to the "
-              "controller's (comma separated; one value for all; '' = 1)", read_only=True),
+              "controller's (comma separated; one value for all; '' = 1), or urdf: "
+              "[action.low, action.high] -> the joints' URDF <limit>", read_only=True),
+    ParamSpec("robot_description", "", "URDF XML for command_scale: urdf", read_only=True),
+    ParamSpec("robot_description_file", "", "URDF file for command_scale: urdf (when "
+              "robot_description is empty)", read_only=True),
     ParamSpec("command_timeout_s", 0.2, "no valid robot/command for this long -> send the "
               "controller a stop (once, until commands resume)", 0.01, 60.0),
     ParamSpec("diagnostics_period_s", 1.0, "how often /diagnostics is published", 0.05, 60.0),
     COMMAND_SOURCE_PARAM,
 ]
 
-def trajectory_field_for(command_field: str, trajectory_field: str = "") -> str:
-    """The ``JointTrajectoryPoint`` field a command goes in: ``trajectory_field`` when set,
-    else the one matching the ``robot/command`` JointState field."""
-    return trajectory_field or {"effort": "effort", "position": "positions",
-                                "velocity": "velocities"}[command_field]
-
-
-def parse_scale(text: str, n: int) -> np.ndarray:
-    """``command_scale`` -> ``(n,)`` float64 factors (empty: ones; one value: all actions).
-
-    Raises:
-        ValueError: not numbers, non-finite or zero, or a count other than 1 or ``n``.
-    """
-    parts = _split_names(text)
-    if not parts:
-        return np.ones(n)
-    try:
-        vals = np.array([float(t) for t in parts])
-    except ValueError:
-        raise ValueError(f"command_scale: {text!r} is not a comma-separated list of numbers") \
-            from None
-    if not np.all(np.isfinite(vals)) or np.any(vals == 0.0):
-        raise ValueError(f"command_scale: every factor must be finite and non-zero, got {text!r}")
-    if vals.size not in (1, n):
-        raise ValueError(f"command_scale: {vals.size} factors for {n} actions (give 1 or {n})")
-    return np.broadcast_to(vals, (n,)).astype(np.float64)
-
-
 DEFAULT_COMMAND_TOPICS = {"forward": "/forward_command_controller/commands",
                           "trajectory": "/joint_trajectory_controller/joint_trajectory"}
-
-
-@dataclass(frozen=True)
-class JointMap:
-    """Observation ``i`` = ``/joint_states`` joint ``joints[i]``, field ``fields[i]``."""
-
-    names: tuple[str, ...]
-    joints: tuple[str, ...]
-    fields: tuple[str, ...]
-
-    def observation(self, msg: JointState) -> np.ndarray:
-        """``(len(names),)`` float32 observation from a ros2_control ``JointState``.
-
-        Raises:
-            BadMessage: a mapped joint is absent (``missing_joint``), a field has the wrong
-                length (``wrong_length``) or a value is not finite (``non_finite``).
-        """
-        index = {n: i for i, n in enumerate(msg.name)}
-        out = np.empty(len(self.names), dtype=np.float32)
-        for k, (joint, field) in enumerate(zip(self.joints, self.fields)):
-            i = index.get(joint)
-            if i is None:
-                raise BadMessage(f"missing_joint: {joint!r} (for {self.names[k]}) not in "
-                                 "/joint_states")
-            values = getattr(msg, field)
-            if len(values) != len(msg.name):
-                raise BadMessage(f"wrong_length: {len(msg.name)} names but {len(values)} "
-                                 f"{field} values")
-            v = float(values[i])
-            if not np.isfinite(v):
-                raise BadMessage(f"non_finite: {joint}.{field} = {v}")
-            out[k] = v
-        return out
-
-
-def parse_observation_map(text: str, obs_names: Sequence[str]) -> JointMap:
-    """Parse ``obs=joint:field, ...``; every observation name must appear exactly once.
-
-    Raises:
-        ValueError: malformed entry, unknown field or observation, duplicate or missing names.
-    """
-    pairs: dict[str, tuple[str, str]] = {}
-    for entry in (e.strip() for e in text.split(",")):
-        if not entry:
-            continue
-        name, sep, target = entry.partition("=")
-        joint, sep2, field = target.partition(":")
-        name, joint, field = name.strip(), joint.strip(), field.strip()
-        if not sep or not sep2 or not name or not joint:
-            raise ValueError(f"observation_map entry {entry!r}: expected obs_name=joint:field")
-        if field not in JOINT_FIELDS:
-            raise ValueError(f"observation_map entry {entry!r}: field {field!r} is not one of "
-                             f"{', '.join(JOINT_FIELDS)}")
-        if name not in obs_names:
-            raise ValueError(f"observation_map: {name!r} is not an observation of the bundle "
-                             f"({', '.join(obs_names)})")
-        if name in pairs:
-            raise ValueError(f"observation_map: {name!r} is mapped twice")
-        pairs[name] = (joint, field)
-    missing = [n for n in obs_names if n not in pairs]
-    if missing:
-        raise ValueError(f"observation_map: no joint for {', '.join(missing)} (every "
-                         "observation must come from /joint_states)")
-    return JointMap(tuple(obs_names), tuple(pairs[n][0] for n in obs_names),
-                    tuple(pairs[n][1] for n in obs_names))
-
-
-def _split_names(text: str) -> list[str]:
-    return [n.strip() for n in text.split(",") if n.strip()]
 
 
 class Ros2ControlBridgeNode(Node):
@@ -231,7 +161,7 @@ class Ros2ControlBridgeNode(Node):
         self.guard = InputGuard(spec)
         self.action_names = spec.action.names
         self.map = parse_observation_map(p["observation_map"], spec.observation.names)
-        self.command_joints = _split_names(p["command_joints"])
+        self.command_joints = split_names(p["command_joints"])
         if len(self.command_joints) != spec.action.dim:
             raise ValueError(f"command_joints: {len(self.command_joints)} joints "
                              f"{self.command_joints} for {spec.action.dim} actions "
@@ -240,7 +170,9 @@ class Ros2ControlBridgeNode(Node):
         self.command_field = p["command_field"]
         self.trajectory_time_s = float(p["trajectory_time_s"])
         self.trajectory_field = p["trajectory_field"]
-        self.scale = parse_scale(p["command_scale"], spec.action.dim)
+        self._scale_args = (p["command_scale"], spec.action.low, spec.action.high,
+                            p["robot_description"], p["robot_description_file"])
+        self.scale = self._command_scale(self.command_field)
         topic = p["command_topic"] or DEFAULT_COMMAND_TOPICS[self.interface]
         msg_type = Float64MultiArray if self.interface == "forward" else JointTrajectory
         # controllers subscribe with the default (reliable, depth 10) QoS
@@ -252,6 +184,11 @@ class Ros2ControlBridgeNode(Node):
         # joint_state_broadcaster publishes reliable; a best-effort reader matches it
         self.create_subscription(JointState, p["joint_states_topic"], self._on_joint_states,
                                  STATE_QOS)
+        # observations from other topics: newest value kept, composed on each /joint_states
+        self.aux = AuxValues(self.map.elements(), float(p["aux_max_age_s"]))
+        for topic, type_name in self.aux.topics().items():
+            self.create_subscription(message_class(type_name), topic,
+                                     lambda m, t=topic: self._on_aux(t, m), 10)
         # only the edit node's commands go to the controller (command_source; 'foreign')
         self.command_source = p["command_source"]
         self._edit_source = PublisherFilter(self, TOPICS["command"],
@@ -277,9 +214,21 @@ class Ros2ControlBridgeNode(Node):
                                f"{TOPICS['state']}, {TOPICS['command']} -> {topic} "
                                f"({self.interface})")
 
+    def _command_scale(self, command_field: str) -> Any:
+        """The action -> command map for ``command_field`` (:func:`command_scale`)."""
+        scale, low, high, urdf, urdf_file = self._scale_args
+        kind = (command_field if self.interface == "forward"
+                else trajectory_field_for(command_field, self.trajectory_field))
+        return command_scale(scale, self.command_joints, kind, low, high, urdf, urdf_file)
+
     def _apply_params(self, changed: dict[str, Any]) -> str | None:
         reason = refuse_unless_live(changed, {"command_field", "trajectory_time_s",
                                               "command_timeout_s", "diagnostics_period_s"})
+        if reason is None and "command_field" in changed:
+            try:  # command_scale: urdf takes other limits for another field
+                self.scale = self._command_scale(changed["command_field"])
+            except ValueError as exc:
+                return str(exc)
         if reason is None:
             for name, value in changed.items():
                 if name == "diagnostics_period_s":
@@ -288,9 +237,15 @@ class Ros2ControlBridgeNode(Node):
                     setattr(self, name, value)
         return reason
 
+    def _on_aux(self, topic: str, msg: Any) -> None:
+        try:
+            self.aux.update(topic, msg, time.monotonic())
+        except BadMessage as exc:
+            self.drops.drop(topic, str(exc))
+
     def _on_joint_states(self, msg: JointState) -> None:
         try:
-            obs = self.map.observation(msg)
+            obs = self.map.observation(msg, self.aux.values(time.monotonic()))
         except BadMessage as exc:
             self.drops.drop("/joint_states", str(exc))
             return
@@ -313,7 +268,7 @@ class Ros2ControlBridgeNode(Node):
         if values is None or not guard_passes(self.guard, self.drops, values,
                                               stamp_to_ns(msg.header.stamp), time.time_ns()):
             return
-        scaled = [float(v) for v in np.asarray(values, np.float64) * self.scale]
+        scaled = self.scale.apply(values)
         if self.interface == "forward":
             out: Any = Float64MultiArray(data=scaled)
         else:
