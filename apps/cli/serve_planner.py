@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+from typing import Any
 
 from edgerl.apps.cli import flags
 from edgerl.apps.cli.errors import CliError
@@ -200,9 +201,31 @@ def run(args: argparse.Namespace) -> int:
             f"key {k!r} up to {v.max_priority}" for k, v in sorted(client_keys.items())])
     log.info("serving planner on %s:%d (protocol v1, auth %s, Ctrl-C to stop)", host, port,
              auth)
+    restore = _stop_on_signals()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         log.info("stopping: %s", server.metrics())
         server.stop()
+    finally:
+        restore()
     return 0
+
+
+def _stop_on_signals() -> Any:
+    """SIGINT and SIGTERM stop the server cleanly, also when it was started as a background
+    job (a non-interactive shell starts those with SIGINT ignored, and Python then installs
+    no handler: ``kill -INT`` did nothing). Returns the function that restores the old
+    handlers."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+    return restore

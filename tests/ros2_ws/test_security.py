@@ -104,6 +104,17 @@ def test_keystore_enclaves_follow_the_robot(tmp_path, rclpy_ok):
     assert "rt/forward_command_controller/commands" in pub
     assert "rt/joint_states" in sub and "rt/robot/command" in sub
     assert "rt/robot/joint_states" in pub
+    assert not any(t.startswith("rt/goal") for t in sub)
+
+    # observations from their own topics (the bridge's observation_map) are granted too
+    from edgerl_ros.security import enclave_grants
+
+    params = {"ros2_control_bridge_node": {"observation_map":
+                                           "x=slider:position, g=/goal:Float64MultiArray[0], "
+                                           "h=/goal_pose:PoseStamped.pose.position.y"}}
+    grant = enclave_grants("ros2_control", params)["/edgerl/robot"]
+    assert {"rt/goal", "rt/goal_pose"} <= set(grant.subscribe)
+    assert "rt/goal" not in grant.publish
     serial = create_keystore(tmp_path / "serial", "serial")
     pub, sub = permitted_topics((serial.enclave_dir("/edgerl/robot") / "permissions.xml")
                                 .read_bytes())
@@ -262,7 +273,8 @@ def test_a_file_or_a_foreign_directory_is_refused(tmp_path, capsys, rclpy_ok):
 _CREATE = {"create_publisher": 0, "create_lifecycle_publisher": 0, "create_subscription": 1}
 #: Topic arguments the code computes, per node: the ros2_control bridge's parameters.
 _DYNAMIC = {"ros2_control_bridge_node": {"p['joint_states_topic']": "controller_states",
-                                         "topic": "controller_command"}}
+                                         "topic": "controller_command",
+                                         "aux_topic": "observation_sources"}}
 
 
 def _code_topics(node: str) -> tuple[set[str], set[str]]:

@@ -57,11 +57,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def test_serve_planner_cli_answers_remote_clients(trained, cfg):
+    """Served chunks equal the bundle's; SIGINT stops the server cleanly, also started as a
+    background job is (SIGINT ignored: a non-interactive shell's ``&``; it did not stop)."""
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "edgerl.apps", "--log-level", "WARNING",
                              "serve-planner", "--bundle", str(trained["bundle"]),
-                             "--port", str(port)],
+                             "--port", str(port)], preexec_fn=_ignore_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         client = RemotePlanner(port=port, connect_timeout_s=60.0, deadline_s=0.0)

@@ -186,9 +186,9 @@ class Ros2ControlBridgeNode(Node):
                                  STATE_QOS)
         # observations from other topics: newest value kept, composed on each /joint_states
         self.aux = AuxValues(self.map.elements(), float(p["aux_max_age_s"]))
-        for topic, type_name in self.aux.topics().items():
-            self.create_subscription(message_class(type_name), topic,
-                                     lambda m, t=topic: self._on_aux(t, m), 10)
+        for aux_topic, type_name in self.aux.topics().items():
+            self.create_subscription(message_class(type_name), aux_topic,
+                                     lambda m, t=aux_topic: self._on_aux(t, m), 10)
         # only the edit node's commands go to the controller (command_source; 'foreign')
         self.command_source = p["command_source"]
         self._edit_source = PublisherFilter(self, TOPICS["command"],

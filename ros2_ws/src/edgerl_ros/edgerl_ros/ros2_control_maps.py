@@ -50,6 +50,17 @@ def split_names(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
 
 
+def source_topics(text: str) -> tuple[str, ...]:
+    """The topics an ``observation_map`` reads besides ``/joint_states`` (sorted; entries
+    checked as :func:`parse_topic_source` does), for a grant that must list them."""
+    topics = set()
+    for entry in (e.strip() for e in text.split(",")):
+        target = entry.partition("=")[2].strip()
+        if target.startswith("/"):
+            topics.add(parse_topic_source(entry, target).topic)
+    return tuple(sorted(topics))
+
+
 def message_class(type_name: str) -> type:
     """The rclpy message class of a :data:`TOPIC_TYPES` short name (imported on use)."""
     if type_name == "Float64MultiArray":

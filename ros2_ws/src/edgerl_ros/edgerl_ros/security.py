@@ -70,7 +70,8 @@ MONITOR_ENCLAVE = "/edgerl/monitor"
 #: names are that node's parameters (resolved by :func:`topic_names` from a parameter file).
 EXTRA_TOPICS = {"estop": "robot/estop",
                 "controller_states": "{joint_states_topic}",
-                "controller_command": "{command_topic}"}
+                "controller_command": "{command_topic}",
+                "observation_sources": "{observation_map topics}"}
 
 #: node -> (topics it publishes, topics it subscribes), as keys of ``TOPICS`` /
 #: :data:`EXTRA_TOPICS`. The one table the permissions come from: review changes here.
@@ -80,7 +81,7 @@ NODE_ACCESS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sim_robot_node": (("state", "expert", "episode", "diagnostics"), ("command",)),
     "serial_bridge_node": (("state", "diagnostics"), ("command", "estop", "estop_reset")),
     "ros2_control_bridge_node": (("state", "controller_command", "diagnostics"),
-                                 ("command", "controller_states")),
+                                 ("command", "controller_states", "observation_sources")),
     "planner_node": (("chunk", "diagnostics"), ("state", "instruction", "expert", "episode")),
     "edit_policy_node": (("command", "diagnostics"),
                          ("state", "chunk", "episode", "estop_reset", "intervention")),
@@ -138,22 +139,31 @@ class KeystoreError(RuntimeError):
 
 # --- topic names -----------------------------------------------------------------------------
 def topic_names(robot: str = "sim", params: Mapping[str, Mapping[str, Any]] | None = None
-                ) -> dict[str, str]:
-    """Every topic key of :data:`NODE_ACCESS` -> its ROS name, the ros2_control bridge's
-    from ``params`` (``{node: {name: value}}``, as ``graph_config.load_params_yaml``
-    returns) when ``robot`` is ``ros2_control``."""
+                ) -> dict[str, str | tuple[str, ...]]:
+    """Every topic key of :data:`NODE_ACCESS` -> its ROS name (a tuple of names for
+    ``observation_sources``), the ros2_control bridge's from ``params`` (``{node: {name:
+    value}}``, as ``graph_config.load_params_yaml`` returns) when ``robot`` is
+    ``ros2_control``."""
     from edgerl_ros.common import TOPICS
 
-    names = {**TOPICS, **EXTRA_TOPICS}
+    names: dict[str, str | tuple[str, ...]] = {**TOPICS, **EXTRA_TOPICS,
+                                               "observation_sources": ()}
     if robot == "ros2_control":
         from edgerl_ros.ros2_control_bridge_node import DEFAULT_COMMAND_TOPICS, PARAMS
+        from edgerl_ros.ros2_control_maps import source_topics
 
         p = {s.name: s.default for s in PARAMS}
         p.update((params or {}).get("ros2_control_bridge_node", {}))
         names["controller_states"] = str(p["joint_states_topic"])
         names["controller_command"] = str(p["command_topic"]
                                           or DEFAULT_COMMAND_TOPICS[p["command_interface"]])
+        names["observation_sources"] = source_topics(str(p.get("observation_map") or ""))
     return names
+
+
+def _as_names(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    """A :func:`topic_names` value as a tuple of ROS names."""
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _fqn(name: str) -> str:
@@ -212,8 +222,10 @@ def enclave_grants(robot: str = "sim", params: Mapping[str, Mapping[str, Any]] |
         if enclave == "/edgerl/robot_edit" and robot not in COMPOSABLE:
             continue
         nodes = tuple(ROBOT_NODES[robot] if n == "robot" else n for n in nodes)
-        ros_pub = sorted({_fqn(names[k]) for n in nodes for k in NODE_ACCESS[n][0]})
-        ros_sub = sorted({_fqn(names[k]) for n in nodes for k in NODE_ACCESS[n][1]})
+        ros_pub = sorted({_fqn(t) for n in nodes for k in NODE_ACCESS[n][0]
+                          for t in _as_names(names[k])})
+        ros_sub = sorted({_fqn(t) for n in nodes for k in NODE_ACCESS[n][1]
+                          for t in _as_names(names[k])})
         pub = {dds_topic(t) for t in ros_pub}
         sub = {dds_topic(t) for t in ros_sub}
         for n in nodes:
