@@ -5,7 +5,6 @@ and topic names ros2_control uses. No torch needed (the Python 3.10 runtime CI j
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -100,29 +99,6 @@ class TestObservationMap:
             m.observation(_joint_states(["slider", "hinge"], [0.0, 0.0], [0.0, float("nan")]))
 
 
-class _Spin:
-    """Spin nodes in a background thread; ``wait(pred)`` polls up to ``timeout`` s."""
-
-    def __init__(self, ctx, *nodes):
-        from rclpy.executors import SingleThreadedExecutor
-
-        self.ex = SingleThreadedExecutor(context=ctx)
-        for n in nodes:
-            self.ex.add_node(n)
-        self.stop = threading.Event()
-        self.th = threading.Thread(target=self._run, daemon=True)
-        self.th.start()
-
-    def _run(self):
-        while not self.stop.is_set():
-            self.ex.spin_once(timeout_sec=0.02)
-
-    def close(self):
-        self.stop.set()
-        self.th.join(5)
-        self.ex.shutdown()
-
-
 def _wait(pred, timeout=10.0, publish=None):
     t_end = time.monotonic() + timeout
     while time.monotonic() < t_end:
@@ -175,7 +151,9 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
     edge = rclpy.create_node("edit_policy_node", context=rclpy_context)
     edge.create_subscription(JointState, TOPICS["state"], got_state.append, STATE_QOS)
     cmd_pub = edge.create_publisher(JointState, TOPICS["command"], STATE_QOS)
-    spin = _Spin(rclpy_context, bridge, robot, edge)
+    from edgerl_ros.session import SpinThread
+
+    spin = SpinThread(rclpy_context, bridge, robot, edge, timeout_s=0.02)
     try:
         js = _joint_states(["hinge", "slider", "wheel"], [0.2, 1.5, 9.0], [-0.3, 0.7, 8.0])
         assert _wait(lambda: got_state, publish=lambda: js_pub.publish(js))
@@ -230,7 +208,7 @@ def test_bridge_between_joint_states_edgerl_and_a_controller(rclpy_context, bund
         assert len(got_cmd) == n
         intruder.destroy_node()
     finally:
-        spin.close()
+        spin.stop()
         for node in (bridge, robot, edge):
             node.destroy_node()
 
@@ -270,7 +248,9 @@ def test_the_controller_gets_a_stop_when_commands_stop_and_at_shutdown(rclpy_con
         return make_joint_state(["a0"], np.array([0.25]), time.time_ns(), field="effort")
 
     js_pub = robot.create_publisher(JointState, "/joint_states", 10)
-    spin = _Spin(rclpy_context, bridge, robot, edge)
+    from edgerl_ros.session import SpinThread
+
+    spin = SpinThread(rclpy_context, bridge, robot, edge, timeout_s=0.02)
     try:
         js = _joint_states(["hinge", "slider", "wheel"], [0.2, 1.5, 9.0], [-0.3, 0.7, 8.0])
         assert _wait(lambda: bridge.states, publish=lambda: js_pub.publish(js))
@@ -291,12 +271,12 @@ def test_the_controller_gets_a_stop_when_commands_stop_and_at_shutdown(rclpy_con
         assert _wait(lambda: len(got) > n, publish=lambda: cmd_pub.publish(fresh()))
         assert not is_stop(got[-1])
     finally:
-        spin.ex.remove_node(bridge)  # the controller's node keeps spinning to receive it
+        spin.executor.remove_node(bridge)  # the controller's node keeps spinning to receive it
         bridge.destroy_node()
         deadline = time.monotonic() + 5.0
         while not (got and is_stop(got[-1])) and time.monotonic() < deadline:
             time.sleep(0.05)
-        spin.close()
+        spin.stop()
         for node in (robot, edge):
             node.destroy_node()
     assert is_stop(got[-1]) and bridge.stops == 2

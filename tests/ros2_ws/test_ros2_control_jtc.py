@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
@@ -144,29 +143,6 @@ def _busy_children(n=2):
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
-class _Spin:
-    """Spin nodes with one executor in a background thread."""
-
-    def __init__(self, ctx, *nodes):
-        from rclpy.executors import SingleThreadedExecutor
-
-        self.ex = SingleThreadedExecutor(context=ctx)
-        for n in nodes:
-            self.ex.add_node(n)
-        self.stop = threading.Event()
-        self.th = threading.Thread(target=self._run, daemon=True)
-        self.th.start()
-
-    def _run(self):
-        while not self.stop.is_set():
-            self.ex.spin_once(timeout_sec=0.02)
-
-    def close(self):
-        self.stop.set()
-        self.th.join(5)
-        self.ex.shutdown()
-
-
 def _wait(pred, timeout=5.0):
     t_end = time.monotonic() + timeout
     while time.monotonic() < t_end:
@@ -234,7 +210,9 @@ def test_every_trajectory_under_load_and_every_stop_is_accepted(rclpy_context, b
         return value
 
     load = []
-    spin = _Spin(rclpy_context, bridge, robot, edge)
+    from edgerl_ros.session import SpinThread
+
+    spin = SpinThread(rclpy_context, bridge, robot, edge, timeout_s=0.02)
     try:
         # discovery before the timed run: states reach the bridge, and the command and
         # trajectory topics are matched
@@ -280,10 +258,10 @@ def test_every_trajectory_under_load_and_every_stop_is_accepted(rclpy_context, b
         assert _wait(lambda: len(jtc.accepted) > n), jtc.counts()
         assert not jtc.is_stop(jtc.accepted[-1]) and len(jtc.stops) == 1
     finally:
-        spin.ex.remove_node(bridge)  # the controller's node keeps spinning to receive it
+        spin.executor.remove_node(bridge)  # the controller's node keeps spinning to receive it
         bridge.destroy_node()
         got_stop = _wait(lambda: len(jtc.stops) == 2)
-        spin.close()
+        spin.stop()
         for node in (robot, edge):
             node.destroy_node()
     assert got_stop and bridge.stops == 2 and jtc.rejected == [], (jtc.counts(),

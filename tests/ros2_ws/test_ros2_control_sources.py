@@ -6,7 +6,6 @@ subscribers using the message types ros2_control uses."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -199,29 +198,6 @@ class TestUrdfLimits:
             self._scale(kind, joints, urdf)
 
 
-class _Spin:
-    """Spin nodes in a background thread until ``close``."""
-
-    def __init__(self, ctx, *nodes):
-        from rclpy.executors import SingleThreadedExecutor
-
-        self.ex = SingleThreadedExecutor(context=ctx)
-        for n in nodes:
-            self.ex.add_node(n)
-        self.stop = threading.Event()
-        self.th = threading.Thread(target=self._run, daemon=True)
-        self.th.start()
-
-    def _run(self):
-        while not self.stop.is_set():
-            self.ex.spin_once(timeout_sec=0.02)
-
-    def close(self):
-        self.stop.set()
-        self.th.join(5)
-        self.ex.shutdown()
-
-
 def _wait(pred, timeout=10.0, publish=None):
     t_end = time.monotonic() + timeout
     while time.monotonic() < t_end:
@@ -260,7 +236,9 @@ def test_the_bridge_composes_topic_sources_and_drops_until_they_are_fresh(rclpy_
     got = []
     edge = rclpy.create_node("edit_policy_node", context=rclpy_context)
     edge.create_subscription(JointState, TOPICS["state"], got.append, STATE_QOS)
-    spin = _Spin(rclpy_context, bridge, robot, edge)
+    from edgerl_ros.session import SpinThread
+
+    spin = SpinThread(rclpy_context, bridge, robot, edge, timeout_s=0.02)
     drops = bridge.drops.by_key
     try:
         assert _wait(lambda: drops().get("/joint_states waiting_for /goal", 0) >= 3,
@@ -289,7 +267,7 @@ def test_the_bridge_composes_topic_sources_and_drops_until_they_are_fresh(rclpy_
         assert bridge.states == n
         assert bridge.values()["dropped /joint_states stale /goal"] >= 3
     finally:
-        spin.close()
+        spin.stop()
         for node in (bridge, robot, edge):
             node.destroy_node()
 
@@ -320,13 +298,15 @@ def test_command_scale_urdf_reaches_the_controller(rclpy_context, bundle, interf
                                   lambda m: got.append(list(m.points[0].positions)), 10)
     edge = rclpy.create_node("edit_policy_node", context=rclpy_context)
     cmd_pub = edge.create_publisher(JointState, TOPICS["command"], STATE_QOS)
-    spin = _Spin(rclpy_context, bridge, robot, edge)
+    from edgerl_ros.session import SpinThread
+
+    spin = SpinThread(rclpy_context, bridge, robot, edge, timeout_s=0.02)
     try:
         assert _wait(lambda: got, publish=lambda: cmd_pub.publish(make_joint_state(
             ["a0"], np.array([action]), time.time_ns(), field=field)))
         assert got[-1] == pytest.approx([expected])
     finally:
-        spin.close()
+        spin.stop()
         for node in (bridge, robot, edge):
             node.destroy_node()
 
