@@ -94,8 +94,10 @@ class OperatorGate:
         if self.verifier is None:
             self.no_key_refused += 1
             return "no_operator_key"
-        stamp_ns = header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
-        return self.verifier.check(topic, header.frame_id, stamp_ns, payload, now_ns)
+        from edgerl_ros.messages import stamp_to_ns
+
+        return self.verifier.check(topic, header.frame_id, stamp_to_ns(header.stamp), payload,
+                                   now_ns)
 
     def values(self) -> dict[str, Any]:
         """Diagnostics: mode, key id, accepted and refused by reason."""

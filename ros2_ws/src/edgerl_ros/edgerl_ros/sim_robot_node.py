@@ -342,6 +342,7 @@ class SimRobotNode(ComposableCommands, Node):
 
     # --- diagnostics -------------------------------------------------------------------
     def values(self) -> dict[str, Any]:
+        foreign, early = self._edit_source.refused_by_origin()  # one graph lookup
         return {
             "step_rate_hz": self.steps.rate_hz(),
             "configured_rate_hz": self.rate_hz,
@@ -350,8 +351,8 @@ class SimRobotNode(ComposableCommands, Node):
             "episodes": self.episodes,
             "successes": self.successes,
             "commands_received": self.commands_received,
-            "commands_foreign": self._edit_source.foreign,
-            "commands_before_discovery": self._edit_source.early,
+            "commands_foreign": foreign,
+            "commands_before_discovery": early,
             "commands_repeat_state": self.commands_repeat_state,
             "watchdog_trips": self.watchdog_trips,
             "late_steps": self.late_steps,

@@ -85,7 +85,7 @@ class PublisherFilter:
                 self._refused[key] = self._refused.get(key, 0) + 1
             return ok
 
-    def _attributed(self) -> tuple[int, int]:
+    def refused_by_origin(self) -> tuple[int, int]:
         """(foreign, early): refused messages whose publisher is, by the graph now, another
         node's / ``node_name``'s own (sent before the graph knew the endpoint)."""
         with self._lock:
@@ -97,9 +97,9 @@ class PublisherFilter:
     @property
     def foreign(self) -> int:
         """Messages refused whose publisher is not ``node_name`` (looked up now)."""
-        return self._attributed()[0]
+        return self.refused_by_origin()[0]
 
     @property
     def early(self) -> int:
         """Messages of ``node_name`` refused before the graph knew its endpoint."""
-        return self._attributed()[1]
+        return self.refused_by_origin()[1]

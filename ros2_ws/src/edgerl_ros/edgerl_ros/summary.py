@@ -33,6 +33,7 @@ def summarise(monitor: GraphMonitor, spec: Any, cfg: Any, t_first: float, t_end:
         lat = list(monitor.cmd_latency_s)
         diag = {k: dict(v) for k, v in monitor.diag.items()}
         n_diag = monitor.diag_msgs
+    foreign, early = monitor.command_source.refused_by_origin()  # one graph lookup
     t_lo = t_first + cfg.warmup_s
     steady = times[(times >= t_lo) & (times <= t_end)]
     rate = (steady.size - 1) / (steady[-1] - steady[0]) if steady.size > 2 else float("nan")
@@ -59,9 +60,9 @@ def summarise(monitor: GraphMonitor, spec: Any, cfg: Any, t_first: float, t_end:
         "success": success,
         **({k: v for k, v in verdict.items() if k != "success"} if cfg.robot == "sim" else {}),
         "task_success": verdict["success"] if cfg.robot == "sim" else None,
-        "commands_foreign": monitor.command_source.foreign,
+        "commands_foreign": foreign,
         # the edit node's own, received before the graph knew its publisher (not in the rate)
-        "commands_before_discovery": monitor.command_source.early,
+        "commands_before_discovery": early,
         "robot_kind": cfg.robot,
         "cmd_rate_hz": float(rate),
         "configured_rate_hz": float(spec.control_hz),
