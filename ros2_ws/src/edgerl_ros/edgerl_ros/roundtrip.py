@@ -173,14 +173,12 @@ def measure(n: int = 1000, period_s: float = 0.005, kind: str = "single",
 def _fifo(priority: int) -> tuple[int, int] | None:
     """SCHED_FIFO ``priority`` for the calling thread (the threads rclpy starts inherit it);
     the previous (policy, priority) to restore, or None when not asked or not permitted."""
+    from edgerl.runtime.loop_scheduler import set_fifo
+
     if not priority:
         return None
-    try:
-        old = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(priority)))
-    except (OSError, AttributeError):
-        return None
-    return old
+    old = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+    return old if set_fifo(int(priority)) else None
 
 
 def _restore(old: tuple[int, int] | None) -> None:
